@@ -1,0 +1,34 @@
+// The API's request and response, free of any transport type, so the route handlers
+// (host/api/routes*.cpp) are plain functions that unit tests call directly and only
+// host/api/server.cpp includes Beast.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace handler::api {
+
+struct Request {
+    std::string method;  // "GET", "POST", ...
+    std::string target;  // path and query, e.g. "/api/v1/agents?project=3"
+    std::string body;    // raw; JSON for POST/PATCH
+    // Which listener it came through: the unix socket is trusted by file mode, TCP by
+    // token. Handlers never need this, but logs do.
+    bool over_tcp = false;
+};
+
+struct Response {
+    unsigned status = 200;
+    std::string body;    // JSON unless content_type says otherwise
+    std::string content_type = "application/json";
+    std::map<std::string, std::string> headers;
+};
+
+// Implemented by the route table; called by the transport for each request.
+class RequestHandler {
+public:
+    virtual ~RequestHandler() = default;
+    virtual Response handle(const Request& request) = 0;
+};
+
+} // namespace handler::api
