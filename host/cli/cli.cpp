@@ -1,0 +1,455 @@
+#include "cli/cli.hpp"
+
+#include "cli/completions.hpp"
+#include "cli/output.hpp"
+
+#include <boost/json.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
+#include <algorithm>
+#include <iostream>
+#include <optional>
+
+namespace handler::cli {
+namespace json = boost::json;
+
+namespace {
+
+// Every value a command line can carry, bound to the CLI11 tree by define().
+struct Options {
+    bool json_output = false;
+    int verbosity = 0;
+
+    std::string name;
+    std::string path;
+    std::string context;
+    std::string project;
+    std::string harness;
+    std::optional<std::string> goal;
+    std::optional<std::string> instructions;
+    std::optional<std::string> account;
+    std::optional<std::string> network;
+    std::optional<std::string> rename;
+    std::vector<std::string> allow_hosts;
+    std::vector<std::string> remove_hosts;
+    bool clear_account = false;
+    bool all_projects = false;
+    std::string shell;
+};
+
+struct Tree {
+    CLI::App* daemon = nullptr;
+    CLI::App* status = nullptr;
+    CLI::App* plugins_list = nullptr;
+    CLI::App* context_add = nullptr;
+    CLI::App* context_list = nullptr;
+    CLI::App* project_add = nullptr;
+    CLI::App* project_list = nullptr;
+    CLI::App* agent_add = nullptr;
+    CLI::App* agent_list = nullptr;
+    CLI::App* agent_show = nullptr;
+    CLI::App* agent_edit = nullptr;
+    CLI::App* agent_rm = nullptr;
+    CLI::App* completions = nullptr;
+};
+
+void add_json_flag(CLI::App* command, Options& options) {
+    command->add_flag("--json", options.json_output, "Print JSON instead of a table");
+}
+
+void add_project_option(CLI::App* command, Options& options) {
+    command->add_option("--project", options.project,
+                        "Project folder (default: the registered project containing the "
+                        "current folder)");
+}
+
+Tree define(CLI::App& app, Options& options) {
+    app.description("Handler: coding agents in rootless containers");
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("handler ") + HANDLER_VERSION);
+    Tree tree;
+
+    tree.daemon = app.add_subcommand("daemon", "Run handlerd in the foreground");
+    tree.daemon->add_flag("-v,--verbose", options.verbosity,
+                          "More log output (repeat for more); overrides [daemon] log_level");
+
+    tree.status = app.add_subcommand("status", "Show whether handlerd runs, and its state");
+    add_json_flag(tree.status, options);
+
+    auto* plugins = app.add_subcommand("plugins", "Harness and addon plugins");
+    plugins->require_subcommand(1);
+    tree.plugins_list = plugins->add_subcommand("list", "List plugins: loaded, refused, failed");
+    add_json_flag(tree.plugins_list, options);
+
+    auto* context = app.add_subcommand("context", "Contexts: Work, Personal, a client...");
+    context->require_subcommand(1);
+    tree.context_add = context->add_subcommand("add", "Add a context");
+    tree.context_add->add_option("NAME", options.name, "Its name")->required();
+    tree.context_list = context->add_subcommand("list", "List contexts");
+    add_json_flag(tree.context_list, options);
+
+    auto* project = app.add_subcommand("project", "Project folders agents work in");
+    project->require_subcommand(1);
+    tree.project_add = project->add_subcommand("add", "Register a project folder");
+    tree.project_add->add_option("PATH", options.path, "The folder")
+        ->required()
+        ->check(CLI::ExistingDirectory);
+    tree.project_add->add_option("--name", options.name, "Its name (default: folder name)");
+    tree.project_add->add_option("--context", options.context, "Its context");
+    tree.project_list = project->add_subcommand("list", "List projects");
+    add_json_flag(tree.project_list, options);
+
+    auto* agent = app.add_subcommand("agent", "Agents: a harness with a goal, in a project");
+    agent->require_subcommand(1);
+
+    tree.agent_add = agent->add_subcommand("add", "Add an agent to a project");
+    tree.agent_add->add_option("NAME", options.name, "Its name, e.g. reviewer")->required();
+    tree.agent_add->add_option("--harness", options.harness,
+                               "Harness plugin id (see `handler plugins list`)")
+        ->required();
+    add_project_option(tree.agent_add, options);
+    tree.agent_add->add_option("--goal", options.goal, "What it is for");
+    tree.agent_add->add_option("--instructions", options.instructions,
+                               "Standing instructions");
+    tree.agent_add->add_option("--account", options.account, "Account it runs on");
+    tree.agent_add->add_option("--network", options.network, "none, filtered or open")
+        ->check(CLI::IsMember({"none", "filtered", "open"}));
+    tree.agent_add->add_option("--allow", options.allow_hosts,
+                               "Allowed host (repeat): host, *.domain, optional :port");
+    add_json_flag(tree.agent_add, options);
+
+    tree.agent_list = agent->add_subcommand("list", "List the project's agents");
+    add_project_option(tree.agent_list, options);
+    tree.agent_list->add_flag("--all", options.all_projects, "Agents of every project");
+    add_json_flag(tree.agent_list, options);
+
+    tree.agent_show = agent->add_subcommand("show", "Show one agent");
+    tree.agent_show->add_option("NAME", options.name, "The agent")->required();
+    add_project_option(tree.agent_show, options);
+    add_json_flag(tree.agent_show, options);
+
+    tree.agent_edit = agent->add_subcommand("edit", "Change an agent");
+    tree.agent_edit->add_option("NAME", options.name, "The agent")->required();
+    add_project_option(tree.agent_edit, options);
+    tree.agent_edit->add_option("--rename", options.rename, "New name");
+    tree.agent_edit->add_option("--harness", options.harness, "Harness plugin id");
+    tree.agent_edit->add_option("--goal", options.goal, "What it is for");
+    tree.agent_edit->add_option("--instructions", options.instructions,
+                                "Standing instructions");
+    tree.agent_edit->add_option("--account", options.account, "Account it runs on");
+    tree.agent_edit->add_flag("--no-account", options.clear_account, "Run on no account");
+    tree.agent_edit->add_option("--network", options.network, "none, filtered or open")
+        ->check(CLI::IsMember({"none", "filtered", "open"}));
+    tree.agent_edit->add_option("--allow", options.allow_hosts, "Add an allowed host (repeat)");
+    tree.agent_edit->add_option("--disallow", options.remove_hosts,
+                                "Remove an allowed host (repeat)");
+    add_json_flag(tree.agent_edit, options);
+
+    tree.agent_rm = agent->add_subcommand("rm", "Remove an agent");
+    tree.agent_rm->add_option("NAME", options.name, "The agent")->required();
+    add_project_option(tree.agent_rm, options);
+
+    tree.completions = app.add_subcommand("completions", "Print shell completions");
+    tree.completions->add_option("SHELL", options.shell, "bash, zsh or fish")
+        ->required()
+        ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+    return tree;
+}
+
+std::string url_encode(std::string_view text) {
+    return boost::urls::encode(text, boost::urls::unreserved_chars);
+}
+
+// One conversation with handlerd: turns transport failures and error answers into the
+// message and exit code the user sees.
+class Session {
+public:
+    explicit Session(CliContext& context) : context_(context) {}
+
+    std::optional<json::value> call(std::string_view method, std::string_view target,
+                                    const json::value* body = nullptr) {
+        if (!client_) client_ = context_.connect();
+        const std::string payload = body != nullptr ? json::serialize(*body) : std::string();
+        auto response = client_->call(method, target, payload);
+        if (!response) {
+            context_.err << "handler: " << response.error().message << '\n';
+            exit_code_ = response.error().code == ErrorCode::unavailable ? kExitUnavailable
+                                                                        : kExitInternal;
+            return std::nullopt;
+        }
+        if (response->status == 204) return json::value(nullptr);
+        boost::system::error_code parse_error;
+        json::value parsed = json::parse(response->body, parse_error);
+        if (response->status >= 400) {
+            std::string message = "handlerd answered " + std::to_string(response->status);
+            if (!parse_error && parsed.is_object())
+                if (const auto* error = parsed.as_object().if_contains("error");
+                    error != nullptr && error->is_object())
+                    if (const auto* text = error->as_object().if_contains("message");
+                        text != nullptr && text->is_string())
+                        message = std::string(text->as_string());
+            context_.err << "handler: " << message << '\n';
+            exit_code_ = response->status >= 500 ? kExitInternal : kExitRefused;
+            return std::nullopt;
+        }
+        if (parse_error) {
+            context_.err << "handler: handlerd answered something that is not JSON ("
+                         << parse_error.message() << ")\n";
+            exit_code_ = kExitInternal;
+            return std::nullopt;
+        }
+        return parsed;
+    }
+
+    int fail(std::string_view message, int code = kExitRefused) {
+        context_.err << "handler: " << message << '\n';
+        exit_code_ = code;
+        return code;
+    }
+
+    int exit_code() const { return exit_code_; }
+    CliContext& context() { return context_; }
+
+private:
+    CliContext& context_;
+    std::unique_ptr<ApiClient> client_;
+    int exit_code_ = kExitOk;
+};
+
+// The project a command is about: --project, else the registered project that
+// contains the current folder (like git finds its repository).
+std::optional<json::object> resolve_project(Session& session, const Options& options) {
+    std::filesystem::path folder =
+        options.project.empty() ? session.context().current_dir
+                                : std::filesystem::absolute(options.project);
+    auto answer = session.call("GET", "/api/v1/projects?path=" + url_encode(folder.string()));
+    if (!answer) return std::nullopt;
+    const auto& projects = answer->as_object().at("projects").as_array();
+    if (projects.empty()) {
+        session.fail("no registered project contains " + folder.string() +
+                     "; register it with `handler project add " + folder.string() +
+                     "` or pass --project");
+        return std::nullopt;
+    }
+    return projects.front().as_object();
+}
+
+std::optional<json::object> resolve_agent(Session& session, const Options& options,
+                                          json::object* project_out = nullptr) {
+    auto project = resolve_project(session, options);
+    if (!project) return std::nullopt;
+    auto answer = session.call("GET", "/api/v1/agents?project=" +
+                                          std::to_string(project->at("id").to_number<std::int64_t>()) +
+                                          "&name=" + url_encode(options.name));
+    if (!answer) return std::nullopt;
+    const auto& agents = answer->as_object().at("agents").as_array();
+    if (agents.empty()) {
+        session.fail("no agent named '" + options.name + "' in project '" +
+                     std::string(project->at("name").as_string()) +
+                     "'; see `handler agent list`");
+        return std::nullopt;
+    }
+    if (project_out != nullptr) *project_out = *project;
+    return agents.front().as_object();
+}
+
+int print_or_json(Session& session, const Options& options, const json::value& value,
+                  const std::function<void(std::ostream&)>& human) {
+    if (options.json_output)
+        print_json(session.context().out, value);
+    else
+        human(session.context().out);
+    return kExitOk;
+}
+
+int command_status(Session& session, const Options& options) {
+    auto status = session.call("GET", "/api/v1/status");
+    if (!status) return session.exit_code();
+    return print_or_json(session, options, *status, [&](std::ostream& out) {
+        print_status(out, status->as_object());
+    });
+}
+
+int command_plugins_list(Session& session, const Options& options) {
+    auto answer = session.call("GET", "/api/v1/plugins");
+    if (!answer) return session.exit_code();
+    const auto& plugins = answer->as_object().at("plugins").as_array();
+    return print_or_json(session, options, plugins, [&](std::ostream& out) {
+        print_table(out, plugins, {"id", "kind", "version", "abi", "state", "message"});
+    });
+}
+
+int command_list(Session& session, const Options& options, std::string_view target,
+                 std::string_view key, const std::vector<std::string>& columns) {
+    auto answer = session.call("GET", target);
+    if (!answer) return session.exit_code();
+    const auto& items = answer->as_object().at(key).as_array();
+    return print_or_json(session, options, items,
+                         [&](std::ostream& out) { print_table(out, items, columns); });
+}
+
+int command_context_add(Session& session, const Options& options) {
+    json::value body = {{"name", options.name}};
+    auto created = session.call("POST", "/api/v1/contexts", &body);
+    if (!created) return session.exit_code();
+    session.context().out << "Added context " << options.name << ".\n";
+    return kExitOk;
+}
+
+int command_project_add(Session& session, const Options& options) {
+    json::object body = {{"path", std::filesystem::absolute(options.path).string()}};
+    if (!options.name.empty()) body["name"] = options.name;
+    if (!options.context.empty()) body["context"] = options.context;
+    json::value value = body;
+    auto created = session.call("POST", "/api/v1/projects", &value);
+    if (!created) return session.exit_code();
+    const auto& project = created->as_object();
+    session.context().out << "Registered project " << project.at("name").as_string() << " ("
+                          << project.at("path").as_string() << ").\n";
+    return kExitOk;
+}
+
+void put_agent_fields(json::object& body, const Options& options) {
+    if (options.goal) body["goal"] = *options.goal;
+    if (options.instructions) body["instructions"] = *options.instructions;
+    if (options.account) body["account"] = *options.account;
+    if (options.clear_account) body["account"] = nullptr;
+    if (options.network) body["network_mode"] = *options.network;
+}
+
+int command_agent_add(Session& session, const Options& options) {
+    auto project = resolve_project(session, options);
+    if (!project) return session.exit_code();
+    json::object body = {{"name", options.name},
+                         {"project", project->at("id")},
+                         {"harness", options.harness}};
+    put_agent_fields(body, options);
+    if (!options.allow_hosts.empty()) {
+        json::array hosts;
+        for (const auto& host : options.allow_hosts) hosts.emplace_back(host);
+        body["allowed_hosts"] = std::move(hosts);
+    }
+    json::value value = body;
+    auto created = session.call("POST", "/api/v1/agents", &value);
+    if (!created) return session.exit_code();
+    return print_or_json(session, options, *created, [&](std::ostream& out) {
+        out << "Added agent " << options.name << " (" << options.harness << ") to project "
+            << project->at("name").as_string() << ".\n";
+    });
+}
+
+int command_agent_list(Session& session, const Options& options) {
+    std::string target = "/api/v1/agents";
+    if (!options.all_projects) {
+        auto project = resolve_project(session, options);
+        if (!project) return session.exit_code();
+        target += "?project=" + std::to_string(project->at("id").to_number<std::int64_t>());
+    }
+    return command_list(session, options, target, "agents",
+                        {"id", "name", "project", "harness", "network_mode", "account", "goal"});
+}
+
+int command_agent_show(Session& session, const Options& options) {
+    auto agent = resolve_agent(session, options);
+    if (!agent) return session.exit_code();
+    return print_or_json(session, options, *agent,
+                         [&](std::ostream& out) { print_record(out, *agent); });
+}
+
+int command_agent_edit(Session& session, const Options& options) {
+    auto agent = resolve_agent(session, options);
+    if (!agent) return session.exit_code();
+    json::object body;
+    if (options.rename) body["name"] = *options.rename;
+    if (!options.harness.empty()) body["harness"] = options.harness;
+    put_agent_fields(body, options);
+    if (!options.allow_hosts.empty() || !options.remove_hosts.empty()) {
+        json::array hosts;
+        for (const auto& host : agent->at("allowed_hosts").as_array()) {
+            const std::string existing(host.as_string());
+            if (std::find(options.remove_hosts.begin(), options.remove_hosts.end(), existing) ==
+                options.remove_hosts.end())
+                hosts.emplace_back(existing);
+        }
+        for (const auto& host : options.allow_hosts)
+            if (std::find(hosts.begin(), hosts.end(), json::value(host)) == hosts.end())
+                hosts.emplace_back(host);
+        body["allowed_hosts"] = std::move(hosts);
+    }
+    if (body.empty())
+        return session.fail("nothing to change; see `handler agent edit --help`", kExitUsage);
+    json::value value = body;
+    const auto id = agent->at("id").to_number<std::int64_t>();
+    auto updated = session.call("PATCH", "/api/v1/agents/" + std::to_string(id), &value);
+    if (!updated) return session.exit_code();
+    return print_or_json(session, options, *updated,
+                         [&](std::ostream& out) { print_record(out, updated->as_object()); });
+}
+
+int command_agent_rm(Session& session, const Options& options) {
+    auto agent = resolve_agent(session, options);
+    if (!agent) return session.exit_code();
+    const auto id = agent->at("id").to_number<std::int64_t>();
+    if (!session.call("DELETE", "/api/v1/agents/" + std::to_string(id)))
+        return session.exit_code();
+    session.context().out << "Removed agent " << options.name << ".\n";
+    return kExitOk;
+}
+
+} // namespace
+
+void define_commands(CLI::App& app) {
+    // The options' storage must outlive the App; completions only read the tree.
+    static Options unused;
+    define(app, unused);
+}
+
+int run_cli(const std::vector<std::string>& arguments, CliContext& context) {
+    CLI::App app{"", "handler"};
+    Options options;
+    const Tree tree = define(app, options);
+
+    // CLI11 takes the arguments in reverse order.
+    std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
+    try {
+        app.parse(reversed);
+    } catch (const CLI::ParseError& error) {
+        const int code = app.exit(error, context.out, context.err);
+        return code == 0 ? kExitOk : kExitUsage;
+    }
+
+    if (tree.completions->parsed()) {
+        context.out << generate_completions(app, options.shell);
+        return kExitOk;
+    }
+    if (tree.daemon->parsed()) return context.run_daemon(DaemonCommand{options.verbosity});
+
+    Session session(context);
+    try {
+        if (tree.status->parsed()) return command_status(session, options);
+        if (tree.plugins_list->parsed()) return command_plugins_list(session, options);
+        if (tree.context_add->parsed()) return command_context_add(session, options);
+        if (tree.context_list->parsed())
+            return command_list(session, options, "/api/v1/contexts", "contexts",
+                                {"id", "name"});
+        if (tree.project_add->parsed()) return command_project_add(session, options);
+        if (tree.project_list->parsed())
+            return command_list(session, options, "/api/v1/projects", "projects",
+                                {"id", "name", "context", "path"});
+        if (tree.agent_add->parsed()) return command_agent_add(session, options);
+        if (tree.agent_list->parsed()) return command_agent_list(session, options);
+        if (tree.agent_show->parsed()) return command_agent_show(session, options);
+        if (tree.agent_edit->parsed()) return command_agent_edit(session, options);
+        if (tree.agent_rm->parsed()) return command_agent_rm(session, options);
+    } catch (const std::exception& error) {
+        // A well-formed answer of an unexpected shape (a field missing or of another
+        // type): the daemon and the CLI disagree about the API.
+        context.err << "handler: unexpected answer from handlerd: " << error.what() << '\n';
+        return kExitInternal;
+    }
+    context.err << "handler: no command given; see `handler --help`\n";
+    return kExitUsage;
+}
+
+} // namespace handler::cli

@@ -1,0 +1,45 @@
+// The `handler` command line (CLI11). Everything but `handler daemon` is a thin client
+// of handlerd's API, so the CLI, the web UI and editors see one truth.
+#pragma once
+
+#include "cli/api_client.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace handler::cli {
+
+// Documented in docs/cli.md; scripts rely on them.
+enum ExitCode : int {
+    kExitOk = 0,
+    kExitRefused = 1,     // handlerd answered with an error (bad input, unknown name...)
+    kExitUsage = 2,       // the command line itself is wrong
+    kExitUnavailable = 3, // handlerd is not running or not reachable
+    kExitInternal = 4,    // handlerd failed (5xx) or answered something unreadable
+};
+
+struct DaemonCommand {
+    int verbosity = 0; // each -v lowers the log level one step
+};
+
+struct CliContext {
+    // Made on first use, so `handler --help` and `handler completions` need no daemon.
+    std::function<std::unique_ptr<ApiClient>()> connect;
+    std::ostream& out;
+    std::ostream& err;
+    std::filesystem::path current_dir;
+    std::function<int(const DaemonCommand&)> run_daemon;
+};
+
+// Builds the command tree without running anything: also the source of the shell
+// completions, so they can never disagree with the parser.
+void define_commands(CLI::App& app);
+
+int run_cli(const std::vector<std::string>& arguments, CliContext& context);
+
+} // namespace handler::cli

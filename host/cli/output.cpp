@@ -1,0 +1,129 @@
+#include "cli/output.hpp"
+
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
+#include <ostream>
+
+namespace handler::cli {
+namespace json = boost::json;
+
+namespace {
+
+void pretty(std::ostream& out, const json::value& value, int indent) {
+    const std::string pad(static_cast<std::size_t>(indent) * 2, ' ');
+    const std::string inner(static_cast<std::size_t>(indent + 1) * 2, ' ');
+    if (value.is_object()) {
+        const auto& object = value.as_object();
+        if (object.empty()) { out << "{}"; return; }
+        out << "{\n";
+        bool first = true;
+        for (const auto& [key, element] : object) {
+            if (!first) out << ",\n";
+            first = false;
+            out << inner << json::serialize(json::string(key)) << ": ";
+            pretty(out, element, indent + 1);
+        }
+        out << '\n' << pad << '}';
+    } else if (value.is_array()) {
+        const auto& array = value.as_array();
+        if (array.empty()) { out << "[]"; return; }
+        out << "[\n";
+        for (std::size_t i = 0; i < array.size(); ++i) {
+            if (i != 0) out << ",\n";
+            out << inner;
+            pretty(out, array[i], indent + 1);
+        }
+        out << '\n' << pad << ']';
+    } else {
+        out << json::serialize(value);
+    }
+}
+
+} // namespace
+
+void print_json(std::ostream& out, const json::value& value) {
+    pretty(out, value, 0);
+    out << '\n';
+}
+
+std::string display(const json::value& value) {
+    if (value.is_null()) return "-";
+    if (value.is_string()) return std::string(value.as_string());
+    if (value.is_array()) {
+        std::string joined;
+        for (const auto& element : value.as_array()) {
+            if (!joined.empty()) joined += ", ";
+            joined += display(element);
+        }
+        return joined.empty() ? "-" : joined;
+    }
+    return json::serialize(value);
+}
+
+void print_table(std::ostream& out, const json::array& rows,
+                 const std::vector<std::string>& columns) {
+    if (rows.empty()) {
+        out << "(none)\n";
+        return;
+    }
+    std::vector<std::vector<std::string>> cells(1);
+    std::vector<std::size_t> widths;
+    for (const auto& column : columns) {
+        std::string heading = column;
+        std::transform(heading.begin(), heading.end(), heading.begin(),
+                       [](unsigned char c) { return c == '_' ? ' ' : std::toupper(c); });
+        widths.push_back(heading.size());
+        cells.front().push_back(std::move(heading));
+    }
+    for (const auto& row : rows) {
+        cells.emplace_back();
+        for (std::size_t i = 0; i < columns.size(); ++i) {
+            const json::value* field = row.is_object() ? row.as_object().if_contains(columns[i])
+                                                       : nullptr;
+            std::string text = field != nullptr ? display(*field) : "-";
+            widths[i] = std::max(widths[i], text.size());
+            cells.back().push_back(std::move(text));
+        }
+    }
+    for (const auto& line : cells) {
+        std::string text;
+        for (std::size_t i = 0; i < line.size(); ++i) {
+            text += line[i];
+            if (i + 1 < line.size()) text += std::string(widths[i] - line[i].size() + 2, ' ');
+        }
+        out << text << '\n';
+    }
+}
+
+void print_record(std::ostream& out, const json::object& record) {
+    std::size_t width = 0;
+    for (const auto& [key, value] : record) width = std::max(width, key.size());
+    for (const auto& [key, value] : record)
+        out << std::string(key) << ':' << std::string(width - key.size() + 1, ' ')
+            << display(value) << '\n';
+}
+
+void print_status(std::ostream& out, const json::object& status) {
+    out << "handlerd " << display(status.at("version")) << " is running (pid "
+        << display(status.at("pid")) << ", plugin ABI " << display(status.at("abi")) << ")\n";
+    out << "  socket: " << display(status.at("socket")) << '\n';
+    if (const auto* tcp = status.if_contains("tcp"); tcp != nullptr && tcp->is_object())
+        out << "  web/API: http://" << display(tcp->as_object().at("address")) << ':'
+            << display(tcp->as_object().at("port")) << "/\n";
+    else
+        out << "  web/API: TCP listener off ([api] tcp = false)\n";
+    if (const auto* plugins = status.if_contains("plugins"); plugins != nullptr &&
+                                                             plugins->is_object()) {
+        const auto& counts = plugins->as_object();
+        out << "  plugins: " << display(counts.at("loaded")) << " loaded, "
+            << display(counts.at("refused")) << " refused, " << display(counts.at("failed"))
+            << " failed";
+        if (counts.at("refused").to_number<std::int64_t>() +
+                counts.at("failed").to_number<std::int64_t>() > 0)
+            out << " (see `handler plugins list`)";
+        out << '\n';
+    }
+}
+
+} // namespace handler::cli

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Handler builds and runs with. Safe to run again.
+# Needs root (or sudo); everything comes from Debian's own mirror.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates curl
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libssl-dev libsqlite3-dev sqlite3 libtomlplusplus-dev libspdlog-dev libcli11-dev
+  libcpp-httplib-dev libsodium-dev libgtest-dev libgmock-dev
+  python3
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  exec sudo "$0" "$@"
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The main job on a fresh Debian 12 machine: install the packages, build Handler,
+# install it under /usr/local and leave handlerd running, answering `handler status`.
+#
+#   scripts/install.sh            # as a normal user with sudo: handlerd runs as you
+#   sudo scripts/install.sh       # same, for the user who ran sudo
+#   scripts/install.sh  (as root) # handlerd runs as the unprivileged user `handler`,
+#                                 # created if missing: agents never run as root
+#
+# Environment: PREFIX (default /usr/local), BUILD_DIR (default build/release),
+# HANDLER_USER (override the user handlerd runs as).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+prefix=${PREFIX:-/usr/local}
+build_dir=${BUILD_DIR:-$here/build/release}
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+"$here/scripts/install-deps.sh"
+
+echo "install: building in $build_dir"
+cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_INSTALL_PREFIX="$prefix" -DHANDLER_BUILD_TESTS=OFF >/dev/null
+cmake --build "$build_dir" -j "$(nproc)"
+as_root cmake --install "$build_dir" >/dev/null
+echo "install: installed handler and handlerd into $prefix"
+
+# Who handlerd runs as.
+if [ -n "${HANDLER_USER:-}" ]; then
+  user=$HANDLER_USER
+elif [ "$(id -u)" -ne 0 ]; then
+  user=$(id -un)
+elif [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
+  user=$SUDO_USER
+else
+  user=handler
+fi
+if ! id "$user" >/dev/null 2>&1; then
+  echo "install: creating the unprivileged user '$user' to run handlerd"
+  as_root useradd --create-home --shell /bin/bash "$user"
+fi
+
+run_as_user() {
+  if [ "$(id -un)" = "$user" ]; then bash -c "$1"; else as_root su - "$user" -c "$1"; fi
+}
+
+# A systemd user service comes with `handler setup`; here, and wherever there is no
+# systemd, handlerd runs as a detached daemon that survives this shell.
+run_as_user "$prefix/bin/handler status >/dev/null 2>&1 ||
+  (setsid $prefix/bin/handlerd --detach)"
+for _ in $(seq 1 50); do
+  if run_as_user "$prefix/bin/handler status" ; then
+    echo
+    echo "install: handlerd runs as '$user'."
+    [ "$(id -un)" = "$user" ] || echo "install: use it as that user, e.g. sudo -iu $user handler status"
+    exit 0
+  fi
+  sleep 0.2
+done
+echo "install: handlerd did not answer; its log:" >&2
+run_as_user 'tail -n 30 "${XDG_DATA_HOME:-$HOME/.local/share}/handler/handlerd.log"' >&2 || true
+exit 1

@@ -1,0 +1,241 @@
+#include "cli/cli.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace handler::cli {
+namespace {
+namespace json = boost::json;
+
+struct Call {
+    std::string method;
+    std::string target;
+    std::string body;
+};
+
+// A daemon that answers from a script and records what it was asked.
+class FakeDaemon {
+public:
+    void answer(unsigned status, std::string body) {
+        answers_.push_back(api::Response{status, std::move(body), "application/json", {}});
+    }
+    void go_away() { running_ = false; }
+
+    std::unique_ptr<ApiClient> connect() {
+        class Client : public ApiClient {
+        public:
+            explicit Client(FakeDaemon& daemon) : daemon_(daemon) {}
+            Result<api::Response> call(std::string_view method, std::string_view target,
+                                       std::string_view body) override {
+                daemon_.calls.push_back({std::string(method), std::string(target),
+                                         std::string(body)});
+                if (!daemon_.running_)
+                    return make_error(ErrorCode::unavailable,
+                                      "handlerd is not running (no answer on /x.sock)");
+                if (daemon_.answers_.empty())
+                    return api::Response{500, R"({"error":{"code":"internal","message":"unscripted"}})", "application/json", {}};
+                auto response = daemon_.answers_.front();
+                daemon_.answers_.pop_front();
+                return response;
+            }
+
+        private:
+            FakeDaemon& daemon_;
+        };
+        return std::make_unique<Client>(*this);
+    }
+
+    std::vector<Call> calls;
+
+private:
+    std::deque<api::Response> answers_;
+    bool running_ = true;
+};
+
+struct Run {
+    int code;
+    std::string out;
+    std::string err;
+};
+
+Run run(FakeDaemon& daemon, const std::vector<std::string>& arguments,
+        std::filesystem::path current_dir = "/home/u/code/app/src") {
+    std::ostringstream out, err;
+    int daemon_runs = 0;
+    CliContext context{[&] { return daemon.connect(); }, out, err, current_dir,
+                       [&](const DaemonCommand&) { return ++daemon_runs, 0; }};
+    const int code = run_cli(arguments, context);
+    return {code, out.str(), err.str()};
+}
+
+const char* kProject =
+    R"({"projects":[{"id":7,"name":"app","path":"/home/u/code/app","context":null}]})";
+
+TEST(Cli, StatusWhenDaemonIsDownSaysSoWithExitCode3) {
+    FakeDaemon daemon;
+    daemon.go_away();
+    auto result = run(daemon, {"status"});
+    EXPECT_EQ(result.code, kExitUnavailable);
+    EXPECT_NE(result.err.find("not running"), std::string::npos) << result.err;
+}
+
+TEST(Cli, StatusPrintsVersionAndPluginCounts) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"version":"0.1.0","abi":"1.0","pid":42,"socket":"/r/h.sock",
+        "tcp":{"address":"127.0.0.1","port":7420},"plugins":{"loaded":1,"refused":2,"failed":0}})");
+    auto result = run(daemon, {"status"});
+    EXPECT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_NE(result.out.find("pid 42"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("1 loaded, 2 refused"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("http://127.0.0.1:7420/"), std::string::npos) << result.out;
+}
+
+TEST(Cli, AgentAddResolvesTheProjectFromTheCurrentFolder) {
+    FakeDaemon daemon;
+    daemon.answer(200, kProject);
+    daemon.answer(201, R"({"id":1,"name":"reviewer","project":7,"harness":"shell"})");
+    auto result = run(daemon, {"agent", "add", "reviewer", "--harness", "shell", "--allow",
+                               "github.com", "--allow", "*.npmjs.org:443", "--network", "open"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    ASSERT_EQ(daemon.calls.size(), 2u);
+    EXPECT_EQ(daemon.calls[0].target, "/api/v1/projects?path=%2Fhome%2Fu%2Fcode%2Fapp%2Fsrc");
+    EXPECT_EQ(daemon.calls[1].method, "POST");
+    auto body = json::parse(daemon.calls[1].body).as_object();
+    EXPECT_EQ(body.at("project").as_int64(), 7);
+    EXPECT_EQ(body.at("harness").as_string(), "shell");
+    EXPECT_EQ(body.at("network_mode").as_string(), "open");
+    EXPECT_EQ(json::serialize(body.at("allowed_hosts")), R"(["github.com","*.npmjs.org:443"])");
+}
+
+TEST(Cli, OutsideAnyProjectTheErrorSaysHowToRegisterIt) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"projects":[]})");
+    auto result = run(daemon, {"agent", "list"}, "/tmp/elsewhere");
+    EXPECT_EQ(result.code, kExitRefused);
+    EXPECT_NE(result.err.find("handler project add /tmp/elsewhere"), std::string::npos)
+        << result.err;
+}
+
+TEST(Cli, DaemonErrorMessageIsShownWithExitCode1) {
+    FakeDaemon daemon;
+    daemon.answer(409, R"({"error":{"code":"conflict","message":"context 'Work' exists"}})");
+    auto result = run(daemon, {"context", "add", "Work"});
+    EXPECT_EQ(result.code, kExitRefused);
+    EXPECT_EQ(result.err, "handler: context 'Work' exists\n");
+}
+
+TEST(Cli, ServerErrorIsExitCode4) {
+    FakeDaemon daemon;
+    daemon.answer(500, R"({"error":{"code":"internal","message":"disk full"}})");
+    EXPECT_EQ(run(daemon, {"context", "list"}).code, kExitInternal);
+}
+
+TEST(Cli, JsonListingIsTheDaemonsArray) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"plugins":[{"id":"shell","kind":"harness","version":"0.1.0",
+        "abi":"1.0","state":"loaded","message":""}]})");
+    auto result = run(daemon, {"plugins", "list", "--json"});
+    ASSERT_EQ(result.code, kExitOk);
+    auto parsed = json::parse(result.out);
+    ASSERT_TRUE(parsed.is_array());
+    EXPECT_EQ(parsed.as_array().at(0).as_object().at("id").as_string(), "shell");
+}
+
+TEST(Cli, TableShowsRefusalMessage) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"plugins":[{"id":"old","kind":"harness","version":"1","abi":"2.0",
+        "state":"refused","message":"built for plugin ABI 2.0"}]})");
+    auto result = run(daemon, {"plugins", "list"});
+    ASSERT_EQ(result.code, kExitOk);
+    EXPECT_NE(result.out.find("refused"), std::string::npos);
+    EXPECT_NE(result.out.find("built for plugin ABI 2.0"), std::string::npos);
+}
+
+TEST(Cli, AgentEditMergesHostsAndPatchesById) {
+    FakeDaemon daemon;
+    daemon.answer(200, kProject);
+    daemon.answer(200, R"({"agents":[{"id":3,"name":"r","allowed_hosts":["a.com","b.com"]}]})");
+    daemon.answer(200, R"({"id":3,"name":"r","allowed_hosts":["b.com","c.com"]})");
+    auto result = run(daemon, {"agent", "edit", "r", "--allow", "c.com", "--disallow", "a.com"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    ASSERT_EQ(daemon.calls.size(), 3u);
+    EXPECT_EQ(daemon.calls[2].method, "PATCH");
+    EXPECT_EQ(daemon.calls[2].target, "/api/v1/agents/3");
+    EXPECT_EQ(json::serialize(json::parse(daemon.calls[2].body).at("allowed_hosts")),
+              R"(["b.com","c.com"])");
+}
+
+TEST(Cli, UnknownAgentNamesTheProject) {
+    FakeDaemon daemon;
+    daemon.answer(200, kProject);
+    daemon.answer(200, R"({"agents":[]})");
+    auto result = run(daemon, {"agent", "rm", "ghost"});
+    EXPECT_EQ(result.code, kExitRefused);
+    EXPECT_NE(result.err.find("no agent named 'ghost' in project 'app'"), std::string::npos);
+    EXPECT_EQ(daemon.calls.size(), 2u); // and no DELETE was sent
+}
+
+TEST(Cli, UsageErrorsAreExitCode2AndTouchNoDaemon) {
+    FakeDaemon daemon;
+    EXPECT_EQ(run(daemon, {"agent", "add", "x"}).code, kExitUsage); // --harness missing
+    EXPECT_EQ(run(daemon, {"no-such-command"}).code, kExitUsage);
+    EXPECT_EQ(run(daemon, {"agent", "add", "x", "--harness", "h", "--network", "sideways"}).code,
+              kExitUsage);
+    EXPECT_TRUE(daemon.calls.empty());
+}
+
+TEST(Cli, HelpIsExitCode0) {
+    FakeDaemon daemon;
+    auto result = run(daemon, {"agent", "add", "--help"});
+    EXPECT_EQ(result.code, kExitOk);
+    EXPECT_NE(result.out.find("--harness"), std::string::npos);
+}
+
+std::string run_shell(const std::string& script) {
+    char path[] = "/tmp/handler-completion-XXXXXX";
+    const int fd = ::mkstemp(path);
+    EXPECT_GE(fd, 0);
+    ::close(fd);
+    { std::ofstream(path) << script; }
+    std::string output;
+    if (FILE* pipe = ::popen((std::string("bash ") + path).c_str(), "r")) {
+        char buffer[4096];
+        while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+        ::pclose(pipe);
+    }
+    std::remove(path);
+    return output;
+}
+
+TEST(Completions, BashCompletesSubcommandsAndOptionsFromTheTree) {
+    FakeDaemon daemon;
+    const std::string script = run(daemon, {"completions", "bash"}).out;
+    auto complete = [&](const std::string& words, int current) {
+        return run_shell(script + "COMP_WORDS=(" + words + "); COMP_CWORD=" +
+                         std::to_string(current) + "; _handler; echo \"${COMPREPLY[*]}\"\n");
+    };
+    EXPECT_EQ(complete("handler ag", 1), "agent\n");
+    EXPECT_EQ(complete("handler agent e", 2), "edit\n");
+    EXPECT_EQ(complete("handler agent add x --har", 4), "--harness\n");
+    EXPECT_EQ(complete("handler plugins list --j", 3), "--json\n");
+}
+
+TEST(Completions, ZshAndFishNameEveryCommand) {
+    FakeDaemon daemon;
+    for (const char* shell : {"zsh", "fish"}) {
+        const std::string script = run(daemon, {"completions", shell}).out;
+        for (const char* word : {"daemon", "status", "plugins", "context", "project", "agent",
+                                 "edit", "harness", "completions"})
+            EXPECT_NE(script.find(word), std::string::npos) << shell << " lacks " << word;
+    }
+    EXPECT_EQ(run(daemon, {"completions", "tcsh"}).code, kExitUsage);
+}
+
+} // namespace
+} // namespace handler::cli
