@@ -24,6 +24,9 @@
  *     handler/host.hpp) catch everything at the trampolines and turn it into a status
  *     plus a message written to the call's error sink.
  *  7. The host calls into one plugin instance from one thread at a time.
+ *  8. Two things never change, in any major, so that every host can tell which ABI a
+ *     plugin speaks and refuse it with a clear message: the entry point's signature,
+ *     and the first three fields of hd_plugin_info (struct_size, abi_major, abi_minor).
  *
  * A plugin exports exactly one symbol, hd_plugin_entry (HD_ENTRY_SYMBOL), and ships a
  * plugin.toml manifest beside its .so that the host reads before it loads any code.
@@ -259,9 +262,11 @@ typedef struct hd_plugin_info {
     const char* name;        /* NUL-terminated, static; for people */
     const char* description; /* NUL-terminated, static; may be NULL */
     /* Makes the plugin's instance. The host keeps `host` alive as long as the
-     * instance; the plugin may keep the pointer. */
+     * instance; the plugin may keep the pointer. If create does not return
+     * HD_STATUS_OK, the host releases `host` at once and never calls the plugin again.
+     * The instance may be NULL for a plugin that keeps no state. */
     hd_status (*create)(const hd_host_api* host, void** out_instance, hd_sink out_error);
-    void (*destroy)(void* instance);
+    void (*destroy)(void* instance); /* may be NULL: nothing to release */
     const hd_harness_vtable* harness; /* set iff kind == HD_PLUGIN_KIND_HARNESS */
     const hd_addon_vtable* addon;     /* set iff kind == HD_PLUGIN_KIND_ADDON */
 } hd_plugin_info;
@@ -270,6 +275,12 @@ typedef struct hd_plugin_info {
  * it returns NULL if it cannot work with that host. */
 typedef const hd_plugin_info* (*hd_plugin_entry_fn)(uint16_t host_abi_major,
                                                     uint16_t host_abi_minor);
+
+/* Declared here so the compiler checks a plugin's definition against it (the C++
+ * wrapper's HD_HARNESS_PLUGIN / HD_ADDON_PLUGIN define it). The host never links it:
+ * it looks the symbol up by name in each plugin. */
+HD_EXPORT const hd_plugin_info* hd_plugin_entry(uint16_t host_abi_major,
+                                                uint16_t host_abi_minor);
 
 #ifdef __cplusplus
 } /* extern "C" */

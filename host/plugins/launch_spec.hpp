@@ -1,0 +1,90 @@
+// Plain C++ values for what crosses the plugin waist in launch, image_recipe and the
+// event calls, so the rest of handlerd never sees sdk.h. The registry's LoadedHarness
+// and LoadedAddon translate between these and the C structs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace handler::plugins {
+
+// Same numbers as hd_launch_mode / hd_start_mode / hd_event_kind (zero is never valid).
+enum class LaunchMode { interactive = 1, headless = 2 };
+enum class StartMode { locked_down = 1, guarded = 2, open = 3 };
+
+struct LaunchRequest {
+    LaunchMode mode = LaunchMode::interactive;
+    StartMode start_mode = StartMode::guarded;
+    std::string session_id;
+    std::string project_path; // mounted at the same path inside the container
+    std::string prompt;       // may be empty
+    std::string model;        // empty: the harness's default
+    std::string account_kind; // e.g. "anthropic-api-key"; empty: no account
+    std::vector<std::string> extra_args; // `handler terminal AGENT -- ARGS`
+};
+
+struct EnvVar {
+    std::string name;
+    std::string value;
+    friend bool operator==(const EnvVar&, const EnvVar&) = default;
+};
+
+struct AllowedHost {
+    std::string pattern; // exact name or "*.example.com"
+    std::uint16_t port = 0; // 0: any
+    friend bool operator==(const AllowedHost&, const AllowedHost&) = default;
+};
+
+// Env `name` must get the session's stand-in for secret `secret_name`; the session
+// service asks the secret service when it starts the container.
+struct SecretEnv {
+    std::string name;
+    std::string secret_name;
+    friend bool operator==(const SecretEnv&, const SecretEnv&) = default;
+};
+
+struct ContainerFile {
+    std::string path; // inside the container
+    std::string contents;
+    std::uint32_t mode = 0644;
+    friend bool operator==(const ContainerFile&, const ContainerFile&) = default;
+};
+
+// The container a harness (plus its addons) asked for. Env entries are in call order;
+// a later entry with the same name wins.
+struct LaunchSpec {
+    std::string image;   // empty: the image handlerd built for this harness
+    std::vector<std::string> arguments; // arguments[0] is the program
+    std::vector<EnvVar> env;
+    std::string workdir; // empty: the project folder
+    std::vector<AllowedHost> allowed_hosts;
+    std::vector<SecretEnv> secret_env;
+    std::vector<ContainerFile> files;
+};
+
+// What a plugin adds to its image.
+struct ImageRecipe {
+    std::vector<std::string> run_steps; // shell commands, in order
+    std::vector<EnvVar> env;
+};
+
+enum class EventKind {
+    user_prompt = 1,
+    agent_message_chunk,
+    agent_thought_chunk,
+    tool_call,
+    tool_call_update,
+    plan,
+    permission_request,
+    mode_changed,
+    result,
+    error,
+};
+
+struct SessionEvent {
+    EventKind kind = EventKind::error;
+    std::string json; // the payload; docs/contracts.md gives each kind's shape
+};
+
+} // namespace handler::plugins
