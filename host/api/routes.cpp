@@ -1,0 +1,555 @@
+#include "api/routes.hpp"
+
+#include "api/routes_json.hpp"
+#include "store/store.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/url/parse.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <exception>
+#include <initializer_list>
+#include <map>
+#include <optional>
+
+namespace handler::api {
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+struct Routes::Call {
+    std::string method;
+    std::string target;                // as received, for messages
+    std::vector<std::string> segments; // decoded, after /api/v1
+    std::vector<std::pair<std::string, std::string>> query; // decoded, in order
+    std::string_view body;
+};
+
+namespace {
+
+Response no_route(const std::string& method, const std::string& target) {
+    return error_response(ErrorCode::not_found,
+                          "there is no route " + method + " " + target + " (see docs/api.md)");
+}
+
+std::string join(std::initializer_list<std::string_view> items, std::string_view separator) {
+    std::string out;
+    for (const auto item : items) {
+        if (!out.empty()) out += separator;
+        out += item;
+    }
+    return out;
+}
+
+// A positive decimal id; anything else cannot name a record, so it is "not found".
+std::optional<std::int64_t> parse_id(std::string_view text) {
+    std::int64_t id = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size() || id <= 0)
+        return std::nullopt;
+    return id;
+}
+
+Response created(const json::object& body, const std::string& location) {
+    Response response = json_response(201, body);
+    response.headers["Location"] = location;
+    return response;
+}
+
+Response no_content() {
+    Response response;
+    response.status = 204;
+    return response;
+}
+
+// Resolves what the user typed the way the store keeps it: symlinks resolved, no
+// trailing '/'. weakly_canonical so that a path that does not exist (yet) still works.
+std::string canonical_for_lookup(const std::string& path) {
+    std::error_code error;
+    fs::path resolved = fs::weakly_canonical(path, error);
+    if (error) resolved = fs::path(path).lexically_normal();
+    std::string text = resolved.string();
+    while (text.size() > 1 && text.back() == '/') text.pop_back();
+    return text;
+}
+
+} // namespace
+
+Routes::Routes(store::Store& store, EventHub& events, const Clock& clock, DaemonInfo info)
+    : store_(store), events_(events), clock_(clock), info_(std::move(info)) {
+    if (!info_.home_dir.empty()) info_.home_dir = canonical_for_lookup(info_.home_dir.string());
+}
+
+Response Routes::handle(const Request& request) {
+    try {
+        auto url = boost::urls::parse_origin_form(request.target);
+        if (!url)
+            return error_response(ErrorCode::invalid_argument,
+                                  "the request target '" + request.target +
+                                      "' is not a valid path and query");
+        Call call;
+        call.method = request.method;
+        call.target = std::string(url->encoded_path());
+        call.body = request.body;
+        std::vector<std::string> segments;
+        for (const auto segment : url->segments()) segments.emplace_back(segment);
+        const bool versioned = segments.size() >= 3 && segments[0] == "api" && segments[1] == "v1";
+        const bool has_empty = std::any_of(segments.begin(), segments.end(),
+                                           [](const std::string& s) { return s.empty(); });
+        if (!versioned || has_empty) return no_route(call.method, call.target);
+        call.segments.assign(segments.begin() + 2, segments.end());
+        for (const auto param : url->params())
+            call.query.emplace_back(std::string(param.key), std::string(param.value));
+        return dispatch(call);
+    } catch (const std::exception& error) {
+        return error_response(ErrorCode::internal, "internal error while handling " +
+                                                       request.method + " " + request.target +
+                                                       ": " + error.what());
+    } catch (...) {
+        return error_response(ErrorCode::internal, "internal error while handling " +
+                                                       request.method + " " + request.target);
+    }
+}
+
+namespace {
+
+Response not_allowed(const std::string& method, const std::string& target,
+                     std::initializer_list<std::string_view> allowed) {
+    Response response = error_response(ErrorCode::invalid_argument,
+                                       method + " is not allowed on " + target + "; use " +
+                                           join(allowed, " or "));
+    response.status = 405;
+    response.headers["Allow"] = join(allowed, ", ");
+    return response;
+}
+
+// The query parameters a route takes; anything else is refused so that a typo
+// (?projet=3) does not silently list everything.
+Result<std::map<std::string, std::string>> query_params(
+    const std::vector<std::pair<std::string, std::string>>& query,
+    std::initializer_list<std::string_view> allowed) {
+    std::map<std::string, std::string> params;
+    for (const auto& [key, value] : query) {
+        if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+            return make_error(ErrorCode::invalid_argument,
+                              "unknown query parameter '" + key + "'" +
+                                  (allowed.size() ? "; this route takes " + join(allowed, ", ")
+                                                  : "; this route takes none"));
+        if (!params.emplace(key, value).second)
+            return make_error(ErrorCode::invalid_argument,
+                              "query parameter '" + key + "' is given twice");
+    }
+    return params;
+}
+
+template <class T, class ToJson>
+json::array json_list(const std::vector<T>& items, ToJson to_json_fn) {
+    json::array out;
+    out.reserve(items.size());
+    for (const auto& item : items) out.emplace_back(to_json_fn(item));
+    return out;
+}
+
+} // namespace
+
+Response Routes::dispatch(const Call& call) {
+    const std::string& resource = call.segments[0];
+    if (call.segments.size() > 2) return no_route(call.method, call.target);
+    if (resource == "status") return status(call);
+    if (resource == "plugins") return plugins(call);
+    if (resource == "contexts") return contexts(call);
+    if (resource == "projects") return projects(call);
+    if (resource == "accounts") return accounts(call);
+    if (resource == "agents") return agents(call);
+    if (resource == "sessions") return sessions(call);
+    if (resource == "events" && call.segments.size() == 1) {
+        if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
+        return error_response(ErrorCode::invalid_argument,
+                              "GET /api/v1/events is a WebSocket: send it with an Upgrade: "
+                              "websocket header");
+    }
+    return no_route(call.method, call.target);
+}
+
+void Routes::publish(std::string_view type, json::object data) {
+    // The write is committed already: a failing subscriber must not turn it into an error.
+    try {
+        events_.publish(event_json(type, std::move(data), clock_.now_ms()));
+    } catch (const std::exception& error) {
+        spdlog::error("publishing event {} failed: {}", type, error.what());
+    }
+}
+
+// ---- status and plugins -----------------------------------------------------------
+
+Response Routes::status(const Call& call) {
+    if (call.segments.size() != 1) return no_route(call.method, call.target);
+    if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
+    if (auto params = query_params(call.query, {}); !params) return error_response(params.error());
+    if (!info_.status)
+        return error_response(ErrorCode::unavailable, "the daemon status is not available yet");
+    return json_response(200, info_.status());
+}
+
+Response Routes::plugins(const Call& call) {
+    if (call.segments.size() != 1) return no_route(call.method, call.target);
+    if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
+    if (auto params = query_params(call.query, {}); !params) return error_response(params.error());
+    std::vector<plugins::PluginRecord> records;
+    if (info_.plugins) records = info_.plugins();
+    return json_response(200, json::object{{"plugins", json_list(records, [](const auto& r) {
+                                                return to_json(r);
+                                            })}});
+}
+
+// ---- contexts ---------------------------------------------------------------------
+
+Response Routes::contexts(const Call& call) {
+    if (call.segments.size() == 2) {
+        if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
+        const auto id = parse_id(call.segments[1]);
+        if (!id) return error_response(ErrorCode::not_found,
+                                       "context '" + call.segments[1] + "' does not exist");
+        auto context = store_.get_context(*id);
+        if (!context) return error_response(context.error());
+        return json_response(200, to_json(*context));
+    }
+    if (call.method == "GET") {
+        if (auto params = query_params(call.query, {}); !params)
+            return error_response(params.error());
+        auto all = store_.list_contexts();
+        if (!all) return error_response(all.error());
+        return json_response(200, json::object{{"contexts", json_list(*all, [](const auto& c) {
+                                                    return to_json(c);
+                                                })}});
+    }
+    if (call.method != "POST") return not_allowed(call.method, call.target, {"GET", "POST"});
+    auto body = parse_body(call.body);
+    if (!body) return error_response(body.error());
+    BodyReader reader(*body);
+    if (auto known = reader.allow_only({"name"}); !known) return error_response(known.error());
+    auto name = reader.required_string("name");
+    if (!name) return error_response(name.error());
+    auto context = store_.create_context(*name);
+    if (!context) return error_response(context.error());
+    auto json_context = to_json(*context);
+    publish("context.created", json_context);
+    return created(json_context, "/api/v1/contexts/" + std::to_string(context->id));
+}
+
+// ---- projects ---------------------------------------------------------------------
+
+Response Routes::projects(const Call& call) {
+    if (call.segments.size() == 2) {
+        if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
+        const auto id = parse_id(call.segments[1]);
+        if (!id) return error_response(ErrorCode::not_found,
+                                       "project '" + call.segments[1] + "' does not exist");
+        auto project = store_.get_project(*id);
+        if (!project) return error_response(project.error());
+        return json_response(200, to_json(*project));
+    }
+    if (call.method == "GET") return list_projects(call);
+    if (call.method == "POST") return create_project(call);
+    return not_allowed(call.method, call.target, {"GET", "POST"});
+}
+
+Response Routes::list_projects(const Call& call) {
+    auto params = query_params(call.query, {"path"});
+    if (!params) return error_response(params.error());
+    std::vector<store::Project> found;
+    if (auto path = params->find("path"); path != params->end()) {
+        if (!path->second.starts_with("/"))
+            return error_response(ErrorCode::invalid_argument,
+                                  "query parameter 'path' must be an absolute path, got '" +
+                                      path->second + "'");
+        auto containing = store_.find_project_containing(canonical_for_lookup(path->second));
+        if (!containing) return error_response(containing.error());
+        if (*containing) found.push_back(std::move(**containing));
+    } else {
+        auto all = store_.list_projects();
+        if (!all) return error_response(all.error());
+        found = std::move(*all);
+    }
+    return json_response(200, json::object{{"projects", json_list(found, [](const auto& p) {
+                                                return to_json(p);
+                                            })}});
+}
+
+Response Routes::create_project(const Call& call) {
+    auto body = parse_body(call.body);
+    if (!body) return error_response(body.error());
+    BodyReader reader(*body);
+    if (auto known = reader.allow_only({"path", "name", "context"}); !known)
+        return error_response(known.error());
+    auto path = reader.required_string("path");
+    if (!path) return error_response(path.error());
+    auto name = reader.optional_string("name");
+    if (!name) return error_response(name.error());
+    auto context = reader.nullable_string("context");
+    if (!context) return error_response(context.error());
+
+    if (!path->starts_with("/"))
+        return error_response(ErrorCode::invalid_argument,
+                              "field 'path' must be an absolute path, got '" + *path + "'");
+    // The agent gets exactly this folder mounted, so it is stored with symlinks resolved:
+    // a link must not later be pointed somewhere else behind the user's back.
+    std::error_code error;
+    const fs::path folder = fs::canonical(*path, error);
+    if (error)
+        return error_response(ErrorCode::invalid_argument,
+                              "the folder " + *path + " cannot be used: " + error.message());
+    if (!fs::is_directory(folder, error))
+        return error_response(ErrorCode::invalid_argument, *path + " is not a folder");
+    if (!info_.home_dir.empty()) {
+        const std::string home = info_.home_dir.string();
+        const std::string text = folder.string();
+        if (home == text || home.starts_with(text == "/" ? text : text + "/"))
+            return error_response(ErrorCode::invalid_argument,
+                                  "the folder " + text + " is or contains your home folder; the "
+                                  "agent would see ~/.ssh and your other projects. Register the "
+                                  "project's own folder instead");
+    }
+
+    store::NewProject project{name->value_or(folder.filename().string()), folder.string(),
+                              context->value_or(std::nullopt)};
+    auto made = store_.create_project(project);
+    if (!made) return error_response(made.error());
+    auto json_project = to_json(*made);
+    publish("project.created", json_project);
+    return created(json_project, "/api/v1/projects/" + std::to_string(made->id));
+}
+
+// ---- accounts ---------------------------------------------------------------------
+
+Response Routes::accounts(const Call& call) {
+    if (call.segments.size() == 2) {
+        if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
+        const auto id = parse_id(call.segments[1]);
+        if (!id) return error_response(ErrorCode::not_found,
+                                       "account '" + call.segments[1] + "' does not exist");
+        auto account = store_.get_account(*id);
+        if (!account) return error_response(account.error());
+        return json_response(200, to_json(*account));
+    }
+    if (call.method == "GET") {
+        if (auto params = query_params(call.query, {}); !params)
+            return error_response(params.error());
+        auto all = store_.list_accounts();
+        if (!all) return error_response(all.error());
+        return json_response(200, json::object{{"accounts", json_list(*all, [](const auto& a) {
+                                                    return to_json(a);
+                                                })}});
+    }
+    if (call.method != "POST") return not_allowed(call.method, call.target, {"GET", "POST"});
+    auto body = parse_body(call.body);
+    if (!body) return error_response(body.error());
+    BodyReader reader(*body);
+    if (auto known = reader.allow_only({"name", "kind", "context"}); !known)
+        return error_response(known.error());
+    auto name = reader.required_string("name");
+    if (!name) return error_response(name.error());
+    auto kind = reader.required_string("kind");
+    if (!kind) return error_response(kind.error());
+    auto context = reader.nullable_string("context");
+    if (!context) return error_response(context.error());
+    auto account = store_.create_account({*name, *kind, context->value_or(std::nullopt)});
+    if (!account) return error_response(account.error());
+    auto json_account = to_json(*account);
+    publish("account.created", json_account);
+    return created(json_account, "/api/v1/accounts/" + std::to_string(account->id));
+}
+
+// ---- agents -----------------------------------------------------------------------
+
+namespace {
+
+Result<std::optional<store::NetworkMode>> read_network_mode(const BodyReader& reader) {
+    auto text = reader.optional_string("network_mode");
+    if (!text) return text.take_error();
+    if (!*text) return std::optional<store::NetworkMode>();
+    auto mode = store::parse_network_mode(**text);
+    if (!mode)
+        return make_error(ErrorCode::invalid_argument,
+                          "field 'network_mode' must be 'none', 'filtered' or 'open', got '" +
+                              **text + "'");
+    return mode;
+}
+
+// The agent fields shared by POST and PATCH.
+struct AgentFields {
+    std::optional<std::string> name, harness, goal, instructions;
+    std::optional<std::optional<std::string>> account;
+    std::optional<store::NetworkMode> network_mode;
+    std::optional<std::vector<std::string>> allowed_hosts;
+};
+
+Result<AgentFields> read_agent_fields(const BodyReader& reader) {
+    AgentFields fields;
+    for (auto [field, out] : {std::pair{"name", &fields.name}, {"harness", &fields.harness},
+                              {"goal", &fields.goal}, {"instructions", &fields.instructions}}) {
+        auto value = reader.optional_string(field);
+        if (!value) return value.take_error();
+        *out = std::move(*value);
+    }
+    auto account = reader.nullable_string("account");
+    if (!account) return account.take_error();
+    fields.account = std::move(*account);
+    auto mode = read_network_mode(reader);
+    if (!mode) return mode.take_error();
+    fields.network_mode = *mode;
+    auto hosts = reader.optional_string_list("allowed_hosts");
+    if (!hosts) return hosts.take_error();
+    fields.allowed_hosts = std::move(*hosts);
+    return fields;
+}
+
+// A project named by id or by path, as the API allows everywhere.
+Result<std::int64_t> resolve_project(store::Store& store,
+                                     const BodyReader::ProjectRef& reference) {
+    if (reference.id) {
+        auto project = store.get_project(*reference.id);
+        if (!project) return project.take_error();
+        return project->id;
+    }
+    auto project = store.find_project_by_path(canonical_for_lookup(reference.path));
+    if (!project) return project.take_error();
+    if (!*project)
+        return make_error(ErrorCode::not_found,
+                          "no project is registered at " + reference.path);
+    return (*project)->id;
+}
+
+} // namespace
+
+Response Routes::agents(const Call& call) {
+    if (call.segments.size() == 1) {
+        if (call.method == "GET") return list_agents(call);
+        if (call.method == "POST") return create_agent(call);
+        return not_allowed(call.method, call.target, {"GET", "POST"});
+    }
+    if (call.method != "GET" && call.method != "PATCH" && call.method != "DELETE")
+        return not_allowed(call.method, call.target, {"GET", "PATCH", "DELETE"});
+    const auto id = parse_id(call.segments[1]);
+    if (!id)
+        return error_response(ErrorCode::not_found,
+                              "agent '" + call.segments[1] + "' does not exist");
+    if (call.method == "PATCH") return update_agent(call, *id);
+    if (call.method == "DELETE") return delete_agent(*id);
+    auto agent = store_.get_agent(*id);
+    if (!agent) return error_response(agent.error());
+    return json_response(200, to_json(*agent));
+}
+
+Response Routes::list_agents(const Call& call) {
+    auto params = query_params(call.query, {"project", "name"});
+    if (!params) return error_response(params.error());
+    store::AgentFilter filter;
+    if (auto project = params->find("project"); project != params->end()) {
+        BodyReader::ProjectRef reference;
+        if (auto id = parse_id(project->second)) reference.id = *id;
+        else if (project->second.starts_with("/")) reference.path = project->second;
+        else
+            return error_response(ErrorCode::invalid_argument,
+                                  "query parameter 'project' must be a project id or an "
+                                  "absolute path, got '" + project->second + "'");
+        auto resolved = resolve_project(store_, reference);
+        if (!resolved) return error_response(resolved.error());
+        filter.project_id = *resolved;
+    }
+    if (auto name = params->find("name"); name != params->end()) filter.name = name->second;
+    auto found = store_.list_agents(filter);
+    if (!found) return error_response(found.error());
+    return json_response(200, json::object{{"agents", json_list(*found, [](const auto& a) {
+                                                return to_json(a);
+                                            })}});
+}
+
+Response Routes::create_agent(const Call& call) {
+    auto body = parse_body(call.body);
+    if (!body) return error_response(body.error());
+    BodyReader reader(*body);
+    if (auto known = reader.allow_only({"name", "project", "harness", "goal", "instructions",
+                                        "account", "network_mode", "allowed_hosts"});
+        !known)
+        return error_response(known.error());
+    // Required fields first, in the documented order, so the message is predictable.
+    auto name = reader.required_string("name");
+    if (!name) return error_response(name.error());
+    auto project = reader.optional_project("project");
+    if (!project) return error_response(project.error());
+    if (!*project) return error_response(ErrorCode::invalid_argument, "field 'project' is required");
+    auto harness = reader.required_string("harness");
+    if (!harness) return error_response(harness.error());
+    auto fields = read_agent_fields(reader);
+    if (!fields) return error_response(fields.error());
+
+    auto project_id = resolve_project(store_, **project);
+    if (!project_id) return error_response(project_id.error());
+    store::NewAgent agent;
+    agent.project_id = *project_id;
+    agent.name = *name;
+    agent.harness = *harness;
+    agent.goal = fields->goal.value_or("");
+    agent.instructions = fields->instructions.value_or("");
+    agent.account = fields->account.value_or(std::nullopt);
+    agent.network_mode = fields->network_mode.value_or(store::NetworkMode::filtered);
+    agent.allowed_hosts = fields->allowed_hosts.value_or(std::vector<std::string>{});
+    auto made = store_.create_agent(agent);
+    if (!made) return error_response(made.error());
+    auto json_agent = to_json(*made);
+    publish("agent.created", json_agent);
+    return created(json_agent, "/api/v1/agents/" + std::to_string(made->id));
+}
+
+Response Routes::update_agent(const Call& call, std::int64_t id) {
+    auto body = parse_body(call.body);
+    if (!body) return error_response(body.error());
+    BodyReader reader(*body);
+    if (reader.has("project"))
+        return error_response(ErrorCode::invalid_argument,
+                              "field 'project' cannot be changed; create a new agent in the "
+                              "other project instead");
+    if (auto known = reader.allow_only({"name", "harness", "goal", "instructions", "account",
+                                        "network_mode", "allowed_hosts"});
+        !known)
+        return error_response(known.error());
+    auto fields = read_agent_fields(reader);
+    if (!fields) return error_response(fields.error());
+    store::AgentChanges changes{fields->name,    fields->harness,      fields->goal,
+                                fields->instructions, fields->account, fields->network_mode,
+                                fields->allowed_hosts};
+    auto updated = store_.update_agent(id, changes);
+    if (!updated) return error_response(updated.error());
+    auto json_agent = to_json(*updated);
+    if (!changes.empty()) publish("agent.updated", json_agent);
+    return json_response(200, json_agent);
+}
+
+Response Routes::delete_agent(std::int64_t id) {
+    auto agent = store_.get_agent(id);
+    if (!agent) return error_response(agent.error());
+    if (auto removed = store_.delete_agent(id); !removed) return error_response(removed.error());
+    publish("agent.deleted", to_json(*agent));
+    return no_content();
+}
+
+// ---- sessions ---------------------------------------------------------------------
+
+Response Routes::sessions(const Call& call) {
+    if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
+    if (call.segments.size() == 2) {
+        auto session = store_.get_session(call.segments[1]);
+        if (!session) return error_response(session.error());
+        return json_response(200, to_json(*session));
+    }
+    if (auto params = query_params(call.query, {}); !params) return error_response(params.error());
+    auto all = store_.list_sessions();
+    if (!all) return error_response(all.error());
+    return json_response(200, json::object{{"sessions", json_list(*all, [](const auto& s) {
+                                                return to_json(s);
+                                            })}});
+}
+
+} // namespace handler::api

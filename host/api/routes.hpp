@@ -1,0 +1,76 @@
+// The route table of the v1 API (docs/api.md): every route except the WebSocket at
+// /api/v1/events, which the transport serves itself from the EventHub.
+//
+// Transport-free: it takes a Request and returns a Response, so tests call it directly.
+// It never throws and never crashes the daemon: a bug becomes a 500 with a message.
+// Every write goes through one Store transaction, so a failed request writes nothing;
+// a successful one publishes an event ({"type":"agent.created","data":{...},"at":MS}).
+#pragma once
+
+#include "api/event_hub.hpp"
+#include "api/http_types.hpp"
+#include "core/clock.hpp"
+#include "plugins/plugin_record.hpp"
+
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace handler::store {
+class Store;
+}
+
+namespace handler::api {
+
+// What the routes learn from the daemon rather than the store. Plain functions so the
+// daemon passes lambdas and tests pass canned values.
+struct DaemonInfo {
+    // The body of GET /api/v1/status. Unset → 503.
+    std::function<boost::json::object()> status;
+    // The plugins found at start, loaded or not. Unset → an empty list.
+    std::function<std::vector<plugins::PluginRecord>()> plugins;
+    // The user's home folder: a project may not be it or contain it, since the agent
+    // would then see ~/.ssh and every other project. Empty → no such check.
+    std::filesystem::path home_dir;
+};
+
+class Routes final : public RequestHandler {
+public:
+    // `store`, `events` and `clock` must outlive the routes.
+    Routes(store::Store& store, EventHub& events, const Clock& clock, DaemonInfo info);
+
+    Response handle(const Request& request) override;
+
+private:
+    struct Call; // a parsed request: method, path segments, query, body
+    Response dispatch(const Call& call);
+
+    Response status(const Call& call);
+    Response plugins(const Call& call);
+    Response contexts(const Call& call);
+    Response projects(const Call& call);
+    Response accounts(const Call& call);
+    Response agents(const Call& call);
+    Response sessions(const Call& call);
+
+    Response list_projects(const Call& call);
+    Response create_project(const Call& call);
+    Response list_agents(const Call& call);
+    Response create_agent(const Call& call);
+    Response update_agent(const Call& call, std::int64_t id);
+    Response delete_agent(std::int64_t id);
+
+    void publish(std::string_view type, boost::json::object data);
+
+    store::Store& store_;
+    EventHub& events_;
+    const Clock& clock_;
+    DaemonInfo info_;
+};
+
+} // namespace handler::api

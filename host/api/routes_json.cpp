@@ -1,0 +1,206 @@
+#include "api/routes_json.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/stream_parser.hpp>
+
+#include <algorithm>
+
+namespace handler::api {
+namespace json = boost::json;
+
+Response json_response(unsigned status, const json::value& body) {
+    Response response;
+    response.status = status;
+    response.body = json::serialize(body);
+    return response;
+}
+
+Response error_response(const Error& error) {
+    return error_response(error.code, error.message);
+}
+
+namespace {
+
+Error invalid(std::string message) {
+    return make_error(ErrorCode::invalid_argument, std::move(message));
+}
+
+std::string field_name(std::string_view field) { return "field '" + std::string(field) + "'"; }
+
+// 1-based line and column of byte `offset` in `text`.
+std::string position(std::string_view text, std::size_t offset) {
+    offset = std::min(offset, text.size());
+    const auto before = text.substr(0, offset);
+    const auto line = 1 + std::count(before.begin(), before.end(), '\n');
+    const auto last_newline = before.rfind('\n');
+    const auto column = last_newline == std::string_view::npos ? offset + 1
+                                                               : offset - last_newline;
+    return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+} // namespace
+
+Result<json::object> parse_body(std::string_view body) {
+    if (body.find_first_not_of(" \t\r\n") == std::string_view::npos)
+        return invalid("the request body is empty; send a JSON object");
+    json::stream_parser parser;
+    boost::system::error_code error;
+    const std::size_t consumed = parser.write_some(body.data(), body.size(), error);
+    if (error)
+        return invalid("body is not valid JSON: " + error.message() + " at " +
+                       position(body, consumed));
+    if (const auto extra = body.find_first_not_of(" \t\r\n", consumed);
+        extra != std::string_view::npos)
+        return invalid("body is not valid JSON: unexpected text after the value at " +
+                       position(body, extra));
+    parser.finish(error);
+    if (error)
+        return invalid("body is not valid JSON: " + error.message() + " at " +
+                       position(body, body.size()));
+    json::value value = parser.release();
+    if (!value.is_object()) return invalid("the request body must be a JSON object");
+    return std::move(value.as_object());
+}
+
+Result<void> BodyReader::allow_only(std::initializer_list<std::string_view> fields) const {
+    for (const auto& [key, value] : body_) {
+        if (std::find(fields.begin(), fields.end(), std::string_view(key)) != fields.end()) continue;
+        std::string known;
+        for (const auto field : fields) known += (known.empty() ? "" : ", ") + std::string(field);
+        return invalid("unknown " + field_name(key) + "; this request takes " + known);
+    }
+    return {};
+}
+
+Result<std::string> BodyReader::required_string(std::string_view field) const {
+    const json::value* value = body_.if_contains(field);
+    if (value == nullptr) return invalid(field_name(field) + " is required");
+    if (!value->is_string()) return invalid(field_name(field) + " must be a string");
+    return std::string(value->get_string());
+}
+
+Result<std::optional<std::string>> BodyReader::optional_string(std::string_view field) const {
+    const json::value* value = body_.if_contains(field);
+    if (value == nullptr) return std::optional<std::string>();
+    if (!value->is_string()) return invalid(field_name(field) + " must be a string");
+    return std::optional<std::string>(std::string(value->get_string()));
+}
+
+Result<std::optional<std::optional<std::string>>> BodyReader::nullable_string(
+    std::string_view field) const {
+    using Out = std::optional<std::optional<std::string>>;
+    const json::value* value = body_.if_contains(field);
+    if (value == nullptr) return Out();
+    if (value->is_null()) return Out(std::optional<std::string>());
+    if (!value->is_string()) return invalid(field_name(field) + " must be a string or null");
+    return Out(std::string(value->get_string()));
+}
+
+Result<std::optional<std::vector<std::string>>> BodyReader::optional_string_list(
+    std::string_view field) const {
+    const json::value* value = body_.if_contains(field);
+    if (value == nullptr) return std::optional<std::vector<std::string>>();
+    if (!value->is_array()) return invalid(field_name(field) + " must be a list of strings");
+    std::vector<std::string> items;
+    const auto& array = value->get_array();
+    for (std::size_t i = 0; i < array.size(); ++i) {
+        if (!array[i].is_string())
+            return invalid(field_name(std::string(field) + "[" + std::to_string(i) + "]") +
+                           " must be a string");
+        items.emplace_back(array[i].get_string());
+    }
+    return std::optional(std::move(items));
+}
+
+Result<std::optional<BodyReader::ProjectRef>> BodyReader::optional_project(
+    std::string_view field) const {
+    const json::value* value = body_.if_contains(field);
+    if (value == nullptr) return std::optional<ProjectRef>();
+    if (value->is_int64() && value->get_int64() > 0)
+        return std::optional(ProjectRef{value->get_int64(), {}});
+    if (value->is_uint64()) // above INT64_MAX: no such project
+        return std::optional(ProjectRef{-1, {}});
+    if (value->is_string() && value->get_string().starts_with("/"))
+        return std::optional(ProjectRef{std::nullopt, std::string(value->get_string())});
+    return invalid(field_name(field) +
+                   " must be a project id (a positive integer) or an absolute path");
+}
+
+json::object to_json(const store::Context& context) {
+    return {{"id", context.id}, {"name", context.name}, {"created_at", context.created_at}};
+}
+
+namespace {
+
+json::value nullable(const std::optional<std::string>& text) {
+    return text ? json::value(*text) : json::value(nullptr);
+}
+
+json::value nullable(const std::optional<std::int64_t>& number) {
+    return number ? json::value(*number) : json::value(nullptr);
+}
+
+} // namespace
+
+json::object to_json(const store::Project& project) {
+    return {{"id", project.id},
+            {"name", project.name},
+            {"path", project.path},
+            {"context", nullable(project.context)},
+            {"created_at", project.created_at}};
+}
+
+json::object to_json(const store::Account& account) {
+    return {{"id", account.id},
+            {"name", account.name},
+            {"kind", account.kind},
+            {"context", nullable(account.context)},
+            {"created_at", account.created_at}};
+}
+
+json::object to_json(const store::Agent& agent) {
+    json::array hosts;
+    for (const auto& host : agent.allowed_hosts) hosts.emplace_back(host);
+    return {{"id", agent.id},
+            {"name", agent.name},
+            {"project", agent.project_id},
+            {"harness", agent.harness},
+            {"goal", agent.goal},
+            {"instructions", agent.instructions},
+            {"account", nullable(agent.account)},
+            {"network_mode", to_string(agent.network_mode)},
+            {"allowed_hosts", std::move(hosts)},
+            {"created_at", agent.created_at},
+            {"updated_at", agent.updated_at}};
+}
+
+json::object to_json(const store::Session& session) {
+    return {{"id", session.id},
+            {"agent", nullable(session.agent_id)},
+            {"project", session.project_id},
+            {"harness", session.harness},
+            {"state", to_string(session.state)},
+            {"exit_code", nullable(session.exit_code)},
+            {"created_at", session.created_at},
+            {"updated_at", session.updated_at}};
+}
+
+json::object to_json(const plugins::PluginRecord& plugin) {
+    return {{"id", plugin.id},
+            {"kind", plugin.kind},
+            {"version", plugin.version},
+            {"abi", plugin.abi},
+            {"name", plugin.name},
+            {"state", plugins::to_string(plugin.state)},
+            {"message", plugin.message},
+            {"library", plugin.library},
+            {"manifest", plugin.manifest},
+            {"source", plugin.source}};
+}
+
+std::string event_json(std::string_view type, json::object data, std::int64_t at_ms) {
+    return json::serialize(json::object{{"type", type}, {"data", std::move(data)}, {"at", at_ms}});
+}
+
+} // namespace handler::api

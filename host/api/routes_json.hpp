@@ -1,0 +1,75 @@
+// JSON for the routes: reading request bodies field by field with messages that name
+// the field, writing records in the shapes docs/api.md documents, and error responses.
+// boost::json only; no transport types.
+#pragma once
+
+#include "api/http_types.hpp"
+#include "api/server_guards.hpp"
+#include "core/result.hpp"
+#include "plugins/plugin_record.hpp"
+#include "store/records.hpp"
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace handler::api {
+
+// status_for(ErrorCode) and error_response(ErrorCode, message) come from
+// server_guards.hpp, so the transport and the routes map errors to statuses one way.
+
+Response json_response(unsigned status, const boost::json::value& body);
+// {"error":{"code","message"}} with the status that matches error.code.
+Response error_response(const Error& error);
+
+// Parses a request body that must be one JSON object. A syntax error names the line
+// and column ("body is not valid JSON: syntax error at line 1, column 9").
+Result<boost::json::object> parse_body(std::string_view body);
+
+// Reads the fields of one body object. Every accessor fails with invalid_argument and
+// a message naming the field: "field 'name' must be a string".
+class BodyReader {
+public:
+    explicit BodyReader(const boost::json::object& body) : body_(body) {}
+
+    // Unknown fields are refused, so a typo ("nmae") is an error rather than ignored.
+    Result<void> allow_only(std::initializer_list<std::string_view> fields) const;
+
+    bool has(std::string_view field) const { return body_.contains(field); }
+
+    Result<std::string> required_string(std::string_view field) const;
+    // Absent → std::nullopt. null is refused: the field is not nullable.
+    Result<std::optional<std::string>> optional_string(std::string_view field) const;
+    // Absent → std::nullopt; null → an engaged optional holding std::nullopt (clear it).
+    Result<std::optional<std::optional<std::string>>> nullable_string(std::string_view field) const;
+    Result<std::optional<std::vector<std::string>>> optional_string_list(
+        std::string_view field) const;
+    // A project given by id (integer) or absolute path (string).
+    struct ProjectRef {
+        std::optional<std::int64_t> id;
+        std::string path;
+    };
+    Result<std::optional<ProjectRef>> optional_project(std::string_view field) const;
+
+private:
+    const boost::json::object& body_;
+};
+
+// The JSON shapes of docs/api.md.
+boost::json::object to_json(const store::Context& context);
+boost::json::object to_json(const store::Project& project);
+boost::json::object to_json(const store::Account& account);
+boost::json::object to_json(const store::Agent& agent);
+boost::json::object to_json(const store::Session& session);
+boost::json::object to_json(const plugins::PluginRecord& plugin);
+
+// {"type":TYPE,"data":DATA,"at":MS}, serialized, for the EventHub.
+std::string event_json(std::string_view type, boost::json::object data, std::int64_t at_ms);
+
+} // namespace handler::api

@@ -1,0 +1,137 @@
+#include "store/migrations.hpp"
+
+#include <array>
+#include <string>
+
+namespace handler::store {
+namespace {
+
+// STRICT tables make SQLite refuse a value of the wrong type instead of storing it.
+// Foreign keys without ON DELETE restrict deletion: a context still used by a project,
+// or an account still used by an agent, cannot disappear from under it.
+constexpr std::string_view kVersion1 = R"sql(
+CREATE TABLE contexts (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL COLLATE NOCASE UNIQUE,
+    created_at  INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE projects (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    path        TEXT NOT NULL UNIQUE,
+    context_id  INTEGER REFERENCES contexts(id),
+    created_at  INTEGER NOT NULL
+) STRICT;
+CREATE INDEX projects_context ON projects(context_id);
+
+CREATE TABLE accounts (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    kind        TEXT NOT NULL,
+    context_id  INTEGER REFERENCES contexts(id),
+    created_at  INTEGER NOT NULL
+) STRICT;
+CREATE INDEX accounts_context ON accounts(context_id);
+
+CREATE TABLE agents (
+    id            INTEGER PRIMARY KEY,
+    project_id    INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    name          TEXT NOT NULL,
+    harness       TEXT NOT NULL,
+    goal          TEXT NOT NULL DEFAULT '',
+    instructions  TEXT NOT NULL DEFAULT '',
+    account_id    INTEGER REFERENCES accounts(id),
+    network_mode  TEXT NOT NULL DEFAULT 'filtered'
+                  CHECK (network_mode IN ('none', 'filtered', 'open')),
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    UNIQUE (project_id, name)
+) STRICT;
+CREATE INDEX agents_account ON agents(account_id);
+
+CREATE TABLE agent_allowed_hosts (
+    agent_id  INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    position  INTEGER NOT NULL,
+    host      TEXT NOT NULL,
+    PRIMARY KEY (agent_id, position),
+    UNIQUE (agent_id, host)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE sessions (
+    id          TEXT PRIMARY KEY,
+    agent_id    INTEGER REFERENCES agents(id) ON DELETE SET NULL,
+    project_id  INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    harness     TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    exit_code   INTEGER,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+) STRICT;
+CREATE INDEX sessions_agent ON sessions(agent_id);
+CREATE INDEX sessions_project ON sessions(project_id);
+
+CREATE TABLE plugin_storage (
+    plugin_id  TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    value      BLOB NOT NULL,
+    PRIMARY KEY (plugin_id, key)
+) STRICT, WITHOUT ROWID;
+)sql";
+
+constexpr std::array<std::string_view, 1> kMigrations = {kVersion1};
+
+Result<void> ensure_migrations_table(sqlite::Database& db) {
+    return db.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                   " version INTEGER PRIMARY KEY,"
+                   " applied_at INTEGER NOT NULL) STRICT");
+}
+
+} // namespace
+
+std::span<const std::string_view> migrations() { return kMigrations; }
+
+Result<int> schema_version(sqlite::Database& db) {
+    if (auto created = ensure_migrations_table(db); !created) return created.take_error();
+    auto statement = db.prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+    if (!statement) return statement.take_error();
+    auto row = statement->step();
+    if (!row) return row.take_error();
+    return static_cast<int>(statement->integer(0));
+}
+
+Result<int> migrate(sqlite::Database& db, std::span<const std::string_view> list,
+                    const Clock& clock) {
+    const int known = static_cast<int>(list.size());
+    for (;;) {
+        // The version is read inside the write transaction: if two handlerd start at
+        // once, the second sees what the first applied and does not apply it again.
+        if (auto created = ensure_migrations_table(db); !created) return created.take_error();
+        auto transaction = sqlite::Transaction::begin(db, sqlite::Transaction::Kind::write);
+        if (!transaction) return transaction.take_error();
+        auto version = schema_version(db);
+        if (!version) return version.take_error();
+        if (*version > known)
+            return make_error(ErrorCode::incompatible,
+                              "the database " + db.file() + " has schema version " +
+                                  std::to_string(*version) + ", but this handlerd knows versions "
+                                  "up to " + std::to_string(known) +
+                                  ": a newer handlerd has used it. Upgrade handlerd; do not "
+                                  "delete the database, it holds your projects and agents");
+        if (*version == known) return *version;
+
+        const int next = *version + 1;
+        if (auto applied = db.exec(list[static_cast<std::size_t>(*version)]); !applied)
+            return make_error(applied.error().code,
+                              "database migration " + std::to_string(next) + " failed: " +
+                                  applied.error().message);
+        auto record = db.prepare("INSERT INTO schema_migrations (version, applied_at) "
+                                 "VALUES (?1, ?2)",
+                                 next, clock.now_ms());
+        if (!record) return record.take_error();
+        if (auto inserted = record->run(); !inserted) return inserted.take_error();
+        if (auto committed = transaction->commit(); !committed) return committed.take_error();
+    }
+}
+
+} // namespace handler::store

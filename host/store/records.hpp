@@ -1,0 +1,149 @@
+// The domain records the store keeps (docs/domain-model.md). Plain values: the store
+// resolves names and joins, so callers never see foreign keys they would have to look up.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace handler::store {
+
+// How far an agent's container may reach. Zero is not a value, so a zeroed struct reads
+// as invalid (STYLE.md).
+enum class NetworkMode { none = 1, filtered, open };
+
+std::string_view to_string(NetworkMode mode);
+std::optional<NetworkMode> parse_network_mode(std::string_view text);
+
+enum class SessionState {
+    starting = 1, // recorded before anything is started, so a crash leaves a trace
+    running,
+    exited,       // the container ended; exit_code says how
+    failed,       // could not be started
+    lost,         // its container was gone when handlerd reconciled
+};
+
+std::string_view to_string(SessionState state);
+std::optional<SessionState> parse_session_state(std::string_view text);
+
+// Milliseconds since the Unix epoch, from the injected Clock.
+using TimeMs = std::int64_t;
+
+struct Context {
+    std::int64_t id = 0;
+    std::string name;
+    TimeMs created_at = 0;
+};
+
+struct Project {
+    std::int64_t id = 0;
+    std::string name;
+    std::string path;                   // absolute and canonical
+    std::optional<std::string> context; // context name
+    TimeMs created_at = 0;
+};
+
+struct Account {
+    std::int64_t id = 0;
+    std::string name;
+    std::string kind; // one of kAccountKinds
+    std::optional<std::string> context;
+    TimeMs created_at = 0;
+};
+
+struct Agent {
+    std::int64_t id = 0;
+    std::int64_t project_id = 0;
+    std::string name;
+    std::string harness; // the harness plugin's id
+    std::string goal;
+    std::string instructions;
+    std::optional<std::string> account; // account name
+    NetworkMode network_mode = NetworkMode::filtered;
+    std::vector<std::string> allowed_hosts; // normalized: lower case, in the given order
+    TimeMs created_at = 0;
+    TimeMs updated_at = 0;
+};
+
+struct Session {
+    std::string id; // "s_" and six hex digits, typeable in `handler attach`
+    std::optional<std::int64_t> agent_id; // null once the agent is deleted
+    std::int64_t project_id = 0;
+    std::string harness;
+    SessionState state = SessionState::starting;
+    std::optional<std::int64_t> exit_code;
+    TimeMs created_at = 0;
+    TimeMs updated_at = 0;
+};
+
+// Inputs. Names of contexts and accounts, as the API takes them.
+struct NewProject {
+    std::string name;
+    std::string path;
+    std::optional<std::string> context;
+};
+
+// For a nullable field, the outer optional says "change it", the inner one the value
+// (std::nullopt clears it).
+struct ProjectChanges {
+    std::optional<std::string> name;
+    std::optional<std::optional<std::string>> context;
+};
+
+struct NewAccount {
+    std::string name;
+    std::string kind;
+    std::optional<std::string> context;
+};
+
+struct AccountChanges {
+    std::optional<std::string> name;
+    std::optional<std::string> kind;
+    std::optional<std::optional<std::string>> context;
+};
+
+struct NewAgent {
+    std::int64_t project_id = 0;
+    std::string name;
+    std::string harness;
+    std::string goal;
+    std::string instructions;
+    std::optional<std::string> account;
+    NetworkMode network_mode = NetworkMode::filtered;
+    std::vector<std::string> allowed_hosts;
+};
+
+struct AgentChanges {
+    std::optional<std::string> name;
+    std::optional<std::string> harness;
+    std::optional<std::string> goal;
+    std::optional<std::string> instructions;
+    std::optional<std::optional<std::string>> account;
+    std::optional<NetworkMode> network_mode;
+    std::optional<std::vector<std::string>> allowed_hosts;
+
+    bool empty() const {
+        return !name && !harness && !goal && !instructions && !account && !network_mode &&
+               !allowed_hosts;
+    }
+};
+
+struct AgentFilter {
+    std::optional<std::int64_t> project_id;
+    std::optional<std::string> name;
+};
+
+struct NewSession {
+    std::optional<std::int64_t> agent_id;
+    std::int64_t project_id = 0;
+    std::string harness;
+};
+
+struct SessionChanges {
+    std::optional<SessionState> state;
+    std::optional<std::optional<std::int64_t>> exit_code;
+};
+
+} // namespace handler::store

@@ -1,0 +1,863 @@
+#include "store/store.hpp"
+
+#include "core/paths.hpp"
+#include "store/migrations.hpp"
+#include "store/validation.hpp"
+
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <mutex>
+#include <random>
+#include <sys/stat.h>
+
+namespace handler::store {
+namespace fs = std::filesystem;
+using sqlite::Transaction;
+
+std::string_view to_string(NetworkMode mode) {
+    switch (mode) {
+    case NetworkMode::none: return "none";
+    case NetworkMode::filtered: return "filtered";
+    case NetworkMode::open: return "open";
+    }
+    return "filtered";
+}
+
+std::optional<NetworkMode> parse_network_mode(std::string_view text) {
+    for (auto mode : {NetworkMode::none, NetworkMode::filtered, NetworkMode::open})
+        if (text == to_string(mode)) return mode;
+    return std::nullopt;
+}
+
+std::string_view to_string(SessionState state) {
+    switch (state) {
+    case SessionState::starting: return "starting";
+    case SessionState::running: return "running";
+    case SessionState::exited: return "exited";
+    case SessionState::failed: return "failed";
+    case SessionState::lost: return "lost";
+    }
+    return "lost";
+}
+
+std::optional<SessionState> parse_session_state(std::string_view text) {
+    for (auto state : {SessionState::starting, SessionState::running, SessionState::exited,
+                       SessionState::failed, SessionState::lost})
+        if (text == to_string(state)) return state;
+    return std::nullopt;
+}
+
+namespace {
+
+constexpr std::string_view kProjectColumns =
+    "SELECT p.id, p.name, p.path, c.name, p.created_at "
+    "FROM projects p LEFT JOIN contexts c ON c.id = p.context_id ";
+constexpr std::string_view kAccountColumns =
+    "SELECT a.id, a.name, a.kind, c.name, a.created_at "
+    "FROM accounts a LEFT JOIN contexts c ON c.id = a.context_id ";
+constexpr std::string_view kAgentColumns =
+    "SELECT g.id, g.project_id, g.name, g.harness, g.goal, g.instructions, a.name, "
+    "g.network_mode, g.created_at, g.updated_at "
+    "FROM agents g LEFT JOIN accounts a ON a.id = g.account_id ";
+constexpr std::string_view kSessionColumns =
+    "SELECT id, agent_id, project_id, harness, state, exit_code, created_at, updated_at "
+    "FROM sessions ";
+
+std::string sql(std::string_view columns, std::string_view rest) {
+    return std::string(columns) + std::string(rest);
+}
+
+Project read_project(const sqlite::Statement& row) {
+    return Project{row.integer(0), row.text(1), row.text(2), row.optional_text(3), row.integer(4)};
+}
+
+Account read_account(const sqlite::Statement& row) {
+    return Account{row.integer(0), row.text(1), row.text(2), row.optional_text(3), row.integer(4)};
+}
+
+Agent read_agent(const sqlite::Statement& row) {
+    Agent agent;
+    agent.id = row.integer(0);
+    agent.project_id = row.integer(1);
+    agent.name = row.text(2);
+    agent.harness = row.text(3);
+    agent.goal = row.text(4);
+    agent.instructions = row.text(5);
+    agent.account = row.optional_text(6);
+    // The CHECK constraint keeps this column to the three known values.
+    agent.network_mode = parse_network_mode(row.text(7)).value_or(NetworkMode::none);
+    agent.created_at = row.integer(8);
+    agent.updated_at = row.integer(9);
+    return agent;
+}
+
+Session read_session(const sqlite::Statement& row) {
+    Session session;
+    session.id = row.text(0);
+    session.agent_id = row.optional_integer(1);
+    session.project_id = row.integer(2);
+    session.harness = row.text(3);
+    // A state written by a newer handlerd reads as lost rather than failing the list.
+    session.state = parse_session_state(row.text(4)).value_or(SessionState::lost);
+    session.exit_code = row.optional_integer(5);
+    session.created_at = row.integer(6);
+    session.updated_at = row.integer(7);
+    return session;
+}
+
+// Runs a query and reads every row with `read`.
+template <class Read>
+auto collect(Result<sqlite::Statement> statement, Read read)
+    -> Result<std::vector<decltype(read(*statement))>> {
+    if (!statement) return statement.take_error();
+    std::vector<decltype(read(*statement))> rows;
+    for (;;) {
+        auto row = statement->step();
+        if (!row) return row.take_error();
+        if (!*row) return rows;
+        rows.push_back(read(*statement));
+    }
+}
+
+// The first row, or std::nullopt.
+template <class Read>
+auto first(Result<sqlite::Statement> statement, Read read)
+    -> Result<std::optional<decltype(read(*statement))>> {
+    if (!statement) return statement.take_error();
+    auto row = statement->step();
+    if (!row) return row.take_error();
+    if (!*row) return std::optional<decltype(read(*statement))>();
+    return std::optional(read(*statement));
+}
+
+Error not_found(std::string message) {
+    return make_error(ErrorCode::not_found, std::move(message));
+}
+
+Error conflict(std::string message) {
+    return make_error(ErrorCode::conflict, std::move(message));
+}
+
+std::string context_phrase(const std::optional<std::string>& context) {
+    return context ? "context '" + *context + "'" : "no context";
+}
+
+// A zero-filled NetworkMode is no mode at all (STYLE.md: zero is never valid).
+Result<void> check_network_mode(NetworkMode mode) {
+    if (mode == NetworkMode::none || mode == NetworkMode::filtered || mode == NetworkMode::open)
+        return {};
+    return make_error(ErrorCode::invalid_argument,
+                      "network_mode must be 'none', 'filtered' or 'open'");
+}
+
+std::int64_t count(sqlite::Database& db, std::string_view query, std::int64_t id) {
+    auto statement = db.prepare(query, id);
+    if (!statement || !statement->step().ok()) return 0;
+    return statement->integer(0);
+}
+
+} // namespace
+
+Store::Store(sqlite::Database db, const Clock& clock, StoreOptions options)
+    : db_(std::move(db)), clock_(&clock), options_(std::move(options)) {
+    if (!options_.random) {
+        auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
+        options_.random = [engine] { return (*engine)(); };
+    }
+}
+
+Result<std::unique_ptr<Store>> Store::open(const fs::path& file, const Clock& clock,
+                                           StoreOptions options) {
+    // The database holds the user's account names and, later, secrets: private folder.
+    if (auto dir = ensure_private_dir(file.parent_path()); !dir) return dir.take_error();
+    auto db = sqlite::Database::open(file.string());
+    if (!db) return db.take_error();
+    // SQLite creates the file with the umask's mode; its -wal and -shm files copy this.
+    ::chmod(file.c_str(), 0600);
+    return finish_open(std::move(*db), clock, std::move(options));
+}
+
+Result<std::unique_ptr<Store>> Store::open_in_memory(const Clock& clock, StoreOptions options) {
+    auto db = sqlite::Database::open(":memory:");
+    if (!db) return db.take_error();
+    return finish_open(std::move(*db), clock, std::move(options));
+}
+
+Result<std::unique_ptr<Store>> Store::finish_open(sqlite::Database db, const Clock& clock,
+                                                  StoreOptions options) {
+    sqlite3_busy_timeout(db.handle(), options.busy_timeout_ms);
+    // WAL: readers (a CLI, a backup) never block the daemon's writes. With WAL,
+    // synchronous=NORMAL keeps the database consistent after any crash, kill -9
+    // included: a transaction is in the WAL or not at all. What NORMAL gives up is
+    // durability of the last commits on *power loss*, never integrity; docs/domain-model.md.
+    auto configured = db.exec("PRAGMA journal_mode = WAL;"
+                              "PRAGMA synchronous = NORMAL;"
+                              "PRAGMA foreign_keys = ON;");
+    if (!configured) return configured.take_error();
+    auto version = migrate(db, migrations(), clock);
+    if (!version) return version.take_error();
+    std::unique_ptr<Store> store(new Store(std::move(db), clock, std::move(options)));
+    store->schema_version_ = *version;
+    return store;
+}
+
+template <class Body>
+auto Store::in_transaction(Transaction::Kind kind, Body&& body) -> decltype(body()) {
+    auto transaction = Transaction::begin(db_, kind);
+    if (!transaction) return transaction.take_error();
+    auto result = body();
+    if (!result) return result; // the guard rolls back
+    if (auto committed = transaction->commit(); !committed) return committed.take_error();
+    return result;
+}
+
+// ---- contexts ---------------------------------------------------------------------
+
+Result<Context> Store::load_context(std::int64_t id) {
+    auto found = first(db_.prepare("SELECT id, name, created_at FROM contexts WHERE id = ?1", id),
+                       [](const sqlite::Statement& row) {
+                           return Context{row.integer(0), row.text(1), row.integer(2)};
+                       });
+    if (!found) return found.take_error();
+    if (!*found) return not_found("context " + std::to_string(id) + " does not exist");
+    return std::move(**found);
+}
+
+Result<std::optional<std::int64_t>> Store::context_id(const std::optional<std::string>& name) {
+    if (!name) return std::optional<std::int64_t>();
+    auto found = first(db_.prepare("SELECT id FROM contexts WHERE name = ?1", *name),
+                       [](const sqlite::Statement& row) { return row.integer(0); });
+    if (!found) return found.take_error();
+    if (!*found) return not_found("context '" + *name + "' does not exist; create it first");
+    return *found;
+}
+
+Result<Context> Store::create_context(std::string_view name) {
+    std::lock_guard lock(mutex_);
+    if (auto valid = check_context_name(name); !valid) return valid.take_error();
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<Context> {
+        auto existing = first(db_.prepare("SELECT name FROM contexts WHERE name = ?1", name),
+                              [](const sqlite::Statement& row) { return row.text(0); });
+        if (!existing) return existing.take_error();
+        if (*existing)
+            return conflict("a context named '" + **existing +
+                            "' exists already (names ignore case)");
+        auto insert = db_.prepare("INSERT INTO contexts (name, created_at) VALUES (?1, ?2)", name,
+                                  clock_->now_ms());
+        if (!insert) return insert.take_error();
+        if (auto done = insert->run(); !done) return done.take_error();
+        return load_context(db_.last_insert_rowid());
+    });
+}
+
+Result<std::vector<Context>> Store::list_contexts() {
+    std::lock_guard lock(mutex_);
+    return collect(db_.prepare("SELECT id, name, created_at FROM contexts ORDER BY name"),
+                   [](const sqlite::Statement& row) {
+                       return Context{row.integer(0), row.text(1), row.integer(2)};
+                   });
+}
+
+Result<Context> Store::get_context(std::int64_t id) {
+    std::lock_guard lock(mutex_);
+    return load_context(id);
+}
+
+Result<Context> Store::rename_context(std::int64_t id, std::string_view name) {
+    std::lock_guard lock(mutex_);
+    if (auto valid = check_context_name(name); !valid) return valid.take_error();
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<Context> {
+        auto current = load_context(id);
+        if (!current) return current.take_error();
+        auto existing = first(
+            db_.prepare("SELECT name FROM contexts WHERE name = ?1 AND id != ?2", name, id),
+            [](const sqlite::Statement& row) { return row.text(0); });
+        if (!existing) return existing.take_error();
+        if (*existing)
+            return conflict("a context named '" + **existing +
+                            "' exists already (names ignore case)");
+        auto update = db_.prepare("UPDATE contexts SET name = ?1 WHERE id = ?2", name, id);
+        if (!update) return update.take_error();
+        if (auto done = update->run(); !done) return done.take_error();
+        return load_context(id);
+    });
+}
+
+Result<void> Store::delete_context(std::int64_t id) {
+    std::lock_guard lock(mutex_);
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<void> {
+        auto current = load_context(id);
+        if (!current) return current.take_error();
+        const auto projects =
+            count(db_, "SELECT COUNT(*) FROM projects WHERE context_id = ?1", id);
+        const auto accounts =
+            count(db_, "SELECT COUNT(*) FROM accounts WHERE context_id = ?1", id);
+        if (projects + accounts > 0)
+            return conflict("context '" + current->name + "' is still used by " +
+                            std::to_string(projects) + " project(s) and " +
+                            std::to_string(accounts) +
+                            " account(s); move them to another context first");
+        auto remove = db_.prepare("DELETE FROM contexts WHERE id = ?1", id);
+        if (!remove) return remove.take_error();
+        return remove->run();
+    });
+}
+
+// ---- projects ---------------------------------------------------------------------
+
+Result<Project> Store::load_project(std::int64_t id) {
+    auto found = first(db_.prepare(sql(kProjectColumns, "WHERE p.id = ?1"), id), read_project);
+    if (!found) return found.take_error();
+    if (!*found) return not_found("project " + std::to_string(id) + " does not exist");
+    return std::move(**found);
+}
+
+Result<Project> Store::create_project(const NewProject& project) {
+    std::lock_guard lock(mutex_);
+    if (auto valid = check_project_name(project.name); !valid) return valid.take_error();
+    if (auto valid = check_project_path(project.path); !valid) return valid.take_error();
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<Project> {
+        auto context = context_id(project.context);
+        if (!context) return context.take_error();
+        auto existing = first(db_.prepare(sql(kProjectColumns, "WHERE p.path = ?1"), project.path),
+                              read_project);
+        if (!existing) return existing.take_error();
+        if (*existing)
+            return conflict("the folder " + project.path + " is already project '" +
+                            (*existing)->name + "' (id " + std::to_string((*existing)->id) + ")");
+        auto insert = db_.prepare(
+            "INSERT INTO projects (name, path, context_id, created_at) VALUES (?1, ?2, ?3, ?4)",
+            project.name, project.path, *context, clock_->now_ms());
+        if (!insert) return insert.take_error();
+        if (auto done = insert->run(); !done) return done.take_error();
+        return load_project(db_.last_insert_rowid());
+    });
+}
+
+Result<std::vector<Project>> Store::list_projects() {
+    std::lock_guard lock(mutex_);
+    return collect(db_.prepare(sql(kProjectColumns, "ORDER BY p.id")), read_project);
+}
+
+Result<Project> Store::get_project(std::int64_t id) {
+    std::lock_guard lock(mutex_);
+    return load_project(id);
+}
+
+Result<std::optional<Project>> Store::find_project_by_path(std::string_view path) {
+    std::lock_guard lock(mutex_);
+    return first(db_.prepare(sql(kProjectColumns, "WHERE p.path = ?1"), path), read_project);
+}
+
+Result<std::optional<Project>> Store::find_project_containing(std::string_view path) {
+    std::lock_guard lock(mutex_);
+    // Compares whole path components: /src/app contains /src/app/x but not /src/apple.
+    return first(db_.prepare(sql(kProjectColumns,
+                                 "WHERE p.path = ?1 OR substr(?1, 1, length(p.path) + 1) = "
+                                 "p.path || '/' ORDER BY length(p.path) DESC LIMIT 1"),
+                             path),
+                 read_project);
+}
+
+Result<Project> Store::update_project(std::int64_t id, const ProjectChanges& changes) {
+    std::lock_guard lock(mutex_);
+    if (changes.name)
+        if (auto valid = check_project_name(*changes.name); !valid) return valid.take_error();
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<Project> {
+        auto project = load_project(id);
+        if (!project) return project.take_error();
+        if (changes.context) {
+            auto context = context_id(*changes.context);
+            if (!context) return context.take_error();
+            // Every agent's account must already belong to the new context.
+            auto users = collect(
+                db_.prepare("SELECT g.name, a.name, c.name FROM agents g "
+                            "JOIN accounts a ON a.id = g.account_id "
+                            "LEFT JOIN contexts c ON c.id = a.context_id "
+                            "WHERE g.project_id = ?1 AND a.context_id IS NOT ?2",
+                            id, *context),
+                [](const sqlite::Statement& row) {
+                    return "its agent '" + row.text(0) + "' uses account '" + row.text(1) +
+                           "', which belongs to " + context_phrase(row.optional_text(2));
+                });
+            if (!users) return users.take_error();
+            if (!users->empty())
+                return conflict("project '" + project->name + "' cannot move to " +
+                                context_phrase(*changes.context) + ": " + users->front());
+            auto update = db_.prepare("UPDATE projects SET context_id = ?1 WHERE id = ?2",
+                                      *context, id);
+            if (!update) return update.take_error();
+            if (auto done = update->run(); !done) return done.take_error();
+        }
+        if (changes.name) {
+            auto update = db_.prepare("UPDATE projects SET name = ?1 WHERE id = ?2",
+                                      *changes.name, id);
+            if (!update) return update.take_error();
+            if (auto done = update->run(); !done) return done.take_error();
+        }
+        return load_project(id);
+    });
+}
+
+Result<void> Store::delete_project(std::int64_t id) {
+    std::lock_guard lock(mutex_);
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<void> {
+        auto remove = db_.prepare("DELETE FROM projects WHERE id = ?1", id);
+        if (!remove) return remove.take_error();
+        if (auto done = remove->run(); !done) return done.take_error();
+        if (db_.changes() == 0) return not_found("project " + std::to_string(id) + " does not exist");
+        return {};
+    });
+}
+
+// ---- accounts ---------------------------------------------------------------------
+
+Result<Account> Store::load_account(std::int64_t id) {
+    auto found = first(db_.prepare(sql(kAccountColumns, "WHERE a.id = ?1"), id), read_account);
+    if (!found) return found.take_error();
+    if (!*found) return not_found("account " + std::to_string(id) + " does not exist");
+    return std::move(**found);
+}
+
+Result<std::optional<Account>> Store::account_by_name(std::string_view name) {
+    return first(db_.prepare(sql(kAccountColumns, "WHERE a.name = ?1"), name), read_account);
+}
+
+Result<Account> Store::create_account(const NewAccount& account) {
+    std::lock_guard lock(mutex_);
+    if (auto valid = check_account_name(account.name); !valid) return valid.take_error();
+    if (auto valid = check_account_kind(account.kind); !valid) return valid.take_error();
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<Account> {
+        auto context = context_id(account.context);
+        if (!context) return context.take_error();
+        auto existing = account_by_name(account.name);
+        if (!existing) return existing.take_error();
+        if (*existing) return conflict("an account named '" + account.name + "' exists already");
+        auto insert = db_.prepare(
+            "INSERT INTO accounts (name, kind, context_id, created_at) VALUES (?1, ?2, ?3, ?4)",
+            account.name, account.kind, *context, clock_->now_ms());
+        if (!insert) return insert.take_error();
+        if (auto done = insert->run(); !done) return done.take_error();
+        return load_account(db_.last_insert_rowid());
+    });
+}
+
+Result<std::vector<Account>> Store::list_accounts() {
+    std::lock_guard lock(mutex_);
+    return collect(db_.prepare(sql(kAccountColumns, "ORDER BY a.name")), read_account);
+}
+
+Result<Account> Store::get_account(std::int64_t id) {
+    std::lock_guard lock(mutex_);
+    return load_account(id);
+}
+
+Result<Account> Store::update_account(std::int64_t id, const AccountChanges& changes) {
+    std::lock_guard lock(mutex_);
+    if (changes.name)
+        if (auto valid = check_account_name(*changes.name); !valid) return valid.take_error();
+    if (changes.kind)
+        if (auto valid = check_account_kind(*changes.kind); !valid) return valid.take_error();
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<Account> {
+        auto account = load_account(id);
+        if (!account) return account.take_error();
+        if (changes.name && *changes.name != account->name) {
+            auto existing = account_by_name(*changes.name);
+            if (!existing) return existing.take_error();
+            if (*existing)
+                return conflict("an account named '" + *changes.name + "' exists already");
+            auto update = db_.prepare("UPDATE accounts SET name = ?1 WHERE id = ?2",
+                                      *changes.name, id);
+            if (!update) return update.take_error();
+            if (auto done = update->run(); !done) return done.take_error();
+        }
+        if (changes.kind) {
+            auto update = db_.prepare("UPDATE accounts SET kind = ?1 WHERE id = ?2",
+                                      *changes.kind, id);
+            if (!update) return update.take_error();
+            if (auto done = update->run(); !done) return done.take_error();
+        }
+        if (changes.context) {
+            auto context = context_id(*changes.context);
+            if (!context) return context.take_error();
+            auto users = collect(
+                db_.prepare("SELECT g.name, p.name, c.name FROM agents g "
+                            "JOIN projects p ON p.id = g.project_id "
+                            "LEFT JOIN contexts c ON c.id = p.context_id "
+                            "WHERE g.account_id = ?1 AND p.context_id IS NOT ?2",
+                            id, *context),
+                [](const sqlite::Statement& row) {
+                    return "agent '" + row.text(0) + "' of project '" + row.text(1) +
+                           "', which belongs to " + context_phrase(row.optional_text(2)) +
+                           ", uses it";
+                });
+            if (!users) return users.take_error();
+            if (!users->empty())
+                return conflict("account '" + account->name + "' cannot move to " +
+                                context_phrase(*changes.context) + ": " + users->front());
+            auto update = db_.prepare("UPDATE accounts SET context_id = ?1 WHERE id = ?2",
+                                      *context, id);
+            if (!update) return update.take_error();
+            if (auto done = update->run(); !done) return done.take_error();
+        }
+        return load_account(id);
+    });
+}
+
+Result<void> Store::delete_account(std::int64_t id) {
+    std::lock_guard lock(mutex_);
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<void> {
+        auto account = load_account(id);
+        if (!account) return account.take_error();
+        auto users = collect(db_.prepare("SELECT g.name, p.name FROM agents g "
+                                         "JOIN projects p ON p.id = g.project_id "
+                                         "WHERE g.account_id = ?1 ORDER BY g.id",
+                                         id),
+                             [](const sqlite::Statement& row) {
+                                 return "agent '" + row.text(0) + "' of project '" +
+                                        row.text(1) + "'";
+                             });
+        if (!users) return users.take_error();
+        if (!users->empty())
+            return conflict("account '" + account->name + "' is used by " + users->front() +
+                            (users->size() > 1
+                                 ? " and " + std::to_string(users->size() - 1) + " more"
+                                 : "") +
+                            "; give them another account first");
+        auto remove = db_.prepare("DELETE FROM accounts WHERE id = ?1", id);
+        if (!remove) return remove.take_error();
+        return remove->run();
+    });
+}
+
+// ---- agents -----------------------------------------------------------------------
+
+Result<void> Store::check_same_context(const Account& account, const Project& project) {
+    // Strict equality, untagged included: an untagged account on a Work project could be
+    // someone's personal key, which is exactly the mix-up contexts exist to prevent.
+    if (account.context == project.context) return {};
+    return conflict("account '" + account.name + "' belongs to " +
+                    context_phrase(account.context) + " but project '" + project.name +
+                    "' belongs to " +
+                    (project.context ? "'" + *project.context + "'" : "no context") +
+                    "; pick an account of the project's context");
+}
+
+Result<std::vector<Agent>> Store::query_agents(const AgentFilter& filter,
+                                               std::optional<std::int64_t> id) {
+    auto agents = collect(db_.prepare(sql(kAgentColumns,
+                                          "WHERE (?1 IS NULL OR g.project_id = ?1) "
+                                          "AND (?2 IS NULL OR g.name = ?2) "
+                                          "AND (?3 IS NULL OR g.id = ?3) ORDER BY g.id"),
+                                      filter.project_id, filter.name, id),
+                          read_agent);
+    if (!agents) return agents.take_error();
+    auto hosts = db_.prepare(
+        "SELECT host FROM agent_allowed_hosts WHERE agent_id = ?1 ORDER BY position");
+    if (!hosts) return hosts.take_error();
+    for (auto& agent : *agents) {
+        hosts->reset();
+        hosts->bind(1, agent.id);
+        for (;;) {
+            auto row = hosts->step();
+            if (!row) return row.take_error();
+            if (!*row) break;
+            agent.allowed_hosts.push_back(hosts->text(0));
+        }
+    }
+    return agents;
+}
+
+Result<Agent> Store::load_agent(std::int64_t id) {
+    auto agents = query_agents({}, id);
+    if (!agents) return agents.take_error();
+    if (agents->empty()) return not_found("agent " + std::to_string(id) + " does not exist");
+    return std::move(agents->front());
+}
+
+Result<void> Store::write_hosts(std::int64_t agent_id, const std::vector<std::string>& hosts) {
+    auto clear = db_.prepare("DELETE FROM agent_allowed_hosts WHERE agent_id = ?1", agent_id);
+    if (!clear) return clear.take_error();
+    if (auto done = clear->run(); !done) return done.take_error();
+    auto insert = db_.prepare(
+        "INSERT INTO agent_allowed_hosts (agent_id, position, host) VALUES (?1, ?2, ?3)");
+    if (!insert) return insert.take_error();
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+        insert->reset();
+        insert->bind(1, agent_id);
+        insert->bind(2, static_cast<std::int64_t>(i));
+        insert->bind(3, hosts[i]);
+        if (auto done = insert->run(); !done) return done.take_error();
+    }
+    return {};
+}
+
+Result<Agent> Store::create_agent(const NewAgent& agent) {
+    std::lock_guard lock(mutex_);
+    if (auto valid = check_agent_name(agent.name); !valid) return valid.take_error();
+    if (auto valid = check_harness(agent.harness); !valid) return valid.take_error();
+    if (auto valid = check_text("goal", agent.goal, kMaxGoalBytes); !valid)
+        return valid.take_error();
+    if (auto valid = check_text("instructions", agent.instructions, kMaxInstructionsBytes); !valid)
+        return valid.take_error();
+    if (auto valid = check_network_mode(agent.network_mode); !valid) return valid.take_error();
+    auto hosts = normalize_allowed_hosts(agent.allowed_hosts);
+    if (!hosts) return hosts.take_error();
+
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<Agent> {
+        auto project = load_project(agent.project_id);
+        if (!project) return project.take_error();
+        auto same_name = query_agents({agent.project_id, agent.name}, std::nullopt);
+        if (!same_name) return same_name.take_error();
+        if (!same_name->empty())
+            return conflict("project '" + project->name + "' already has an agent named '" +
+                            agent.name + "'");
+        std::optional<std::int64_t> account_id;
+        if (agent.account) {
+            auto account = account_by_name(*agent.account);
+            if (!account) return account.take_error();
+            if (!*account) return not_found("account '" + *agent.account + "' does not exist");
+            if (auto same = check_same_context(**account, *project); !same)
+                return same.take_error();
+            account_id = (*account)->id;
+        }
+        const auto now = clock_->now_ms();
+        auto insert = db_.prepare(
+            "INSERT INTO agents (project_id, name, harness, goal, instructions, account_id, "
+            "network_mode, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+            agent.project_id, agent.name, agent.harness, agent.goal, agent.instructions,
+            account_id, to_string(agent.network_mode), now);
+        if (!insert) return insert.take_error();
+        if (auto done = insert->run(); !done) return done.take_error();
+        const auto id = db_.last_insert_rowid();
+        if (auto written = write_hosts(id, *hosts); !written) return written.take_error();
+        return load_agent(id);
+    });
+}
+
+Result<std::vector<Agent>> Store::list_agents(const AgentFilter& filter) {
+    std::lock_guard lock(mutex_);
+    return in_transaction(Transaction::Kind::read,
+                          [&] { return query_agents(filter, std::nullopt); });
+}
+
+Result<Agent> Store::get_agent(std::int64_t id) {
+    std::lock_guard lock(mutex_);
+    return in_transaction(Transaction::Kind::read, [&] { return load_agent(id); });
+}
+
+Result<Agent> Store::update_agent(std::int64_t id, const AgentChanges& changes) {
+    std::lock_guard lock(mutex_);
+    if (changes.name)
+        if (auto valid = check_agent_name(*changes.name); !valid) return valid.take_error();
+    if (changes.harness)
+        if (auto valid = check_harness(*changes.harness); !valid) return valid.take_error();
+    if (changes.goal)
+        if (auto valid = check_text("goal", *changes.goal, kMaxGoalBytes); !valid)
+            return valid.take_error();
+    if (changes.instructions)
+        if (auto valid = check_text("instructions", *changes.instructions, kMaxInstructionsBytes);
+            !valid)
+            return valid.take_error();
+    if (changes.network_mode)
+        if (auto valid = check_network_mode(*changes.network_mode); !valid)
+            return valid.take_error();
+    std::optional<std::vector<std::string>> hosts;
+    if (changes.allowed_hosts) {
+        auto normalized = normalize_allowed_hosts(*changes.allowed_hosts);
+        if (!normalized) return normalized.take_error();
+        hosts = std::move(*normalized);
+    }
+
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<Agent> {
+        auto current = load_agent(id);
+        if (!current) return current.take_error();
+        if (changes.empty()) return current;
+        auto project = load_project(current->project_id);
+        if (!project) return project.take_error();
+
+        const std::string name = changes.name.value_or(current->name);
+        if (name != current->name) {
+            auto same_name = query_agents({current->project_id, name}, std::nullopt);
+            if (!same_name) return same_name.take_error();
+            if (!same_name->empty())
+                return conflict("project '" + project->name + "' already has an agent named '" +
+                                name + "'");
+        }
+        const std::optional<std::string> account_name =
+            changes.account ? *changes.account : current->account;
+        std::optional<std::int64_t> account_id;
+        if (account_name) {
+            auto account = account_by_name(*account_name);
+            if (!account) return account.take_error();
+            if (!*account) return not_found("account '" + *account_name + "' does not exist");
+            if (auto same = check_same_context(**account, *project); !same)
+                return same.take_error();
+            account_id = (*account)->id;
+        }
+        auto update = db_.prepare(
+            "UPDATE agents SET name = ?1, harness = ?2, goal = ?3, instructions = ?4, "
+            "account_id = ?5, network_mode = ?6, updated_at = ?7 WHERE id = ?8",
+            name, changes.harness.value_or(current->harness), changes.goal.value_or(current->goal),
+            changes.instructions.value_or(current->instructions), account_id,
+            to_string(changes.network_mode.value_or(current->network_mode)), clock_->now_ms(), id);
+        if (!update) return update.take_error();
+        if (auto done = update->run(); !done) return done.take_error();
+        if (hosts)
+            if (auto written = write_hosts(id, *hosts); !written) return written.take_error();
+        return load_agent(id);
+    });
+}
+
+Result<void> Store::delete_agent(std::int64_t id) {
+    std::lock_guard lock(mutex_);
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<void> {
+        auto remove = db_.prepare("DELETE FROM agents WHERE id = ?1", id);
+        if (!remove) return remove.take_error();
+        if (auto done = remove->run(); !done) return done.take_error();
+        if (db_.changes() == 0) return not_found("agent " + std::to_string(id) + " does not exist");
+        return {};
+    });
+}
+
+// ---- sessions ---------------------------------------------------------------------
+
+std::string Store::new_session_id() {
+    char id[16];
+    std::snprintf(id, sizeof id, "s_%06x", static_cast<unsigned>(options_.random() & 0xffffff));
+    return id;
+}
+
+Result<Session> Store::load_session(std::string_view id) {
+    auto found = first(db_.prepare(sql(kSessionColumns, "WHERE id = ?1"), id), read_session);
+    if (!found) return found.take_error();
+    if (!*found) return not_found("session '" + std::string(id) + "' does not exist");
+    return std::move(**found);
+}
+
+Result<Session> Store::create_session(const NewSession& session) {
+    std::lock_guard lock(mutex_);
+    if (auto valid = check_harness(session.harness); !valid) return valid.take_error();
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<Session> {
+        auto project = load_project(session.project_id);
+        if (!project) return project.take_error();
+        if (session.agent_id) {
+            auto agent = load_agent(*session.agent_id);
+            if (!agent) return agent.take_error();
+            if (agent->project_id != session.project_id)
+                return make_error(ErrorCode::invalid_argument,
+                                  "agent '" + agent->name + "' belongs to project " +
+                                      std::to_string(agent->project_id) + ", not to project " +
+                                      std::to_string(session.project_id));
+        }
+        // 16.7 million ids; a collision is rare, and retried with a fresh id.
+        constexpr int kAttempts = 32;
+        for (int attempt = 0; attempt < kAttempts; ++attempt) {
+            const std::string id = new_session_id();
+            auto taken = first(db_.prepare("SELECT 1 FROM sessions WHERE id = ?1", id),
+                               [](const sqlite::Statement& row) { return row.integer(0); });
+            if (!taken) return taken.take_error();
+            if (*taken) continue;
+            const auto now = clock_->now_ms();
+            auto insert = db_.prepare(
+                "INSERT INTO sessions (id, agent_id, project_id, harness, state, exit_code, "
+                "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?6)",
+                id, session.agent_id, session.project_id, session.harness,
+                to_string(SessionState::starting), now);
+            if (!insert) return insert.take_error();
+            if (auto done = insert->run(); !done) return done.take_error();
+            return load_session(id);
+        }
+        return make_error(ErrorCode::internal, "could not find a free session id in " +
+                                                   std::to_string(kAttempts) + " attempts");
+    });
+}
+
+Result<std::vector<Session>> Store::list_sessions() {
+    std::lock_guard lock(mutex_);
+    return collect(db_.prepare(sql(kSessionColumns, "ORDER BY created_at, id")), read_session);
+}
+
+Result<Session> Store::get_session(std::string_view id) {
+    std::lock_guard lock(mutex_);
+    return load_session(id);
+}
+
+Result<Session> Store::update_session(std::string_view id, const SessionChanges& changes) {
+    std::lock_guard lock(mutex_);
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<Session> {
+        auto current = load_session(id);
+        if (!current) return current.take_error();
+        auto update = db_.prepare(
+            "UPDATE sessions SET state = ?1, exit_code = ?2, updated_at = ?3 WHERE id = ?4",
+            to_string(changes.state.value_or(current->state)),
+            changes.exit_code ? *changes.exit_code : current->exit_code, clock_->now_ms(), id);
+        if (!update) return update.take_error();
+        if (auto done = update->run(); !done) return done.take_error();
+        return load_session(id);
+    });
+}
+
+Result<void> Store::delete_session(std::string_view id) {
+    std::lock_guard lock(mutex_);
+    auto remove = db_.prepare("DELETE FROM sessions WHERE id = ?1", id);
+    if (!remove) return remove.take_error();
+    if (auto done = remove->run(); !done) return done.take_error();
+    if (db_.changes() == 0) return not_found("session '" + std::string(id) + "' does not exist");
+    return {};
+}
+
+// ---- plugin storage ---------------------------------------------------------------
+
+namespace {
+
+Result<void> check_plugin_key(std::string_view plugin_id, std::string_view key) {
+    if (plugin_id.empty())
+        return make_error(ErrorCode::invalid_argument, "plugin storage needs a plugin id");
+    if (key.empty() || key.size() > kMaxPluginKeyBytes)
+        return make_error(ErrorCode::invalid_argument,
+                          "plugin '" + std::string(plugin_id) + "': a storage key must be 1 to " +
+                              std::to_string(kMaxPluginKeyBytes) + " bytes long");
+    return {};
+}
+
+} // namespace
+
+Result<std::optional<std::string>> Store::get(std::string_view plugin_id, std::string_view key) {
+    std::lock_guard lock(mutex_);
+    if (auto valid = check_plugin_key(plugin_id, key); !valid) return valid.take_error();
+    return first(db_.prepare("SELECT value FROM plugin_storage WHERE plugin_id = ?1 AND key = ?2",
+                             plugin_id, key),
+                 [](const sqlite::Statement& row) { return row.text(0); });
+}
+
+Result<void> Store::set(std::string_view plugin_id, std::string_view key, std::string_view value) {
+    std::lock_guard lock(mutex_);
+    if (auto valid = check_plugin_key(plugin_id, key); !valid) return valid.take_error();
+    if (value.size() > kMaxPluginValueBytes)
+        return make_error(ErrorCode::too_large,
+                          "plugin '" + std::string(plugin_id) + "': the value for '" +
+                              std::string(key) + "' is " + std::to_string(value.size()) +
+                              " bytes; at most " + std::to_string(kMaxPluginValueBytes) +
+                              " may be stored");
+    // One statement: atomic on its own, no explicit transaction needed.
+    auto upsert = db_.prepare("INSERT INTO plugin_storage (plugin_id, key, value) "
+                              "VALUES (?1, ?2, ?3) "
+                              "ON CONFLICT (plugin_id, key) DO UPDATE SET value = excluded.value",
+                              plugin_id, key);
+    if (!upsert) return upsert.take_error();
+    upsert->bind_blob(3, value);
+    return upsert->run();
+}
+
+Result<void> Store::remove(std::string_view plugin_id, std::string_view key) {
+    std::lock_guard lock(mutex_);
+    if (auto valid = check_plugin_key(plugin_id, key); !valid) return valid.take_error();
+    auto remove = db_.prepare("DELETE FROM plugin_storage WHERE plugin_id = ?1 AND key = ?2",
+                              plugin_id, key);
+    if (!remove) return remove.take_error();
+    return remove->run();
+}
+
+} // namespace handler::store

@@ -1,0 +1,52 @@
+// The rules for names, hosts and other values the store accepts (docs/domain-model.md).
+// They live beside the store, not in the API layer, so every way in (API, CLI, a later
+// import) is held to the same rules. Each failure is invalid_argument with a message
+// that quotes the value and says what would be accepted.
+#pragma once
+
+#include "core/result.hpp"
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace handler::store {
+
+inline constexpr std::size_t kMaxGoalBytes = 4 * 1024;
+inline constexpr std::size_t kMaxInstructionsBytes = 64 * 1024;
+inline constexpr std::size_t kMaxAllowedHosts = 256;
+// The same limits as the plugin waist (host/plugins/host_services.hpp).
+inline constexpr std::size_t kMaxPluginKeyBytes = 1024;
+inline constexpr std::size_t kMaxPluginValueBytes = 1024 * 1024;
+
+inline constexpr std::array<std::string_view, 9> kAccountKinds = {
+    "anthropic-api-key",  "claude-subscription", "openai-api-key",
+    "chatgpt-login",      "openrouter-api-key",  "mistral-api-key",
+    "mistral-login",      "llama-cpp",           "ollama",
+};
+
+// 1–64 ASCII letters, digits, spaces, '-', '_', '.', not starting or ending with a
+// space. ASCII only, because uniqueness ignores case and SQLite's NOCASE folds only ASCII.
+Result<void> check_context_name(std::string_view name);
+// 1–128 bytes of UTF-8 without control characters or surrounding spaces: folder names
+// become project names, and folders are named freely.
+Result<void> check_project_name(std::string_view name);
+// 1–64 of [A-Za-z0-9._-], starting with a letter or digit: typed on command lines
+// (`handler run NAME`, `handler terminal NAME`).
+Result<void> check_agent_name(std::string_view name);
+Result<void> check_account_name(std::string_view name);
+Result<void> check_account_kind(std::string_view kind);
+// A plugin id: 1–64 of [a-z0-9._-], starting with a letter or digit.
+Result<void> check_harness(std::string_view harness);
+// Absolute, normalized (no '.', '..', '//' or trailing '/') and not '/' itself.
+Result<void> check_project_path(std::string_view path);
+Result<void> check_text(std::string_view field, std::string_view value, std::size_t max_bytes);
+
+// `host`, `*.domain`, each optionally with `:port`; returns it in lower case.
+// `field` names the entry in messages ("allowed_hosts[2]").
+Result<std::string> normalize_host_pattern(std::string_view pattern, std::string_view field);
+// Normalizes every entry and refuses duplicates and lists over kMaxAllowedHosts.
+Result<std::vector<std::string>> normalize_allowed_hosts(const std::vector<std::string>& hosts);
+
+} // namespace handler::store

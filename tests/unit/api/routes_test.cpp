@@ -1,0 +1,538 @@
+#include "api/routes.hpp"
+
+#include "store/store.hpp"
+#include "unit/store/test_support.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <fstream>
+#include <stdexcept>
+
+namespace handler::api {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using handler::store_testing::FakeClock;
+using handler::store_testing::TempDir;
+
+class RoutesTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        fs::create_directories(dir_ / "home/u/src/app");
+        fs::create_directories(dir_ / "home/u/src/other");
+        auto opened = store::Store::open(database(), clock_);
+        ASSERT_TRUE(opened.ok()) << opened.error().message;
+        store_ = std::move(*opened);
+        subscription_ = hub_.subscribe([this](const EventHub::Message& m) {
+            events_.push_back(json::parse(*m).as_object());
+        });
+        routes_ = std::make_unique<Routes>(*store_, hub_, clock_, info());
+    }
+
+    DaemonInfo info() {
+        DaemonInfo info;
+        info.status = [] { return json::object{{"version", "0.1.0"}, {"pid", 42}}; };
+        info.plugins = [] {
+            plugins::PluginRecord record;
+            record.id = "codex";
+            record.kind = "harness";
+            record.state = plugins::PluginState::refused;
+            record.message = "wrong ABI";
+            return std::vector<plugins::PluginRecord>{record};
+        };
+        info.home_dir = dir_ / "home/u";
+        return info;
+    }
+
+    fs::path database() const { return dir_ / "data/handler.db"; }
+    std::string app() const { return fs::canonical(dir_ / "home/u/src/app").string(); }
+
+    Response call(const std::string& method, const std::string& target,
+                  const std::string& body = "") {
+        return routes_->handle(Request{method, target, body, false});
+    }
+    static json::value parse(const Response& response) {
+        return response.body.empty() ? json::value() : json::parse(response.body);
+    }
+    // The error message of a response, checking it has the documented error shape.
+    static std::string message(const Response& response) {
+        const auto body = parse(response);
+        if (!body.is_object() || !body.as_object().contains("error")) return "<no error>";
+        return std::string(body.at("error").at("message").as_string());
+    }
+    static std::string code(const Response& response) {
+        return std::string(parse(response).at("error").at("code").as_string());
+    }
+
+    long long rows(const std::string& table) {
+        sqlite3* db = nullptr;
+        sqlite3_open(database().c_str(), &db);
+        sqlite3_stmt* statement = nullptr;
+        sqlite3_prepare_v2(db, ("SELECT COUNT(*) FROM " + table).c_str(), -1, &statement, nullptr);
+        sqlite3_step(statement);
+        const long long n = sqlite3_column_int64(statement, 0);
+        sqlite3_finalize(statement);
+        sqlite3_close(db);
+        return n;
+    }
+    void raw_exec(const std::string& sql) {
+        sqlite3* db = nullptr;
+        sqlite3_open(database().c_str(), &db);
+        ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+            << sqlite3_errmsg(db);
+        sqlite3_close(db);
+    }
+
+    std::int64_t make_project(const std::string& extra = "") {
+        auto response = call("POST", "/api/v1/projects",
+                             R"({"path":")" + app() + "\"" + extra + "}");
+        EXPECT_EQ(response.status, 201u) << response.body;
+        return parse(response).at("id").as_int64();
+    }
+
+    TempDir dir_;
+    FakeClock clock_;
+    std::unique_ptr<store::Store> store_;
+    EventHub hub_;
+    std::uint64_t subscription_ = 0;
+    std::vector<json::object> events_;
+    std::unique_ptr<Routes> routes_;
+};
+
+// ---- dispatch ---------------------------------------------------------------------
+
+TEST_F(RoutesTest, StatusAndPluginsComeFromTheDaemon) {
+    auto status = call("GET", "/api/v1/status");
+    EXPECT_EQ(status.status, 200u);
+    EXPECT_EQ(status.content_type, "application/json");
+    EXPECT_EQ(parse(status).at("pid").as_int64(), 42);
+
+    auto plugins = call("GET", "/api/v1/plugins");
+    ASSERT_EQ(plugins.status, 200u);
+    const auto body = parse(plugins);
+    const auto& first = body.at("plugins").as_array().at(0);
+    EXPECT_EQ(first.at("id").as_string(), "codex");
+    EXPECT_EQ(first.at("state").as_string(), "refused");
+    EXPECT_EQ(first.at("message").as_string(), "wrong ABI");
+}
+
+TEST_F(RoutesTest, StatusWithoutADaemonIs503) {
+    Routes bare(*store_, hub_, clock_, DaemonInfo{});
+    auto response = bare.handle({"GET", "/api/v1/status", "", false});
+    EXPECT_EQ(response.status, 503u);
+    EXPECT_EQ(code(response), "unavailable");
+    EXPECT_EQ(parse(bare.handle({"GET", "/api/v1/plugins", "", false})).at("plugins").as_array().size(), 0u);
+}
+
+TEST_F(RoutesTest, UnknownRoutesAre404) {
+    for (const char* target : {"/", "/api", "/api/v1", "/api/v2/status", "/api/v1/nope",
+                               "/api/v1/agents/1/extra", "/api/v1/agents/", "/status"}) {
+        auto response = call("GET", target);
+        EXPECT_EQ(response.status, 404u) << target;
+        EXPECT_EQ(code(response), "not_found") << target;
+    }
+    EXPECT_EQ(message(call("GET", "/api/v1/nope")),
+              "there is no route GET /api/v1/nope (see docs/api.md)");
+}
+
+TEST_F(RoutesTest, UnknownIdsAre404) {
+    for (const char* target : {"/api/v1/agents/999", "/api/v1/agents/abc", "/api/v1/agents/-1",
+                               "/api/v1/projects/999", "/api/v1/contexts/0",
+                               "/api/v1/accounts/99999999999999999999", "/api/v1/sessions/s_000000"}) {
+        auto response = call("GET", target);
+        EXPECT_EQ(response.status, 404u) << target;
+        EXPECT_EQ(code(response), "not_found") << target;
+    }
+    EXPECT_EQ(message(call("GET", "/api/v1/agents/999")), "agent 999 does not exist");
+    EXPECT_EQ(call("PATCH", "/api/v1/agents/999", "{}").status, 404u);
+    EXPECT_EQ(call("DELETE", "/api/v1/agents/999").status, 404u);
+}
+
+TEST_F(RoutesTest, WrongMethodsAre405WithAllow) {
+    const struct {
+        const char* method;
+        const char* target;
+        const char* allow;
+    } cases[] = {
+        {"POST", "/api/v1/status", "GET"},
+        {"DELETE", "/api/v1/plugins", "GET"},
+        {"PUT", "/api/v1/contexts", "GET, POST"},
+        {"DELETE", "/api/v1/contexts/1", "GET"},
+        {"PATCH", "/api/v1/projects", "GET, POST"},
+        {"DELETE", "/api/v1/projects/1", "GET"},
+        {"DELETE", "/api/v1/accounts", "GET, POST"},
+        {"PUT", "/api/v1/agents/1", "GET, PATCH, DELETE"},
+        {"DELETE", "/api/v1/agents", "GET, POST"},
+        {"POST", "/api/v1/sessions", "GET"},
+        {"POST", "/api/v1/events", "GET"},
+    };
+    for (const auto& c : cases) {
+        auto response = call(c.method, c.target, "{}");
+        EXPECT_EQ(response.status, 405u) << c.method << " " << c.target;
+        EXPECT_EQ(response.headers["Allow"], c.allow) << c.method << " " << c.target;
+        EXPECT_EQ(code(response), "invalid_argument");
+    }
+    EXPECT_EQ(message(call("POST", "/api/v1/status")),
+              "POST is not allowed on /api/v1/status; use GET");
+}
+
+TEST_F(RoutesTest, EventsNeedsAWebSocketUpgrade) {
+    auto response = call("GET", "/api/v1/events");
+    EXPECT_EQ(response.status, 400u);
+    EXPECT_NE(message(response).find("WebSocket"), std::string::npos);
+}
+
+TEST_F(RoutesTest, BadTargetsAndQueriesAre400) {
+    EXPECT_EQ(call("GET", "/api/v1/ag ents").status, 400u);
+    EXPECT_EQ(call("GET", "not a path").status, 400u);
+    auto unknown = call("GET", "/api/v1/agents?projet=3");
+    EXPECT_EQ(unknown.status, 400u);
+    EXPECT_EQ(message(unknown), "unknown query parameter 'projet'; this route takes project, name");
+    EXPECT_EQ(message(call("GET", "/api/v1/contexts?x=1")),
+              "unknown query parameter 'x'; this route takes none");
+    EXPECT_EQ(message(call("GET", "/api/v1/agents?name=a&name=b")),
+              "query parameter 'name' is given twice");
+}
+
+// ---- bodies -----------------------------------------------------------------------
+
+TEST_F(RoutesTest, MalformedBodiesAre400NamingWhereOrWhichField) {
+    const struct {
+        const char* body;
+        const char* message;
+    } cases[] = {
+        {"", "the request body is empty; send a JSON object"},
+        {"{\"name\": x}", "body is not valid JSON: syntax error at line 1, column 10"},
+        {"{\n  \"name\":", "body is not valid JSON: incomplete JSON at line 2, column 10"},
+        {"{\"name\":\"a\"} x", "body is not valid JSON: unexpected text after the value at line 1, column 14"},
+        {"[\"Work\"]", "the request body must be a JSON object"},
+        {"\"Work\"", "the request body must be a JSON object"},
+        {"{}", "field 'name' is required"},
+        {"{\"name\": 5}", "field 'name' must be a string"},
+        {"{\"name\": null}", "field 'name' must be a string"},
+        {"{\"name\": \"Work\", \"nmae\": 1}", "unknown field 'nmae'; this request takes name"},
+    };
+    for (const auto& c : cases) {
+        auto response = call("POST", "/api/v1/contexts", c.body);
+        EXPECT_EQ(response.status, 400u) << c.body;
+        EXPECT_EQ(code(response), "invalid_argument") << c.body;
+        EXPECT_EQ(message(response), c.message) << c.body;
+    }
+    EXPECT_EQ(rows("contexts"), 0);
+    EXPECT_TRUE(events_.empty());
+}
+
+// ---- contexts, projects, accounts -------------------------------------------------
+
+TEST_F(RoutesTest, Contexts) {
+    clock_.set(1234);
+    auto made = call("POST", "/api/v1/contexts", R"({"name":"Work"})");
+    ASSERT_EQ(made.status, 201u) << made.body;
+    const auto id = parse(made).at("id").as_int64();
+    EXPECT_EQ(made.headers["Location"], "/api/v1/contexts/" + std::to_string(id));
+    EXPECT_EQ(parse(made), json::parse(R"({"id":)" + std::to_string(id) +
+                                       R"(,"name":"Work","created_at":1234})"));
+    ASSERT_EQ(events_.size(), 1u);
+    EXPECT_EQ(events_[0].at("type"), "context.created");
+    EXPECT_EQ(events_[0].at("data").at("name"), "Work");
+    EXPECT_EQ(events_[0].at("at"), 1234);
+
+    auto duplicate = call("POST", "/api/v1/contexts", R"({"name":"WORK"})");
+    EXPECT_EQ(duplicate.status, 409u);
+    EXPECT_EQ(code(duplicate), "conflict");
+    EXPECT_EQ(call("POST", "/api/v1/contexts", R"({"name":"a/b"})").status, 400u);
+
+    auto list = call("GET", "/api/v1/contexts");
+    ASSERT_EQ(list.status, 200u);
+    EXPECT_EQ(parse(list).at("contexts").as_array().size(), 1u);
+    EXPECT_EQ(call("GET", "/api/v1/contexts/" + std::to_string(id)).status, 200u);
+    EXPECT_EQ(events_.size(), 1u);
+}
+
+TEST_F(RoutesTest, ProjectsAreStoredCanonical) {
+    ASSERT_EQ(call("POST", "/api/v1/contexts", R"({"name":"Work"})").status, 201u);
+    fs::create_directory_symlink(dir_ / "home/u/src/app", dir_ / "home/u/link");
+    auto made = call("POST", "/api/v1/projects",
+                     R"({"path":")" + (dir_ / "home/u/link/").string() + R"(","context":"Work"})");
+    ASSERT_EQ(made.status, 201u) << made.body;
+    const auto project = parse(made);
+    EXPECT_EQ(project.at("path").as_string(), app());
+    EXPECT_EQ(project.at("name").as_string(), "app"); // the folder's name
+    EXPECT_EQ(project.at("context").as_string(), "Work");
+    EXPECT_EQ(events_.back().at("type"), "project.created");
+
+    auto again = call("POST", "/api/v1/projects", R"({"path":")" + app() + R"(","name":"x"})");
+    EXPECT_EQ(again.status, 409u);
+    EXPECT_EQ(rows("projects"), 1);
+
+    auto inside = call("GET", "/api/v1/projects?path=" + app() + "/deep/er");
+    ASSERT_EQ(inside.status, 200u);
+    ASSERT_EQ(parse(inside).at("projects").as_array().size(), 1u);
+    EXPECT_EQ(parse(inside).at("projects").as_array()[0].at("path").as_string(), app());
+    auto outside = call("GET", "/api/v1/projects?path=" + (dir_ / "home/u/src/other").string());
+    EXPECT_EQ(parse(outside).at("projects").as_array().size(), 0u);
+    EXPECT_EQ(call("GET", "/api/v1/projects?path=relative").status, 400u);
+    EXPECT_EQ(parse(call("GET", "/api/v1/projects")).at("projects").as_array().size(), 1u);
+    EXPECT_EQ(call("GET", "/api/v1/projects/" + std::to_string(project.at("id").as_int64())).status,
+              200u);
+}
+
+TEST_F(RoutesTest, ProjectFoldersAreChecked) {
+    std::ofstream(dir_ / "home/u/file.txt") << "x";
+    const struct {
+        std::string body;
+        unsigned status;
+        std::string message_start;
+    } cases[] = {
+        {R"({"path":"relative/x"})", 400, "field 'path' must be an absolute path"},
+        {R"({"path":")" + (dir_ / "missing").string() + "\"}", 400, "the folder "},
+        {R"({"path":")" + (dir_ / "home/u/file.txt").string() + "\"}", 400, ""},
+        {R"({"path":")" + (dir_ / "home/u").string() + "\"}", 400, "the folder "},
+        {R"({"path":")" + (dir_ / "home").string() + "\"}", 400, "the folder "},
+        {R"({"path":")" + app() + R"(","context":"Nope"})", 404, "context 'Nope' does not exist"},
+        {R"({"path":")" + app() + R"(","context":5})", 400, "field 'context' must be a string or null"},
+        {R"({"path":7})", 400, "field 'path' must be a string"},
+    };
+    for (const auto& c : cases) {
+        auto response = call("POST", "/api/v1/projects", c.body);
+        EXPECT_EQ(response.status, c.status) << c.body << " -> " << response.body;
+        EXPECT_EQ(message(response).rfind(c.message_start, 0), 0u) << message(response);
+    }
+    EXPECT_NE(message(call("POST", "/api/v1/projects",
+                           R"({"path":")" + (dir_ / "home").string() + "\"}"))
+                  .find("home folder"),
+              std::string::npos);
+    EXPECT_EQ(rows("projects"), 0);
+}
+
+TEST_F(RoutesTest, Accounts) {
+    auto made = call("POST", "/api/v1/accounts", R"({"name":"claude-perso","kind":"claude-subscription"})");
+    ASSERT_EQ(made.status, 201u) << made.body;
+    EXPECT_TRUE(parse(made).at("context").is_null());
+    EXPECT_EQ(events_.back().at("type"), "account.created");
+    EXPECT_EQ(call("POST", "/api/v1/accounts", R"({"name":"x","kind":"aws"})").status, 400u);
+    EXPECT_EQ(message(call("POST", "/api/v1/accounts", R"({"name":"x"})")),
+              "field 'kind' is required");
+    EXPECT_EQ(call("POST", "/api/v1/accounts", R"({"name":"claude-perso","kind":"ollama"})").status,
+              409u);
+    EXPECT_EQ(parse(call("GET", "/api/v1/accounts")).at("accounts").as_array().size(), 1u);
+    EXPECT_EQ(call("GET", "/api/v1/accounts/" + std::to_string(parse(made).at("id").as_int64())).status,
+              200u);
+}
+
+// ---- agents -----------------------------------------------------------------------
+
+TEST_F(RoutesTest, CreatesAnAgentAndPublishesIt) {
+    const auto project = make_project();
+    ASSERT_EQ(call("POST", "/api/v1/accounts", R"({"name":"key","kind":"anthropic-api-key"})").status,
+              201u);
+    clock_.set(777);
+    auto made = call("POST", "/api/v1/agents", R"({"name":"reviewer","project":)" +
+                                                   std::to_string(project) +
+                                                   R"(,"harness":"claude-code","goal":"Review",
+        "account":"key","network_mode":"none","allowed_hosts":["GitHub.com","*.npmjs.org:443"]})");
+    ASSERT_EQ(made.status, 201u) << made.body;
+    const auto agent = parse(made).as_object();
+    const auto id = agent.at("id").as_int64();
+    EXPECT_EQ(json::value(agent), json::parse(R"({"id":)" + std::to_string(id) + R"(,"name":"reviewer","project":)" +
+                                 std::to_string(project) +
+                                 R"(,"harness":"claude-code","goal":"Review","instructions":"",
+        "account":"key","network_mode":"none","allowed_hosts":["github.com","*.npmjs.org:443"],
+        "created_at":777,"updated_at":777})"));
+    EXPECT_EQ(made.headers["Location"], "/api/v1/agents/" + std::to_string(id));
+    ASSERT_FALSE(events_.empty());
+    EXPECT_EQ(events_.back(), (json::object{{"type", "agent.created"}, {"data", agent}, {"at", 777}}));
+
+    // Defaults, and the project given by path.
+    auto second = call("POST", "/api/v1/agents",
+                       R"({"name":"b","project":")" + app() + R"(","harness":"codex"})");
+    ASSERT_EQ(second.status, 201u) << second.body;
+    EXPECT_EQ(parse(second).at("network_mode").as_string(), "filtered");
+    EXPECT_TRUE(parse(second).at("account").is_null());
+    EXPECT_EQ(parse(second).at("allowed_hosts").as_array().size(), 0u);
+
+    EXPECT_EQ(parse(call("GET", "/api/v1/agents")).at("agents").as_array().size(), 2u);
+    EXPECT_EQ(parse(call("GET", "/api/v1/agents?project=" + std::to_string(project) + "&name=b"))
+                  .at("agents").as_array().size(), 1u);
+    EXPECT_EQ(parse(call("GET", "/api/v1/agents?project=" + app())).at("agents").as_array().size(),
+              2u);
+    EXPECT_EQ(call("GET", "/api/v1/agents?project=999").status, 404u);
+    EXPECT_EQ(call("GET", "/api/v1/agents?project=abc").status, 400u);
+    EXPECT_EQ(parse(call("GET", "/api/v1/agents/" + std::to_string(id))), json::value(agent));
+}
+
+TEST_F(RoutesTest, BadAgentRequestsWriteNothing) {
+    const auto project = make_project();
+    const std::string p = std::to_string(project);
+    events_.clear();
+    const struct {
+        std::string body;
+        unsigned status;
+        std::string message;
+    } cases[] = {
+        {R"({"project":)" + p + R"(,"harness":"codex"})", 400, "field 'name' is required"},
+        {R"({"name":"a","harness":"codex"})", 400, "field 'project' is required"},
+        {R"({"name":"a","project":)" + p + "}", 400, "field 'harness' is required"},
+        {R"({"name":"a","project":"abc","harness":"codex"})", 400,
+         "field 'project' must be a project id (a positive integer) or an absolute path"},
+        {R"({"name":"a","project":1.5,"harness":"codex"})", 400,
+         "field 'project' must be a project id (a positive integer) or an absolute path"},
+        {R"({"name":"a","project":999,"harness":"codex"})", 404, "project 999 does not exist"},
+        {R"({"name":"a","project":"/nowhere","harness":"codex"})", 404,
+         "no project is registered at /nowhere"},
+        {R"({"name":"a","project":)" + p + R"(,"harness":"codex","allowed_hosts":"x.com"})", 400,
+         "field 'allowed_hosts' must be a list of strings"},
+        {R"({"name":"a","project":)" + p + R"(,"harness":"codex","allowed_hosts":["x.com",1]})", 400,
+         "field 'allowed_hosts[1]' must be a string"},
+        {R"({"name":"a","project":)" + p + R"(,"harness":"codex","allowed_hosts":["x.com","http://y"]})",
+         400, "allowed_hosts[1] 'http://y' is not a host pattern"},
+        {R"({"name":"a","project":)" + p + R"(,"harness":"codex","network_mode":"wide"})", 400,
+         "field 'network_mode' must be 'none', 'filtered' or 'open', got 'wide'"},
+        {R"({"name":"a","project":)" + p + R"(,"harness":"codex","goal":7})", 400,
+         "field 'goal' must be a string"},
+        {R"({"name":"a b","project":)" + p + R"(,"harness":"codex"})", 400,
+         "agent name 'a b' is not valid"},
+        {R"({"name":"a","project":)" + p + R"(,"harness":"codex","account":"ghost"})", 404,
+         "account 'ghost' does not exist"},
+        {R"({"name":"a","project":)" + p + R"(,"harness":"codex","colour":"red"})", 400,
+         "unknown field 'colour'"},
+    };
+    for (const auto& c : cases) {
+        auto response = call("POST", "/api/v1/agents", c.body);
+        EXPECT_EQ(response.status, c.status) << c.body << " -> " << response.body;
+        EXPECT_EQ(message(response).rfind(c.message, 0), 0u) << c.body << " -> " << message(response);
+    }
+    EXPECT_EQ(rows("agents"), 0);
+    EXPECT_EQ(rows("agent_allowed_hosts"), 0);
+    EXPECT_TRUE(events_.empty());
+}
+
+TEST_F(RoutesTest, ContextMismatchIs409AndWritesNothing) {
+    ASSERT_EQ(call("POST", "/api/v1/contexts", R"({"name":"Work"})").status, 201u);
+    ASSERT_EQ(call("POST", "/api/v1/contexts", R"({"name":"Personal"})").status, 201u);
+    const auto project = make_project(R"(,"name":"y","context":"Personal")");
+    ASSERT_EQ(call("POST", "/api/v1/accounts", R"({"name":"x","kind":"openai-api-key","context":"Work"})")
+                  .status,
+              201u);
+    auto response = call("POST", "/api/v1/agents",
+                         R"({"name":"a","project":)" + std::to_string(project) +
+                             R"(,"harness":"codex","account":"x","allowed_hosts":["a.com","b.com"]})");
+    EXPECT_EQ(response.status, 409u);
+    EXPECT_EQ(code(response), "conflict");
+    EXPECT_EQ(message(response),
+              "account 'x' belongs to context 'Work' but project 'y' belongs to 'Personal'; pick "
+              "an account of the project's context");
+    EXPECT_EQ(rows("agents"), 0);
+    EXPECT_EQ(rows("agent_allowed_hosts"), 0);
+}
+
+TEST_F(RoutesTest, AFailureInsideTheTransactionWritesNothing) {
+    const auto project = make_project();
+    raw_exec("CREATE TRIGGER boom BEFORE INSERT ON agent_allowed_hosts "
+             "WHEN NEW.host = 'boom.example' BEGIN SELECT RAISE(ABORT, 'planted fault'); END");
+    auto response = call("POST", "/api/v1/agents",
+                         R"({"name":"a","project":)" + std::to_string(project) +
+                             R"(,"harness":"codex","allowed_hosts":["a.com","boom.example"]})");
+    EXPECT_GE(response.status, 400u);
+    EXPECT_NE(message(response).find("planted fault"), std::string::npos);
+    EXPECT_EQ(rows("agents"), 0);
+    EXPECT_EQ(rows("agent_allowed_hosts"), 0);
+}
+
+TEST_F(RoutesTest, PatchesAndDeletesAgents) {
+    const auto project = make_project();
+    auto made = call("POST", "/api/v1/agents",
+                     R"({"name":"a","project":)" + std::to_string(project) +
+                         R"(,"harness":"codex","allowed_hosts":["one.com"]})");
+    ASSERT_EQ(made.status, 201u);
+    const std::string target = "/api/v1/agents/" + std::to_string(parse(made).at("id").as_int64());
+    ASSERT_EQ(call("POST", "/api/v1/accounts", R"({"name":"k","kind":"ollama"})").status, 201u);
+    events_.clear();
+
+    clock_.advance(5);
+    auto patched = call("PATCH", target,
+                        R"({"goal":"new goal","account":"k","allowed_hosts":["two.com","three.com"]})");
+    ASSERT_EQ(patched.status, 200u) << patched.body;
+    EXPECT_EQ(parse(patched).at("goal").as_string(), "new goal");
+    EXPECT_EQ(parse(patched).at("name").as_string(), "a");
+    EXPECT_EQ(parse(patched).at("account").as_string(), "k");
+    EXPECT_EQ(parse(patched).at("allowed_hosts"), json::parse(R"(["two.com","three.com"])"));
+    EXPECT_EQ(parse(patched).at("updated_at").as_int64(), parse(made).at("updated_at").as_int64() + 5);
+    ASSERT_EQ(events_.size(), 1u);
+    EXPECT_EQ(events_[0].at("type"), "agent.updated");
+
+    auto cleared = call("PATCH", target, R"({"account":null})");
+    ASSERT_EQ(cleared.status, 200u);
+    EXPECT_TRUE(parse(cleared).at("account").is_null());
+
+    auto unchanged = call("PATCH", target, "{}");
+    EXPECT_EQ(unchanged.status, 200u);
+    EXPECT_EQ(events_.size(), 2u); // nothing changed, nothing published
+
+    auto project_change = call("PATCH", target, R"({"project":2})");
+    EXPECT_EQ(project_change.status, 400u);
+    EXPECT_EQ(message(project_change).rfind("field 'project' cannot be changed", 0), 0u);
+    auto bad_host = call("PATCH", target, R"({"name":"renamed","allowed_hosts":["*"]})");
+    EXPECT_EQ(bad_host.status, 400u);
+    EXPECT_EQ(parse(call("GET", target)).at("name").as_string(), "a");
+    EXPECT_EQ(call("PATCH", target, R"({"goal":null})").status, 400u);
+    EXPECT_EQ(call("PATCH", target, "not json").status, 400u);
+
+    auto deleted = call("DELETE", target);
+    EXPECT_EQ(deleted.status, 204u);
+    EXPECT_TRUE(deleted.body.empty());
+    EXPECT_EQ(events_.back().at("type"), "agent.deleted");
+    EXPECT_EQ(call("GET", target).status, 404u);
+    EXPECT_EQ(call("DELETE", target).status, 404u);
+    EXPECT_EQ(rows("agent_allowed_hosts"), 0);
+}
+
+// ---- sessions ---------------------------------------------------------------------
+
+TEST_F(RoutesTest, Sessions) {
+    EXPECT_EQ(parse(call("GET", "/api/v1/sessions")).at("sessions").as_array().size(), 0u);
+    const auto project = make_project();
+    auto session = store_->create_session({std::nullopt, project, "codex"});
+    ASSERT_TRUE(session.ok());
+    auto list = parse(call("GET", "/api/v1/sessions")).at("sessions").as_array();
+    ASSERT_EQ(list.size(), 1u);
+    EXPECT_EQ(list[0].at("id").as_string(), session->id);
+    EXPECT_TRUE(list[0].at("agent").is_null());
+    EXPECT_EQ(list[0].at("state").as_string(), "starting");
+    EXPECT_TRUE(list[0].at("exit_code").is_null());
+    EXPECT_EQ(parse(call("GET", "/api/v1/sessions/" + session->id)).at("project").as_int64(),
+              project);
+}
+
+// ---- failures on the server side --------------------------------------------------
+
+TEST_F(RoutesTest, StoreFailuresAre500WithAMessage) {
+    raw_exec("ALTER TABLE accounts RENAME TO accounts_moved");
+    auto response = call("GET", "/api/v1/accounts");
+    EXPECT_EQ(response.status, 500u);
+    EXPECT_EQ(code(response), "internal");
+    EXPECT_NE(message(response).find("accounts"), std::string::npos) << response.body;
+}
+
+TEST_F(RoutesTest, ExceptionsBecome500) {
+    DaemonInfo info;
+    info.status = []() -> json::object { throw std::runtime_error("status exploded"); };
+    Routes routes(*store_, hub_, clock_, info);
+    auto response = routes.handle({"GET", "/api/v1/status", "", false});
+    EXPECT_EQ(response.status, 500u);
+    EXPECT_EQ(message(response),
+              "internal error while handling GET /api/v1/status: status exploded");
+}
+
+TEST_F(RoutesTest, AFailingSubscriberDoesNotFailTheWrite) {
+    hub_.subscribe([](const EventHub::Message&) { throw std::runtime_error("slow client"); });
+    auto response = call("POST", "/api/v1/contexts", R"({"name":"Work"})");
+    EXPECT_EQ(response.status, 201u);
+    EXPECT_EQ(rows("contexts"), 1);
+}
+
+} // namespace
+} // namespace handler::api

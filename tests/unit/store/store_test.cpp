@@ -1,0 +1,566 @@
+#include "store/store.hpp"
+
+#include "store/migrations.hpp"
+#include "store/validation.hpp"
+#include "unit/store/test_support.hpp"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <array>
+#include <cstdio>
+#include <thread>
+#include <sys/stat.h>
+
+namespace handler::store {
+namespace {
+
+namespace fs = std::filesystem;
+using handler::store_testing::FakeClock;
+using handler::store_testing::TempDir;
+
+// Designated initializers would leave fields out and trip -Wmissing-field-initializers.
+AgentChanges changes(std::optional<std::string> name = {},
+                     std::optional<std::vector<std::string>> hosts = {},
+                     std::optional<NetworkMode> mode = {},
+                     std::optional<std::optional<std::string>> account = {}) {
+    AgentChanges out;
+    out.name = std::move(name);
+    out.allowed_hosts = std::move(hosts);
+    out.network_mode = mode;
+    out.account = std::move(account);
+    return out;
+}
+
+// A second, raw connection to the same file: what the test uses to look under the
+// store's API (pragmas, row counts) and to plant faults.
+class RawDb {
+public:
+    explicit RawDb(const fs::path& file) {
+        if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) std::abort();
+        sqlite3_busy_timeout(db_, 2000);
+    }
+    ~RawDb() { sqlite3_close(db_); }
+    RawDb(const RawDb&) = delete;
+    RawDb& operator=(const RawDb&) = delete;
+
+    void exec(const std::string& sql) {
+        char* message = nullptr;
+        ASSERT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message), SQLITE_OK)
+            << (message ? message : "");
+    }
+    std::string text(const std::string& sql) {
+        sqlite3_stmt* statement = nullptr;
+        if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &statement, nullptr) != SQLITE_OK) return "?";
+        std::string out;
+        if (sqlite3_step(statement) == SQLITE_ROW && sqlite3_column_text(statement, 0) != nullptr)
+            out = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
+        sqlite3_finalize(statement);
+        return out;
+    }
+    long long count(const std::string& table) {
+        return std::stoll(text("SELECT COUNT(*) FROM " + table));
+    }
+
+private:
+    sqlite3* db_ = nullptr;
+};
+
+class StoreTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto opened = Store::open(file(), clock_);
+        ASSERT_TRUE(opened.ok()) << opened.error().message;
+        store_ = std::move(*opened);
+    }
+    fs::path file() const { return dir_ / "data/handler.db"; }
+
+    Project project(const std::string& path, std::optional<std::string> context = {}) {
+        auto made = store_->create_project({fs::path(path).filename().string(), path, context});
+        EXPECT_TRUE(made.ok()) << made.error().message;
+        return made.ok() ? *made : Project{};
+    }
+
+    TempDir dir_;
+    FakeClock clock_;
+    std::unique_ptr<Store> store_;
+};
+
+TEST_F(StoreTest, OpensInWalModeWithAPrivateFileAndRecordsTheMigration) {
+    struct stat info {};
+    ASSERT_EQ(::stat(file().c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0600u);
+    ASSERT_EQ(::stat(file().parent_path().c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0700u);
+
+    RawDb raw(file());
+    EXPECT_EQ(raw.text("PRAGMA journal_mode"), "wal");
+    EXPECT_EQ(store_->schema_version(), static_cast<int>(migrations().size()));
+    EXPECT_EQ(raw.text("SELECT group_concat(version || ':' || applied_at) FROM schema_migrations"),
+              "1:1700000000000");
+}
+
+TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
+    store_.reset();
+    clock_.advance(1000);
+    auto again = Store::open(file(), clock_);
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    RawDb raw(file());
+    EXPECT_EQ(raw.count("schema_migrations"), 1);
+}
+
+TEST_F(StoreTest, RefusesADatabaseFromANewerHandlerd) {
+    store_.reset();
+    {
+        RawDb raw(file());
+        raw.exec("INSERT INTO schema_migrations VALUES (99, 0)");
+    }
+    auto again = Store::open(file(), clock_);
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.error().code, ErrorCode::incompatible);
+    EXPECT_NE(again.error().message.find("schema version 99"), std::string::npos);
+    EXPECT_NE(again.error().message.find("Upgrade handlerd"), std::string::npos);
+    EXPECT_NE(again.error().message.find(file().string()), std::string::npos);
+}
+
+TEST(StoreOpen, RefusesAFileThatIsNotADatabase) {
+    TempDir dir;
+    FakeClock clock;
+    {
+        std::FILE* f = std::fopen((dir / "handler.db").c_str(), "w");
+        std::fputs("this is not a database, but it is long enough to have a header......", f);
+        std::fclose(f);
+    }
+    auto store = Store::open(dir / "handler.db", clock);
+    ASSERT_FALSE(store.ok());
+    EXPECT_NE(store.error().message.find("is damaged or not a database"), std::string::npos)
+        << store.error().message;
+}
+
+TEST(Migrations, EachRunsInItsOwnTransaction) {
+    FakeClock clock;
+    auto db = sqlite::Database::open(":memory:");
+    ASSERT_TRUE(db.ok());
+    const std::array<std::string_view, 3> list = {
+        "CREATE TABLE a (x INTEGER)",
+        "CREATE TABLE b (x INTEGER); INSERT INTO missing VALUES (1)",
+        "CREATE TABLE c (x INTEGER)",
+    };
+    auto version = migrate(*db, list, clock);
+    ASSERT_FALSE(version.ok());
+    EXPECT_NE(version.error().message.find("migration 2 failed"), std::string::npos);
+    // The first is kept; the second left nothing behind, not even its first statement.
+    EXPECT_EQ(*schema_version(*db), 1);
+    EXPECT_TRUE(db->exec("SELECT * FROM a").ok());
+    EXPECT_FALSE(db->exec("SELECT * FROM b").ok());
+
+    const std::array<std::string_view, 2> fixed = {list[0], "CREATE TABLE b (x INTEGER)"};
+    auto retried = migrate(*db, fixed, clock);
+    ASSERT_TRUE(retried.ok()) << retried.error().message;
+    EXPECT_EQ(*retried, 2);
+}
+
+TEST_F(StoreTest, ForeignKeysAreEnforced) {
+    RawDb raw(file());
+    // The store's own connection must refuse what a foreign key forbids; seen through
+    // the effect: deleting a project cascades to its agents.
+    auto p = project("/src/app");
+    ASSERT_TRUE(store_->create_agent({p.id, "a", "shell", "", "", {}, NetworkMode::none, {"x.com"}}).ok());
+    ASSERT_TRUE(store_->delete_project(p.id).ok());
+    EXPECT_EQ(raw.count("agents"), 0);
+    EXPECT_EQ(raw.count("agent_allowed_hosts"), 0);
+}
+
+TEST_F(StoreTest, Contexts) {
+    auto work = store_->create_context("Work");
+    ASSERT_TRUE(work.ok()) << work.error().message;
+    EXPECT_EQ(work->name, "Work");
+    EXPECT_EQ(work->created_at, 1'700'000'000'000);
+
+    auto duplicate = store_->create_context("work");
+    ASSERT_FALSE(duplicate.ok());
+    EXPECT_EQ(duplicate.error().code, ErrorCode::conflict);
+    EXPECT_EQ(duplicate.error().message,
+              "a context named 'Work' exists already (names ignore case)");
+
+    auto invalid = store_->create_context("Wo/rk");
+    ASSERT_FALSE(invalid.ok());
+    EXPECT_EQ(invalid.error().code, ErrorCode::invalid_argument);
+
+    ASSERT_TRUE(store_->create_context("Personal").ok());
+    auto all = store_->list_contexts();
+    ASSERT_TRUE(all.ok());
+    ASSERT_EQ(all->size(), 2u);
+    EXPECT_EQ((*all)[0].name, "Personal");
+
+    auto renamed = store_->rename_context(work->id, "Job");
+    ASSERT_TRUE(renamed.ok());
+    EXPECT_EQ(renamed->name, "Job");
+    EXPECT_EQ(store_->rename_context(work->id, "PERSONAL").error().code, ErrorCode::conflict);
+    EXPECT_EQ(store_->get_context(999).error().code, ErrorCode::not_found);
+
+    project("/src/app", "job"); // lookups by name ignore case too
+    auto in_use = store_->delete_context(work->id);
+    ASSERT_FALSE(in_use.ok());
+    EXPECT_EQ(in_use.error().code, ErrorCode::conflict);
+    EXPECT_EQ(in_use.error().message, "context 'Job' is still used by 1 project(s) and 0 "
+                                      "account(s); move them to another context first");
+    EXPECT_TRUE(store_->delete_context(all->front().id).ok());
+}
+
+TEST_F(StoreTest, Projects) {
+    ASSERT_TRUE(store_->create_context("Work").ok());
+    auto app = store_->create_project({"app", "/src/app", "Work"});
+    ASSERT_TRUE(app.ok()) << app.error().message;
+    EXPECT_EQ(app->context, "Work");
+    EXPECT_EQ(app->path, "/src/app");
+
+    auto again = store_->create_project({"other", "/src/app", std::nullopt});
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.error().code, ErrorCode::conflict);
+    EXPECT_EQ(again.error().message,
+              "the folder /src/app is already project 'app' (id " + std::to_string(app->id) + ")");
+
+    auto unknown = store_->create_project({"x", "/src/x", "Nope"});
+    ASSERT_FALSE(unknown.ok());
+    EXPECT_EQ(unknown.error().code, ErrorCode::not_found);
+    EXPECT_EQ(unknown.error().message, "context 'Nope' does not exist; create it first");
+
+    EXPECT_EQ(store_->create_project({"x", "src/x", std::nullopt}).error().code,
+              ErrorCode::invalid_argument);
+    EXPECT_EQ(store_->create_project({"", "/src/x", std::nullopt}).error().code,
+              ErrorCode::invalid_argument);
+
+    auto renamed = store_->update_project(app->id, {std::string("App"), std::nullopt});
+    ASSERT_TRUE(renamed.ok());
+    EXPECT_EQ(renamed->name, "App");
+    EXPECT_EQ(renamed->context, "Work");
+    auto untagged = store_->update_project(app->id, {std::nullopt, std::optional<std::string>()});
+    ASSERT_TRUE(untagged.ok());
+    EXPECT_FALSE(untagged->context.has_value());
+    EXPECT_EQ(store_->list_projects()->size(), 1u);
+    EXPECT_EQ(store_->get_project(12345).error().code, ErrorCode::not_found);
+}
+
+TEST_F(StoreTest, FindsTheDeepestProjectContainingAPath) {
+    auto outer = project("/src/app");
+    auto inner = project("/src/app/vendor/lib");
+    project("/src/apple");
+
+    auto found = store_->find_project_containing("/src/app/vendor/lib/x/y.cpp");
+    ASSERT_TRUE(found.ok() && found->has_value());
+    EXPECT_EQ((*found)->id, inner.id);
+    EXPECT_EQ((**store_->find_project_containing("/src/app")).id, outer.id);
+    EXPECT_EQ((**store_->find_project_containing("/src/app/src")).id, outer.id);
+    EXPECT_NE((**store_->find_project_containing("/src/apple/x")).id, outer.id);
+    EXPECT_FALSE(store_->find_project_containing("/src/ap")->has_value());
+    EXPECT_FALSE(store_->find_project_containing("/elsewhere")->has_value());
+    EXPECT_EQ((**store_->find_project_by_path("/src/app")).id, outer.id);
+    EXPECT_FALSE(store_->find_project_by_path("/src/app/vendor")->has_value());
+}
+
+TEST_F(StoreTest, Accounts) {
+    ASSERT_TRUE(store_->create_context("Personal").ok());
+    auto account = store_->create_account({"claude-perso", "claude-subscription", "Personal"});
+    ASSERT_TRUE(account.ok()) << account.error().message;
+    EXPECT_EQ(account->context, "Personal");
+    EXPECT_EQ(store_->create_account({"claude-perso", "ollama", std::nullopt}).error().code,
+              ErrorCode::conflict);
+    EXPECT_EQ(store_->create_account({"x", "aws", std::nullopt}).error().code,
+              ErrorCode::invalid_argument);
+    EXPECT_EQ(store_->create_account({"bad name", "ollama", std::nullopt}).error().code,
+              ErrorCode::invalid_argument);
+
+    auto changed = store_->update_account(account->id, {std::string("claude-home"),
+                                                        std::string("anthropic-api-key"),
+                                                        std::optional<std::string>()});
+    ASSERT_TRUE(changed.ok()) << changed.error().message;
+    EXPECT_EQ(changed->name, "claude-home");
+    EXPECT_EQ(changed->kind, "anthropic-api-key");
+    EXPECT_FALSE(changed->context.has_value());
+    EXPECT_EQ(store_->list_accounts()->size(), 1u);
+    EXPECT_TRUE(store_->delete_account(account->id).ok());
+    EXPECT_EQ(store_->delete_account(account->id).error().code, ErrorCode::not_found);
+}
+
+TEST_F(StoreTest, CreatesAgentsWithTheirHostsInOrder) {
+    auto p = project("/src/app");
+    clock_.set(5000);
+    auto agent = store_->create_agent({p.id, "reviewer", "claude-code", "Review", "Be brief",
+                                       std::nullopt, NetworkMode::filtered,
+                                       {"GitHub.com", "*.npmjs.org", "localhost:8080"}});
+    ASSERT_TRUE(agent.ok()) << agent.error().message;
+    EXPECT_EQ(agent->name, "reviewer");
+    EXPECT_EQ(agent->project_id, p.id);
+    EXPECT_EQ(agent->goal, "Review");
+    EXPECT_EQ(agent->instructions, "Be brief");
+    EXPECT_EQ(agent->network_mode, NetworkMode::filtered);
+    EXPECT_EQ(agent->allowed_hosts,
+              (std::vector<std::string>{"github.com", "*.npmjs.org", "localhost:8080"}));
+    EXPECT_EQ(agent->created_at, 5000);
+    EXPECT_EQ(agent->updated_at, 5000);
+
+    auto fetched = store_->get_agent(agent->id);
+    ASSERT_TRUE(fetched.ok());
+    EXPECT_EQ(fetched->allowed_hosts, agent->allowed_hosts);
+
+    auto duplicate = store_->create_agent({p.id, "reviewer", "codex", "", "", {}, NetworkMode::filtered, {}});
+    ASSERT_FALSE(duplicate.ok());
+    EXPECT_EQ(duplicate.error().code, ErrorCode::conflict);
+    EXPECT_EQ(duplicate.error().message, "project 'app' already has an agent named 'reviewer'");
+
+    // The same name in another project is fine.
+    auto other = project("/src/other");
+    EXPECT_TRUE(store_->create_agent({other.id, "reviewer", "codex", "", "", {}, NetworkMode::filtered, {}}).ok());
+
+    EXPECT_EQ(store_->list_agents()->size(), 2u);
+    EXPECT_EQ(store_->list_agents({p.id, std::nullopt})->size(), 1u);
+    EXPECT_EQ(store_->list_agents({std::nullopt, std::string("reviewer")})->size(), 2u);
+    EXPECT_EQ(store_->list_agents({other.id, std::string("nobody")})->size(), 0u);
+}
+
+TEST_F(StoreTest, InvalidAgentsLeaveNoRow) {
+    auto p = project("/src/app");
+    RawDb raw(file());
+    const struct {
+        NewAgent agent;
+        ErrorCode code;
+    } cases[] = {
+        {{p.id, "bad name", "codex", "", "", {}, NetworkMode::filtered, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "Codex!", "", "", {}, NetworkMode::filtered, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "https://bad"}},
+         ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "OK.com"}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", std::string(kMaxGoalBytes + 1, 'g'), "", {}, NetworkMode::filtered, {}},
+         ErrorCode::invalid_argument},
+        {{p.id + 100, "a", "codex", "", "", {}, NetworkMode::filtered, {}}, ErrorCode::not_found},
+        {{p.id, "a", "codex", "", "", std::string("ghost"), NetworkMode::filtered, {"ok.com"}}, ErrorCode::not_found},
+    };
+    for (const auto& c : cases) {
+        auto made = store_->create_agent(c.agent);
+        ASSERT_FALSE(made.ok());
+        EXPECT_EQ(made.error().code, c.code) << made.error().message;
+    }
+    EXPECT_EQ(raw.count("agents"), 0);
+    EXPECT_EQ(raw.count("agent_allowed_hosts"), 0);
+}
+
+TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
+    ASSERT_TRUE(store_->create_context("Work").ok());
+    ASSERT_TRUE(store_->create_context("Personal").ok());
+    auto work_project = project("/src/y", "Personal");
+    ASSERT_TRUE(store_->create_account({"x", "anthropic-api-key", "Work"}).ok());
+    ASSERT_TRUE(store_->create_account({"untagged", "ollama", std::nullopt}).ok());
+    auto mine = store_->create_account({"mine", "ollama", "Personal"});
+    ASSERT_TRUE(mine.ok());
+
+    auto mismatch = store_->create_agent(
+        {work_project.id, "a", "codex", "", "", std::string("x"), NetworkMode::filtered, {"h.com"}});
+    ASSERT_FALSE(mismatch.ok());
+    EXPECT_EQ(mismatch.error().code, ErrorCode::conflict);
+    EXPECT_EQ(mismatch.error().message,
+              "account 'x' belongs to context 'Work' but project 'y' belongs to 'Personal'; "
+              "pick an account of the project's context");
+
+    auto untagged = store_->create_agent(
+        {work_project.id, "a", "codex", "", "", std::string("untagged"), NetworkMode::filtered, {}});
+    ASSERT_FALSE(untagged.ok());
+    EXPECT_EQ(untagged.error().message.rfind("account 'untagged' belongs to no context but "
+                                             "project 'y' belongs to 'Personal'",
+                                             0),
+              0u);
+
+    auto good = store_->create_agent(
+        {work_project.id, "a", "codex", "", "", std::string("mine"), NetworkMode::filtered, {}});
+    ASSERT_TRUE(good.ok()) << good.error().message;
+    EXPECT_EQ(good->account, "mine");
+
+    // Switching to a mismatching account through an update is refused the same way.
+    auto switched = store_->update_agent(good->id, changes({}, {}, {}, std::optional<std::string>("x")));
+    ASSERT_FALSE(switched.ok());
+    EXPECT_EQ(switched.error().code, ErrorCode::conflict);
+    EXPECT_EQ(store_->get_agent(good->id)->account, "mine");
+
+    // Moving the project or the account to another context would break the rule.
+    auto moved = store_->update_project(work_project.id, {std::nullopt, std::string("Work")});
+    ASSERT_FALSE(moved.ok());
+    EXPECT_EQ(moved.error().message,
+              "project 'y' cannot move to context 'Work': its agent 'a' uses account 'mine', "
+              "which belongs to context 'Personal'");
+    auto moved_account = store_->update_account(mine->id,
+                                                {std::nullopt, std::nullopt, std::string("Work")});
+    ASSERT_FALSE(moved_account.ok());
+    EXPECT_EQ(moved_account.error().message,
+              "account 'mine' cannot move to context 'Work': agent 'a' of project 'y', which "
+              "belongs to context 'Personal', uses it");
+    auto in_use = store_->delete_account(mine->id);
+    ASSERT_FALSE(in_use.ok());
+    EXPECT_EQ(in_use.error().message,
+              "account 'mine' is used by agent 'a' of project 'y'; give them another account first");
+}
+
+TEST_F(StoreTest, UpdatesAgentsPartially) {
+    auto p = project("/src/app");
+    auto agent = store_->create_agent({p.id, "a", "codex", "g", "i", {}, NetworkMode::filtered,
+                                       {"one.com", "two.com"}});
+    ASSERT_TRUE(agent.ok());
+
+    clock_.advance(10);
+    auto same = store_->update_agent(agent->id, {});
+    ASSERT_TRUE(same.ok());
+    EXPECT_EQ(same->updated_at, agent->updated_at);
+
+    auto changed = store_->update_agent(
+        agent->id, changes("b", std::vector<std::string>{"three.com"}, NetworkMode::open));
+    ASSERT_TRUE(changed.ok()) << changed.error().message;
+    EXPECT_EQ(changed->name, "b");
+    EXPECT_EQ(changed->goal, "g");
+    EXPECT_EQ(changed->harness, "codex");
+    EXPECT_EQ(changed->network_mode, NetworkMode::open);
+    EXPECT_EQ(changed->allowed_hosts, std::vector<std::string>{"three.com"});
+    EXPECT_EQ(changed->created_at, agent->created_at);
+    EXPECT_EQ(changed->updated_at, agent->updated_at + 10);
+
+    auto invalid = store_->update_agent(agent->id, changes({}, std::vector<std::string>{"*"}));
+    ASSERT_FALSE(invalid.ok());
+    EXPECT_EQ(store_->get_agent(agent->id)->allowed_hosts, std::vector<std::string>{"three.com"});
+    EXPECT_EQ(store_->update_agent(999, changes("x")).error().code,
+              ErrorCode::not_found);
+
+    ASSERT_TRUE(store_->delete_agent(agent->id).ok());
+    EXPECT_EQ(store_->delete_agent(agent->id).error().code, ErrorCode::not_found);
+    RawDb raw(file());
+    EXPECT_EQ(raw.count("agent_allowed_hosts"), 0);
+}
+
+// A failure half-way through the writes of one agent (planted with a trigger that
+// aborts on one host) rolls back the agent row too.
+TEST_F(StoreTest, AFailureHalfWayThroughAnAgentWritesNothing) {
+    auto p = project("/src/app");
+    {
+        RawDb raw(file());
+        raw.exec("CREATE TRIGGER boom BEFORE INSERT ON agent_allowed_hosts "
+                 "WHEN NEW.host = 'boom.example' BEGIN SELECT RAISE(ABORT, 'planted fault'); END");
+    }
+    auto made = store_->create_agent(
+        {p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"one.com", "two.com", "boom.example"}});
+    ASSERT_FALSE(made.ok());
+    EXPECT_NE(made.error().message.find("planted fault"), std::string::npos);
+    RawDb raw(file());
+    EXPECT_EQ(raw.count("agents"), 0);
+    EXPECT_EQ(raw.count("agent_allowed_hosts"), 0);
+
+    auto agent = store_->create_agent({p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"one.com", "two.com"}});
+    ASSERT_TRUE(agent.ok());
+    clock_.advance(1);
+    auto updated = store_->update_agent(
+        agent->id, changes("renamed", std::vector<std::string>{"three.com", "boom.example"}));
+    ASSERT_FALSE(updated.ok());
+    auto after = store_->get_agent(agent->id);
+    EXPECT_EQ(after->name, "a");
+    EXPECT_EQ(after->allowed_hosts, (std::vector<std::string>{"one.com", "two.com"}));
+    EXPECT_EQ(after->updated_at, agent->updated_at);
+}
+
+TEST_F(StoreTest, Sessions) {
+    auto p = project("/src/app");
+    auto agent = store_->create_agent({p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}});
+    ASSERT_TRUE(agent.ok());
+
+    auto session = store_->create_session({agent->id, p.id, "codex"});
+    ASSERT_TRUE(session.ok()) << session.error().message;
+    ASSERT_EQ(session->id.size(), 8u);
+    EXPECT_EQ(session->id.substr(0, 2), "s_");
+    EXPECT_EQ(session->id.find_first_not_of("0123456789abcdef", 2), std::string::npos);
+    EXPECT_EQ(session->state, SessionState::starting);
+    EXPECT_FALSE(session->exit_code.has_value());
+
+    clock_.advance(50);
+    auto exited = store_->update_session(session->id, {SessionState::exited, std::optional<std::int64_t>(3)});
+    ASSERT_TRUE(exited.ok());
+    EXPECT_EQ(exited->state, SessionState::exited);
+    EXPECT_EQ(exited->exit_code, 3);
+    EXPECT_EQ(exited->updated_at, session->created_at + 50);
+
+    // Deleting the agent keeps the session's history, without the agent.
+    ASSERT_TRUE(store_->delete_agent(agent->id).ok());
+    auto kept = store_->get_session(session->id);
+    ASSERT_TRUE(kept.ok());
+    EXPECT_FALSE(kept->agent_id.has_value());
+
+    EXPECT_EQ(store_->get_session("s_000000").error().code, ErrorCode::not_found);
+    EXPECT_EQ(store_->create_session({std::nullopt, p.id + 1, "codex"}).error().code,
+              ErrorCode::not_found);
+
+    // Deleting the project deletes its sessions.
+    ASSERT_TRUE(store_->delete_project(p.id).ok());
+    EXPECT_EQ(store_->list_sessions()->size(), 0u);
+}
+
+TEST(StoreSessions, RetriesWhenARandomIdIsTaken) {
+    FakeClock clock;
+    std::vector<std::uint64_t> draws = {0x7f3a2c, 0x7f3a2c, 0x123456};
+    std::size_t next = 0;
+    StoreOptions options;
+    options.random = [&] { return draws[std::min(next++, draws.size() - 1)]; };
+    auto store = Store::open_in_memory(clock, options);
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    auto p = (*store)->create_project({"app", "/src/app", std::nullopt});
+    ASSERT_TRUE(p.ok());
+    auto first = (*store)->create_session({std::nullopt, p->id, "codex"});
+    auto second = (*store)->create_session({std::nullopt, p->id, "codex"});
+    ASSERT_TRUE(first.ok() && second.ok());
+    EXPECT_EQ(first->id, "s_7f3a2c");
+    EXPECT_EQ(second->id, "s_123456");
+}
+
+TEST(StoreMemory, InMemoryDatabaseWorks) {
+    FakeClock clock;
+    auto store = Store::open_in_memory(clock);
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    EXPECT_TRUE((*store)->create_context("Work").ok());
+    EXPECT_EQ((*store)->list_contexts()->size(), 1u);
+}
+
+TEST_F(StoreTest, PluginStorage) {
+    plugins::PluginStorage& storage = *store_;
+    EXPECT_FALSE(storage.get("codex", "k")->has_value());
+    const std::string binary("a\0b\xff", 4);
+    ASSERT_TRUE(storage.set("codex", "k", binary).ok());
+    EXPECT_EQ(storage.get("codex", "k")->value(), binary);
+    ASSERT_TRUE(storage.set("codex", "k", "v2").ok());
+    EXPECT_EQ(storage.get("codex", "k")->value(), "v2");
+    EXPECT_FALSE(storage.get("pi", "k")->has_value()); // per plugin
+    ASSERT_TRUE(storage.remove("codex", "k").ok());
+    EXPECT_FALSE(storage.get("codex", "k")->has_value());
+    EXPECT_TRUE(storage.remove("codex", "k").ok()); // removing nothing is fine
+
+    EXPECT_EQ(storage.set("", "k", "v").error().code, ErrorCode::invalid_argument);
+    EXPECT_EQ(storage.set("codex", "", "v").error().code, ErrorCode::invalid_argument);
+    EXPECT_EQ(storage.set("codex", "k", std::string(kMaxPluginValueBytes + 1, 'x')).error().code,
+              ErrorCode::too_large);
+}
+
+// Plugins use their storage from threads of their own while the io thread writes
+// agents; neither may see the other's half-done transaction.
+TEST_F(StoreTest, PluginStorageIsSafeFromOtherThreads) {
+    auto p = project("/src/app");
+    std::vector<std::thread> plugins;
+    for (int t = 0; t < 4; ++t)
+        plugins.emplace_back([this, t] {
+            for (int i = 0; i < 100; ++i)
+                EXPECT_TRUE(store_->set("p" + std::to_string(t), "k" + std::to_string(i), "v").ok());
+        });
+    for (int i = 0; i < 50; ++i)
+        EXPECT_TRUE(store_->create_agent({p.id, "a" + std::to_string(i), "codex", "", "", {},
+                                          NetworkMode::filtered, {"one.com", "two.com"}})
+                        .ok());
+    for (auto& thread : plugins) thread.join();
+    RawDb raw(file());
+    EXPECT_EQ(raw.count("plugin_storage"), 400);
+    EXPECT_EQ(raw.count("agents"), 50);
+    EXPECT_EQ(raw.count("agent_allowed_hosts"), 100);
+}
+
+} // namespace
+} // namespace handler::store

@@ -1,0 +1,109 @@
+#include "store/validation.hpp"
+
+#include <gtest/gtest.h>
+
+namespace handler::store {
+namespace {
+
+TEST(HostPattern, AcceptsHostsWildcardsAndPortsInLowerCase) {
+    EXPECT_EQ(*normalize_host_pattern("github.com", "h"), "github.com");
+    EXPECT_EQ(*normalize_host_pattern("API.GitHub.com", "h"), "api.github.com");
+    EXPECT_EQ(*normalize_host_pattern("*.npmjs.org", "h"), "*.npmjs.org");
+    EXPECT_EQ(*normalize_host_pattern("localhost:8080", "h"), "localhost:8080");
+    EXPECT_EQ(*normalize_host_pattern("*.example.com:443", "h"), "*.example.com:443");
+    EXPECT_EQ(*normalize_host_pattern("10.0.0.5:11434", "h"), "10.0.0.5:11434");
+    EXPECT_EQ(*normalize_host_pattern("xn--bcher-kva.example", "h"), "xn--bcher-kva.example");
+}
+
+TEST(HostPattern, RefusesEverythingElseNamingTheField) {
+    for (const char* bad :
+         {"", "*", "*:443", "https://github.com", "github.com/", "git hub.com", "-a.com", "a-.com",
+          "a..com", ".a.com", "a.com.", "*.", "**.a.com", "a.*.com", "a.com:0", "a.com:65536",
+          "a.com:", "a.com:http", "a_b.com", "[::1]:80", "bücher.example"}) {
+        auto result = normalize_host_pattern(bad, "allowed_hosts[3]");
+        ASSERT_FALSE(result.ok()) << bad;
+        EXPECT_EQ(result.error().code, ErrorCode::invalid_argument);
+        EXPECT_EQ(result.error().message.rfind("allowed_hosts[3] '" + std::string(bad) + "'", 0),
+                  0u)
+            << result.error().message;
+    }
+    EXPECT_NE(normalize_host_pattern("*", "h").error().message.find("'open'"), std::string::npos);
+}
+
+TEST(HostPattern, LabelsOver63CharactersAreRefused) {
+    EXPECT_TRUE(normalize_host_pattern(std::string(63, 'a') + ".com", "h").ok());
+    EXPECT_FALSE(normalize_host_pattern(std::string(64, 'a') + ".com", "h").ok());
+}
+
+TEST(AllowedHosts, RefusesDuplicatesAfterNormalizing) {
+    auto result = normalize_allowed_hosts({"github.com", "GitHub.com"});
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(result.error().message, "allowed_hosts[1] 'GitHub.com' is listed twice");
+}
+
+TEST(AllowedHosts, RefusesTooManyEntries) {
+    std::vector<std::string> hosts;
+    for (std::size_t i = 0; i <= kMaxAllowedHosts; ++i) hosts.push_back("h" + std::to_string(i) + ".com");
+    EXPECT_FALSE(normalize_allowed_hosts(hosts).ok());
+    hosts.pop_back();
+    EXPECT_TRUE(normalize_allowed_hosts(hosts).ok());
+}
+
+TEST(Names, ContextNames) {
+    for (const char* good : {"Work", "Client A", "acme-2.0_x", "9"}) EXPECT_TRUE(check_context_name(good).ok()) << good;
+    for (const char* bad : {"", " Work", "Work ", "Wörk", "a/b", "tab\there"})
+        EXPECT_FALSE(check_context_name(bad).ok()) << bad;
+    EXPECT_FALSE(check_context_name(std::string(65, 'a')).ok());
+    EXPECT_TRUE(check_context_name(std::string(64, 'a')).ok());
+}
+
+TEST(Names, AgentAndAccountNames) {
+    for (const char* good : {"reviewer", "claude-perso", "A.1_b", "0day"}) {
+        EXPECT_TRUE(check_agent_name(good).ok()) << good;
+        EXPECT_TRUE(check_account_name(good).ok()) << good;
+    }
+    for (const char* bad : {"", "-x", ".x", "has space", "ünï", "a/b"}) {
+        EXPECT_FALSE(check_agent_name(bad).ok()) << bad;
+        EXPECT_FALSE(check_account_name(bad).ok()) << bad;
+    }
+    EXPECT_EQ(check_agent_name("has space").error().message,
+              "agent name 'has space' is not valid: use 1 to 64 letters, digits, '.', '_' or "
+              "'-', starting with a letter or digit");
+}
+
+TEST(Names, ProjectNamesAllowFolderNamesButNoControlCharacters) {
+    EXPECT_TRUE(check_project_name("my project (old)").ok());
+    EXPECT_TRUE(check_project_name("Bücher").ok());
+    EXPECT_FALSE(check_project_name("").ok());
+    EXPECT_FALSE(check_project_name("a\nb").ok());
+    EXPECT_FALSE(check_project_name("\xff\xfe").ok());
+    EXPECT_FALSE(check_project_name(std::string(129, 'a')).ok());
+}
+
+TEST(Values, AccountKindsAndHarnessIds) {
+    EXPECT_TRUE(check_account_kind("claude-subscription").ok());
+    auto bad = check_account_kind("aws");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message.find("anthropic-api-key"), std::string::npos);
+    EXPECT_TRUE(check_harness("claude-code").ok());
+    EXPECT_FALSE(check_harness("Claude").ok());
+    EXPECT_FALSE(check_harness("").ok());
+}
+
+TEST(Values, ProjectPathsMustBeAbsoluteAndCanonical) {
+    EXPECT_TRUE(check_project_path("/home/u/src/app").ok());
+    for (const char* bad : {"", "relative", "/", "/a/", "/a//b", "/a/./b", "/a/../b", "/a/.",
+                            "/a/..", "/a\nb"})
+        EXPECT_FALSE(check_project_path(bad).ok()) << bad;
+}
+
+TEST(Values, TextLimits) {
+    EXPECT_TRUE(check_text("goal", std::string(kMaxGoalBytes, 'x'), kMaxGoalBytes).ok());
+    auto long_goal = check_text("goal", std::string(kMaxGoalBytes + 1, 'x'), kMaxGoalBytes);
+    ASSERT_FALSE(long_goal.ok());
+    EXPECT_EQ(long_goal.error().message.rfind("goal is 4097 bytes long", 0), 0u);
+    EXPECT_FALSE(check_text("goal", std::string("a\0b", 3), 10).ok());
+}
+
+} // namespace
+} // namespace handler::store
