@@ -1,0 +1,44 @@
+// The CLI's side of the API: synchronous calls to handlerd over its unix socket (where
+// the file mode is the authentication, so no token is sent). Free of Beast and Asio;
+// only client.cpp includes them. Each call makes its own connection: a CLI run makes a
+// handful of calls, and a fresh connection cannot be left in a bad state by a previous
+// one.
+#pragma once
+
+#include "api/http_types.hpp"
+#include "core/result.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace handler::api::client {
+
+// Sends one request and waits for its response; the whole exchange (connect, send,
+// receive) must finish within timeout_ms. Any HTTP status is a Response, an API error
+// included: the caller reads {"error":{...}} from the body. An Error means no HTTP answer:
+//   unavailable: no socket file or nobody listening ("handlerd is not running (no answer
+//                on <socket>); start it with `handler daemon` or `handler setup`"),
+//                no answer in time, or the connection broke;
+//   forbidden:   the socket belongs to someone else (permission denied).
+// A non-empty body is sent as application/json.
+Result<Response> request(const std::filesystem::path& socket, std::string_view method,
+                         std::string_view target, std::string body,
+                         unsigned timeout_ms = 10'000);
+
+enum class Follow { keep_going = 1, stop };
+
+// Called with each message of the events stream, one JSON object as text
+// ({"type":"agent.created","data":{...},"at":MS}); return Follow::stop to end.
+using EventCallback = std::function<Follow(std::string_view message)>;
+
+// Opens the events WebSocket (GET /api/v1/events) and calls on_event for each message
+// until on_event returns Follow::stop (→ success) or the stream ends (→ Error, saying
+// why: handlerd stopped, or dropped this client for falling behind). Connecting and the
+// handshake must finish within connect_timeout_ms; after that it waits for events as
+// long as it takes. An exception from on_event ends the stream as Error{internal}.
+Result<void> follow_events(const std::filesystem::path& socket, const EventCallback& on_event,
+                           unsigned connect_timeout_ms = 10'000);
+
+} // namespace handler::api::client

@@ -1,0 +1,168 @@
+#include "api/server_guards.hpp"
+
+#include "api/token.hpp"
+
+#include <array>
+#include <cstdio>
+
+namespace handler::api {
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+        if (lower(a[i]) != lower(b[i])) return false;
+    }
+    return true;
+}
+
+std::string_view trim(std::string_view text) {
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+    return text;
+}
+
+// Shown in an error message: cut long values and anything that is not printable ASCII,
+// so a hostile header cannot fill a log or forge lines in it.
+std::string printable(std::string_view text) {
+    constexpr std::size_t kMaximumShown = 80;
+    std::string shown;
+    for (const char c : text.substr(0, kMaximumShown))
+        shown.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+    if (text.size() > kMaximumShown) shown += "...";
+    return shown;
+}
+
+std::string_view cookie_value(std::string_view header, std::string_view name) {
+    while (!header.empty()) {
+        const std::size_t end = header.find(';');
+        const std::string_view pair = trim(header.substr(0, end));
+        header = end == std::string_view::npos ? std::string_view{} : header.substr(end + 1);
+        const std::size_t equals = pair.find('=');
+        if (equals == std::string_view::npos || trim(pair.substr(0, equals)) != name) continue;
+        std::string_view value = trim(pair.substr(equals + 1));
+        if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+            value = value.substr(1, value.size() - 2);
+        return value;
+    }
+    return {};
+}
+
+constexpr std::string_view kTokenHint =
+    "send `Authorization: Bearer TOKEN` (a browser may send the cookie handler_token) with "
+    "the token from $XDG_DATA_HOME/handler/api-token";
+
+} // namespace
+
+std::string_view presented_token(const GuardHeaders& headers) {
+    if (!headers.authorizations.empty()) {
+        const std::string_view value = trim(headers.authorizations.front());
+        constexpr std::string_view kScheme = "Bearer ";
+        if (value.size() > kScheme.size() && iequals(value.substr(0, kScheme.size()), kScheme))
+            return trim(value.substr(kScheme.size()));
+    }
+    for (const std::string_view header : headers.cookies)
+        if (auto value = cookie_value(header, "handler_token"); !value.empty()) return value;
+    return {};
+}
+
+Result<void> check_tcp_guards(const GuardHeaders& headers, std::uint16_t port,
+                              std::string_view token) {
+    const std::string suffix = ":" + std::to_string(port);
+
+    // Host first: a page on evil.example that rebinds its name to 127.0.0.1 still sends
+    // "Host: evil.example:PORT", so this refuses it before anything else is looked at.
+    if (headers.hosts.size() != 1)
+        return make_error(ErrorCode::forbidden,
+                          "a request over TCP needs exactly one Host header, got " +
+                              std::to_string(headers.hosts.size()));
+    const std::string_view host = headers.hosts.front();
+    bool host_ok = false;
+    for (const std::string_view name : {"127.0.0.1", "localhost", "[::1]"})
+        host_ok = host_ok || iequals(host, std::string(name) + suffix);
+    if (!host_ok)
+        return make_error(ErrorCode::forbidden,
+                          "Host header \"" + printable(host) +
+                              "\" is not handlerd's loopback address; call it as 127.0.0.1" +
+                              suffix + ", localhost" + suffix + " or [::1]" + suffix);
+
+    // Origin second: a browser names the page that makes the request, and only pages
+    // handlerd serves itself may call it.
+    if (headers.origins.size() > 1)
+        return make_error(ErrorCode::forbidden, "more than one Origin header");
+    if (!headers.origins.empty()) {
+        const std::string_view origin = headers.origins.front();
+        bool origin_ok = false;
+        for (const std::string_view name : {"http://127.0.0.1", "http://localhost", "http://[::1]"})
+            origin_ok = origin_ok || iequals(origin, std::string(name) + suffix);
+        if (!origin_ok)
+            return make_error(ErrorCode::forbidden,
+                              "Origin \"" + printable(origin) +
+                                  "\" may not call handlerd; only pages served from http://"
+                                  "127.0.0.1" + suffix + ", http://localhost" + suffix +
+                                  " or http://[::1]" + suffix + " may");
+    }
+
+    if (headers.authorizations.size() > 1)
+        return make_error(ErrorCode::unauthorized, "more than one Authorization header");
+    const std::string_view presented = presented_token(headers);
+    if (presented.empty())
+        return make_error(ErrorCode::unauthorized,
+                          "missing API token: " + std::string(kTokenHint));
+    if (!token_equals(presented, token))
+        return make_error(ErrorCode::unauthorized,
+                          "wrong API token: " + std::string(kTokenHint) +
+                              " (it changes only if that file is deleted)");
+    return {};
+}
+
+unsigned status_for(ErrorCode code) {
+    switch (code) {
+    case ErrorCode::invalid_argument: return 400;
+    case ErrorCode::unauthorized: return 401;
+    case ErrorCode::forbidden: return 403;
+    case ErrorCode::not_found: return 404;
+    case ErrorCode::conflict: return 409;
+    case ErrorCode::too_large: return 413;
+    case ErrorCode::incompatible: return 422;
+    case ErrorCode::unavailable: return 503;
+    case ErrorCode::internal: return 500;
+    }
+    return 500;
+}
+
+std::string json_string(std::string_view text) {
+    std::string out = "\"";
+    for (const char c : text) {
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20) {
+                std::array<char, 8> escaped{};
+                std::snprintf(escaped.data(), escaped.size(), "\\u%04x",
+                              static_cast<unsigned>(static_cast<unsigned char>(c)));
+                out += escaped.data();
+            } else {
+                out.push_back(c);
+            }
+        }
+    }
+    out.push_back('"');
+    return out;
+}
+
+Response error_response(ErrorCode code, std::string_view message) {
+    Response response;
+    response.status = status_for(code);
+    response.body = "{\"error\":{\"code\":" + json_string(to_string(code)) +
+                    ",\"message\":" + json_string(message) + "}}";
+    return response;
+}
+
+} // namespace handler::api
