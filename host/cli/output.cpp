@@ -119,6 +119,9 @@ void print_status(std::ostream& out, const json::object& status) {
         out << "  plugins: " << display(counts.at("loaded")) << " loaded, "
             << display(counts.at("refused")) << " refused, " << display(counts.at("failed"))
             << " failed";
+        if (const auto* disabled = counts.if_contains("disabled");
+            disabled != nullptr && disabled->to_number<std::int64_t>() > 0)
+            out << ", " << display(*disabled) << " disabled";
         if (counts.at("refused").to_number<std::int64_t>() +
                 counts.at("failed").to_number<std::int64_t>() > 0)
             out << " (see `handler plugins list`)";

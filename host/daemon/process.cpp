@@ -1,6 +1,11 @@
 #include "daemon/process.hpp"
 
+#include "core/paths.hpp"
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <sys/file.h>
 #include <cstdlib>
 #include <fcntl.h>
 #include <string>
@@ -24,6 +29,29 @@ void Readiness::send(char verdict, std::string_view message) {
     [[maybe_unused]] auto written = ::write(fd_, report.data(), report.size());
     ::close(fd_);
     fd_ = -1;
+}
+
+Result<void> take_instance_lock(const std::filesystem::path& lock_file,
+                                const std::filesystem::path& pid_file) {
+    const int fd = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return make_error(ErrorCode::internal, "cannot open " + lock_file.string() + ": " +
+                                                   std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        const int error = errno;
+        ::close(fd);
+        if (error != EWOULDBLOCK)
+            return make_error(ErrorCode::internal, "cannot lock " + lock_file.string() + ": " +
+                                                       std::strerror(error));
+        std::string pid = "unknown";
+        if (auto text = read_file(pid_file); text && !text->empty())
+            pid = text->substr(0, text->find('\n'));
+        return make_error(ErrorCode::conflict,
+                          "handlerd already running (pid " + pid + ", lock " +
+                              lock_file.string() + "); stop it first or use it: handler status");
+    }
+    // Deliberately never closed: the lock lives exactly as long as this process.
+    return {};
 }
 
 Readiness detach() {

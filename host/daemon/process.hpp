@@ -3,6 +3,9 @@
 // started: the parent waits until the child reports ready or failed.
 #pragma once
 
+#include "core/result.hpp"
+
+#include <filesystem>
 #include <string_view>
 
 namespace handler::daemon {
@@ -23,6 +26,12 @@ private:
     void send(char verdict, std::string_view message);
     int fd_ = -1;
 };
+
+// One handlerd per user: an exclusive flock on `lock_file`, held (fd left open) for the
+// life of the process. The socket check alone has a window in which two daemons that
+// start at the same instant both find the socket stale.
+Result<void> take_instance_lock(const std::filesystem::path& lock_file,
+                                const std::filesystem::path& pid_file);
 
 // Double-forks into a new session with stdio on /dev/null. Returns in the daemon
 // process only; the original process waits for the daemon's verdict, prints its

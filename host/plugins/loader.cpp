@@ -79,6 +79,13 @@ public:
         log_.warn("refused {}", record_.message);
         return LoadOutcome{std::move(record_), nullptr, nullptr};
     }
+    LoadOutcome disable() {
+        record_.state = PluginState::disabled;
+        record_.message = who_ + " is disabled in the settings ([plugins] disabled); remove it "
+                                 "from that list to load it";
+        log_.info("{}", record_.message);
+        return LoadOutcome{std::move(record_), nullptr, nullptr};
+    }
     LoadOutcome fail(const std::string& why) {
         record_.state = PluginState::failed;
         record_.message = who_ + " " + why;
@@ -148,7 +155,7 @@ std::vector<PluginCandidate> scan_plugin_dir(const PluginDir& dir) {
 }
 
 LoadOutcome load_plugin(const PluginCandidate& candidate, HostServices& services,
-                        const ClaimedBy& claimed_by) {
+                        const ClaimedBy& claimed_by, const IsDisabled& is_disabled) {
     spdlog::logger& log = *services.logger();
     if (candidate.manifest.empty())
         return refuse_without_manifest(
@@ -171,6 +178,7 @@ LoadOutcome load_plugin(const PluginCandidate& candidate, HostServices& services
         return LoadOutcome{std::move(record), nullptr, nullptr};
     }
     Attempt attempt(*manifest, candidate, log);
+    if (is_disabled && is_disabled(manifest->id)) return attempt.disable();
 
     // 2. Its ABI.
     if (auto problem = sdk::abi_incompatibility(manifest->abi_major, manifest->abi_minor))

@@ -65,8 +65,10 @@ struct LoadOutcome {
 
 // The record that already holds `id` on the search path, or nullptr.
 using ClaimedBy = std::function<const PluginRecord*(std::string_view id)>;
+// Whether the settings disable plugin `id`: its manifest is read, its code never loaded.
+using IsDisabled = std::function<bool(std::string_view id)>;
 
 LoadOutcome load_plugin(const PluginCandidate& candidate, HostServices& services,
-                        const ClaimedBy& claimed_by);
+                        const ClaimedBy& claimed_by, const IsDisabled& is_disabled = {});
 
 } // namespace handler::plugins

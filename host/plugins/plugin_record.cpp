@@ -7,6 +7,7 @@ std::string_view to_string(PluginState state) {
     case PluginState::loaded: return "loaded";
     case PluginState::refused: return "refused";
     case PluginState::failed: return "failed";
+    case PluginState::disabled: return "disabled";
     }
     return "refused";
 }

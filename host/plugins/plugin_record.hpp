@@ -11,6 +11,7 @@ enum class PluginState {
     loaded = 1,   // code loaded and the instance created
     refused,      // checked and rejected before or while loading: see message
     failed,       // loaded, but create() failed: see message
+    disabled,     // named in [plugins] disabled: found, its code never loaded
 };
 
 std::string_view to_string(PluginState state);

@@ -2,6 +2,8 @@
 
 #include "plugins/host_services.hpp"
 
+#include <algorithm>
+
 namespace handler::plugins {
 
 PluginRegistry::PluginRegistry(HostServices& services) : services_(services) {}
@@ -11,15 +13,19 @@ PluginRegistry::~PluginRegistry() {
     while (!entries_.empty()) entries_.pop_back();
 }
 
-void PluginRegistry::load(const std::vector<PluginDir>& search_path) {
+void PluginRegistry::load(const std::vector<PluginDir>& search_path,
+                          const std::vector<std::string>& disabled) {
     const std::lock_guard lock(mutex_);
     const ClaimedBy claimed_by = [this](std::string_view id) -> const PluginRecord* {
         const Entry* entry = find_loaded_or_failed(id);
         return entry != nullptr ? &entry->record : nullptr;
     };
+    const IsDisabled is_disabled = [&disabled](std::string_view id) {
+        return std::find(disabled.begin(), disabled.end(), id) != disabled.end();
+    };
     for (const PluginDir& dir : search_path) {
         for (const PluginCandidate& candidate : scan_plugin_dir(dir)) {
-            LoadOutcome outcome = load_plugin(candidate, services_, claimed_by);
+            LoadOutcome outcome = load_plugin(candidate, services_, claimed_by, is_disabled);
             entries_.push_back(
                 Entry{std::move(outcome.record), std::move(outcome.harness), std::move(outcome.addon)});
         }

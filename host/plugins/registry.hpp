@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -37,7 +38,9 @@ public:
 
     // Scans each folder in order and loads what it finds; appends to what an earlier
     // call loaded. An id already held by a loaded or failed plugin is refused.
-    void load(const std::vector<PluginDir>& search_path);
+    // Plugins whose id is in `disabled` are listed as disabled and their code not loaded.
+    void load(const std::vector<PluginDir>& search_path,
+              const std::vector<std::string>& disabled = {});
 
     // Every plugin found, in search-path order, loaded or not.
     std::vector<PluginRecord> list() const;

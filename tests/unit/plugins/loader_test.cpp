@@ -361,6 +361,18 @@ TEST_F(PluginSearchPath, ManifestNamingAMissingLibraryIsRefused) {
     EXPECT_TRUE(contains(r->message, "names library 'libghost.so', which is not in its folder")) << r->message;
 }
 
+TEST_F(PluginSearchPath, DisabledPluginIsListedAndItsCodeNeverLoaded) {
+    temp_.copy_fixture("good", "user/good");
+    const std::string library = (temp_.path() / "user/good/libgood.so").string();
+    registry_.load({PluginDir{temp_.path() / "user", "user"}}, {"good"});
+    const auto r = registry_.record("good");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->state, PluginState::disabled);
+    EXPECT_TRUE(contains(r->message, "[plugins] disabled")) << r->message;
+    EXPECT_FALSE(registry_.harness("good"));
+    EXPECT_FALSE(is_in_process(library));
+}
+
 TEST_F(PluginSearchPath, MissingFolderIsNotAnError) {
     registry_.load({PluginDir{temp_.path() / "does-not-exist", "user"}});
     EXPECT_TRUE(registry_.list().empty());

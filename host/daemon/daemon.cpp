@@ -1,0 +1,183 @@
+#include "daemon/daemon.hpp"
+
+#include "api/routes.hpp"
+#include "api/server.hpp"
+#include "api/token.hpp"
+#include "core/clock.hpp"
+#include "core/paths.hpp"
+#include "daemon/process.hpp"
+#include "plugins/host_services.hpp"
+#include "plugins/registry.hpp"
+#include "settings/settings.hpp"
+#include "store/store.hpp"
+
+#include <handler/sdk.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <unistd.h>
+
+namespace handler::daemon {
+namespace {
+
+bool logging_ready = false;
+
+spdlog::level::level_enum to_spdlog(settings::LogLevel level, int verbosity) {
+    int value = static_cast<int>(level) - 1; // trace = 0 ... error = 4, as spdlog counts
+    value = std::max(0, value - verbosity);
+    return static_cast<spdlog::level::level_enum>(value);
+}
+
+// Foreground: the terminal. Detached: the log file, since stderr is /dev/null then.
+void set_up_logging(const Paths& paths, const settings::Settings& settings,
+                    const DaemonOptions& options) {
+    std::shared_ptr<spdlog::logger> logger;
+    if (options.detach)
+        logger = std::make_shared<spdlog::logger>(
+            "handlerd", std::make_shared<spdlog::sinks::basic_file_sink_mt>(
+                            paths.log_file().string()));
+    else
+        logger = std::make_shared<spdlog::logger>(
+            "handlerd", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    logger->set_level(to_spdlog(settings.daemon.log_level, options.verbosity));
+    logger->flush_on(spdlog::level::info);
+    spdlog::set_default_logger(logger);
+    logging_ready = true;
+}
+
+// A failure goes to the log once there is one, to the terminal in the foreground, and to
+// the parent that waits for a detached daemon.
+int refuse(Readiness& readiness, const std::string& message) {
+    if (logging_ready) spdlog::error("{}", message);
+    std::fprintf(stderr, "handlerd: %s\n", message.c_str());
+    readiness.failed("handlerd: " + message);
+    return 1;
+}
+
+} // namespace
+
+int run_daemon(const DaemonOptions& options) {
+    Readiness no_parent;
+    auto paths = Paths::from_process_environment();
+    if (!paths) return refuse(no_parent, paths.error().message);
+
+    for (const auto& dir : {paths->config_dir, paths->data_dir, paths->runtime_dir})
+        if (auto made = ensure_private_dir(dir); !made) return refuse(no_parent, made.error().message);
+
+    // Settings first: a broken file must stop us before anything is started or written.
+    auto loaded = settings::load(paths->config_file());
+    if (!loaded) return refuse(no_parent, loaded.error().message);
+    const settings::Settings& config = loaded->settings;
+
+    Readiness readiness = options.detach ? detach() : Readiness();
+    set_up_logging(*paths, config, options);
+    spdlog::info("handlerd {} starting (pid {}, plugin ABI {}.{})", HANDLER_VERSION, ::getpid(),
+                 HD_ABI_MAJOR, HD_ABI_MINOR);
+    for (const auto& note : loaded->notes) spdlog::info("{}", note);
+
+    // After detaching: flock belongs to the open file, which the daemon process keeps.
+    if (auto locked = take_instance_lock(paths->runtime_dir / "handlerd.lock", paths->pid_file());
+        !locked)
+        return refuse(readiness, locked.error().message);
+
+    SystemClock clock;
+    auto store = store::Store::open(paths->database_file(), clock);
+    if (!store) return refuse(readiness, store.error().message);
+    spdlog::info("database {} at schema version {}", paths->database_file().string(),
+                 (*store)->schema_version());
+
+    plugins::HostServices services(**store, spdlog::default_logger());
+    plugins::PluginRegistry registry(services);
+    registry.load(plugins::default_search_path(*paths), config.plugins.disabled);
+    std::string token;
+    if (config.api.tcp) {
+        auto made = api::load_or_create_token(paths->token_file());
+        if (!made) return refuse(readiness, made.error().message);
+        token = std::move(*made);
+    }
+
+    boost::asio::io_context io;
+    api::EventHub events;
+    api::Server* server_ptr = nullptr;
+    const std::int64_t started_at = clock.now_ms();
+
+    api::DaemonInfo info;
+    info.home_dir = [] {
+        const char* home = std::getenv("HOME");
+        return home != nullptr ? std::filesystem::path(home) : std::filesystem::path();
+    }();
+    info.plugins = [&registry] { return registry.list(); };
+    info.status = [&] {
+        std::size_t loaded_count = 0, refused_count = 0, failed_count = 0, disabled_count = 0;
+        for (const auto& record : registry.list()) {
+            switch (record.state) {
+            case plugins::PluginState::loaded: ++loaded_count; break;
+            case plugins::PluginState::refused: ++refused_count; break;
+            case plugins::PluginState::failed: ++failed_count; break;
+            case plugins::PluginState::disabled: ++disabled_count; break;
+            }
+        }
+        boost::json::object status{
+            {"version", HANDLER_VERSION},
+            {"abi", std::to_string(HD_ABI_MAJOR) + "." + std::to_string(HD_ABI_MINOR)},
+            {"pid", ::getpid()},
+            {"started_at", started_at},
+            {"socket", paths->socket_file().string()},
+            {"settings_format", settings::kCurrentFormat},
+            {"plugins",
+             {{"loaded", loaded_count},
+              {"refused", refused_count},
+              {"failed", failed_count},
+              {"disabled", disabled_count}}}};
+        if (server_ptr != nullptr && config.api.tcp)
+            status["tcp"] = {{"address", config.api.address}, {"port", server_ptr->tcp_port()}};
+        else
+            status["tcp"] = nullptr;
+        return status;
+    };
+    api::Routes routes(**store, events, clock, info);
+
+    api::ServerOptions server_options;
+    server_options.socket_path = paths->socket_file();
+    server_options.pid_file = paths->pid_file();
+    server_options.tcp_enabled = config.api.tcp;
+    server_options.tcp_address = config.api.address;
+    server_options.tcp_port = config.api.port;
+    server_options.token = token;
+    server_options.body_limit_bytes = config.api.body_limit_bytes;
+    server_options.read_timeout_ms = config.api.read_timeout_ms;
+    api::Server server(io, server_options, routes, events);
+    if (auto started = server.start(); !started) return refuse(readiness, started.error().message);
+    server_ptr = &server;
+
+    if (auto written = write_file_atomic(paths->pid_file(), std::to_string(::getpid()) + "\n", 0644);
+        !written)
+        spdlog::warn("{}", written.error().message);
+
+    boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+    signals.async_wait([&](const boost::system::error_code& error, int signal_number) {
+        if (error) return;
+        spdlog::info("signal {}: stopping", signal_number);
+        server.stop();
+    });
+
+    std::string ready = "handlerd " HANDLER_VERSION " ready on " + paths->socket_file().string();
+    if (config.api.tcp)
+        ready += " and http://" + config.api.address + ":" + std::to_string(server.tcp_port()) + "/";
+    spdlog::info("{}", ready);
+    readiness.ready(ready);
+
+    io.run();
+
+    std::error_code ignored;
+    std::filesystem::remove(paths->pid_file(), ignored);
+    spdlog::info("handlerd stopped");
+    return 0;
+}
+
+} // namespace handler::daemon

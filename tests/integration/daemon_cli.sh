@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The CLI against the real handlerd on its real unix socket: the first-day flow.
+source "$(dirname "$0")/lib.sh"
+
+# Before the daemon runs, the CLI says so with exit code 3.
+set +e; out=$(handler status 2>&1); code=$?; set -e
+expect_eq "$code" 3 "status without daemon"
+expect_contains "$out" "not running"
+
+start_daemon
+
+status=$(handler status --json)
+expect_eq "$(json_get "$status" "d['abi']")" "1.0" "ABI in status"
+expect_eq "$(json_get "$status" "d['pid']")" "$daemon_pid" "pid in status"
+
+# The socket and its folder are private.
+sock="$XDG_RUNTIME_DIR/handler/handlerd.sock"
+expect_eq "$(stat -c %a "$sock")" 600 "socket mode"
+expect_eq "$(stat -c %a "$XDG_RUNTIME_DIR/handler")" 700 "runtime folder mode"
+expect_eq "$(stat -c %a "$XDG_DATA_HOME/handler/api-token")" 600 "token mode"
+
+# A second daemon refuses to start and names the first one; the first keeps serving.
+set +e; out=$(timeout 10 "$HANDLER_BIN_DIR/handler" daemon 2>&1); code=$?; set -e
+expect_eq "$code" 1 "second daemon exit code"
+expect_contains "$out" "already running (pid $daemon_pid"
+handler status >/dev/null || fail "first daemon stopped answering"
+
+# Built-in plugins are loaded.
+plugins=$(handler plugins list --json)
+expect_eq "$(json_get "$plugins" "[p['state'] for p in d if p['id']=='shell'][0]")" loaded "shell harness"
+expect_eq "$(json_get "$plugins" "[p['kind'] for p in d if p['id']=='shell'][0]")" harness
+
+# Contexts, projects, agents.
+handler context add Work >/dev/null
+handler context add Personal >/dev/null
+set +e; out=$(handler context add work 2>&1); code=$?; set -e
+expect_eq "$code" 1 "duplicate context (case-insensitive)"
+
+mkdir -p "$HOME/code/app/src" "$HOME/code/other"
+handler project add "$HOME/code/app" --context Work >/dev/null
+handler project add "$HOME/code/other" --context Personal >/dev/null
+cd "$HOME/code/app/src"
+handler agent add reviewer --harness shell --goal "review" --allow github.com --allow '*.npmjs.org:443' >/dev/null
+agent=$(handler agent show reviewer --json)
+expect_eq "$(json_get "$agent" "d['allowed_hosts']")" "['github.com', '*.npmjs.org:443']"
+expect_eq "$(json_get "$agent" "d['network_mode']")" filtered "default network mode"
+
+handler agent edit reviewer --network none --disallow github.com >/dev/null
+agent=$(handler agent show reviewer --json)
+expect_eq "$(json_get "$agent" "d['network_mode']")" none
+expect_eq "$(json_get "$agent" "d['allowed_hosts']")" "['*.npmjs.org:443']"
+
+# A bad host pattern is refused with a message; nothing changes.
+set +e; out=$(handler agent edit reviewer --allow 'bad host!' 2>&1); code=$?; set -e
+expect_eq "$code" 1 "bad host pattern"
+expect_eq "$(json_get "$(handler agent show reviewer --json)" "d['allowed_hosts']")" "['*.npmjs.org:443']"
+
+# The other project does not see this agent.
+expect_eq "$(json_get "$(cd "$HOME/code/other" && handler agent list --json)" "len(d)")" 0
+expect_eq "$(json_get "$(handler agent list --all --json)" "len(d)")" 1
+
+handler agent rm reviewer >/dev/null
+expect_eq "$(json_get "$(handler agent list --json)" "len(d)")" 0
+
+# A clean stop removes the socket and pid file.
+kill -TERM "$daemon_pid"; wait "$daemon_pid" || fail "handlerd exited non-zero on SIGTERM"
+daemon_pid=""
+[ ! -e "$sock" ] || fail "socket left behind after a clean stop"
+pass
