@@ -2,6 +2,9 @@
 
 #include "api/token.hpp"
 
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
 #include <array>
 #include <cstdio>
 
@@ -133,35 +136,11 @@ unsigned status_for(ErrorCode code) {
     return 500;
 }
 
-std::string json_string(std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20) {
-                std::array<char, 8> escaped{};
-                std::snprintf(escaped.data(), escaped.size(), "\\u%04x",
-                              static_cast<unsigned>(static_cast<unsigned char>(c)));
-                out += escaped.data();
-            } else {
-                out.push_back(c);
-            }
-        }
-    }
-    out.push_back('"');
-    return out;
-}
-
 Response error_response(ErrorCode code, std::string_view message) {
     Response response;
     response.status = status_for(code);
-    response.body = "{\"error\":{\"code\":" + json_string(to_string(code)) +
-                    ",\"message\":" + json_string(message) + "}}";
+    response.body = boost::json::serialize(boost::json::object{
+        {"error", {{"code", to_string(code)}, {"message", message}}}});
     return response;
 }
 

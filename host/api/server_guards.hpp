@@ -37,7 +37,5 @@ unsigned status_for(ErrorCode code);
 // {"error":{"code":"...","message":"..."}} with the matching status.
 Response error_response(ErrorCode code, std::string_view message);
 
-// `text` as a JSON string literal, quotes included.
-std::string json_string(std::string_view text);
 
 } // namespace handler::api

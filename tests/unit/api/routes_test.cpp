@@ -1,7 +1,7 @@
 #include "api/routes.hpp"
 
 #include "store/store.hpp"
-#include "unit/store/test_support.hpp"
+#include "support/fakes.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -15,8 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
-using handler::store_testing::FakeClock;
-using handler::store_testing::TempDir;
+using handler::testing::FakeClock;
+using handler::testing::TempDir;
 
 class RoutesTest : public ::testing::Test {
 protected:

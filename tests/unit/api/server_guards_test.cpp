@@ -117,7 +117,8 @@ TEST(ApiGuards, ErrorResponseIsTheDocumentedJson) {
               R"({"error":{"code":"too_large","message":"body \"x\" is\nbig"}})");
     EXPECT_EQ(status_for(ErrorCode::unauthorized), 401u);
     EXPECT_EQ(status_for(ErrorCode::incompatible), 422u);
-    EXPECT_EQ(json_string(std::string_view("\x01", 1)), "\"\\u0001\"");
+    EXPECT_EQ(error_response(ErrorCode::internal, std::string_view("\x01", 1)).body,
+              R"({"error":{"code":"internal","message":"\u0001"}})");
 }
 
 } // namespace

@@ -1,4 +1,5 @@
 #include "core/paths.hpp"
+#include "support/fakes.hpp"
 
 #include <gtest/gtest.h>
 
@@ -44,9 +45,8 @@ TEST(Paths, RefusesWithoutHome) {
 }
 
 TEST(Paths, PrivateDirGetsMode0700AndAtomicWriteMode0600) {
-    char pattern[] = "/tmp/handler-paths-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    const std::filesystem::path root = pattern;
+    testing::TempDir temp;
+    const std::filesystem::path& root = temp.path();
     ASSERT_TRUE(ensure_private_dir(root / "a" / "b").ok());
     struct stat info {};
     ASSERT_EQ(::stat((root / "a" / "b").c_str(), &info), 0);
@@ -56,18 +56,15 @@ TEST(Paths, PrivateDirGetsMode0700AndAtomicWriteMode0600) {
     ASSERT_EQ(::stat((root / "secret").c_str(), &info), 0);
     EXPECT_EQ(info.st_mode & 0777, 0600u);
     EXPECT_EQ(*read_file(root / "secret"), "x");
-    std::filesystem::remove_all(root);
 }
 
 TEST(Paths, PrivateDirRefusesASymlink) {
-    char pattern[] = "/tmp/handler-paths-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    const std::filesystem::path root = pattern;
+    testing::TempDir temp;
+    const std::filesystem::path& root = temp.path();
     std::filesystem::create_directory(root / "real");
     std::filesystem::create_directory_symlink(root / "real", root / "link");
     auto result = ensure_private_dir(root / "link");
     EXPECT_FALSE(result.ok());
-    std::filesystem::remove_all(root);
 }
 
 } // namespace

@@ -27,6 +27,7 @@ using handler::plugins::PluginState;
 using handler::testing::contains;
 using handler::testing::fixture_plugin_dir;
 using handler::testing::TempDir;
+using handler::testing::copy_fixture;
 
 std::string library_of(const std::string& name) {
     return (fixture_plugin_dir() / name / ("lib" + name + ".so")).string();
@@ -320,8 +321,8 @@ TEST_F(PluginSearchPath, LibraryWithoutManifestIsRefused) {
 }
 
 TEST_F(PluginSearchPath, DuplicateIdLaterOnThePathIsRefusedNamingTheFirst) {
-    temp_.copy_fixture("good", "builtin/good");
-    temp_.copy_fixture("good", "user/good-copy");
+    copy_fixture(temp_, "good", "builtin/good");
+    copy_fixture(temp_, "good", "user/good-copy");
     registry_.load({PluginDir{temp_.path() / "builtin", "builtin"}, PluginDir{temp_.path() / "user", "user"}});
     const auto records = registry_.list();
     ASSERT_EQ(records.size(), 2u);
@@ -362,7 +363,7 @@ TEST_F(PluginSearchPath, ManifestNamingAMissingLibraryIsRefused) {
 }
 
 TEST_F(PluginSearchPath, DisabledPluginIsListedAndItsCodeNeverLoaded) {
-    temp_.copy_fixture("good", "user/good");
+    copy_fixture(temp_, "good", "user/good");
     const std::string library = (temp_.path() / "user/good/libgood.so").string();
     registry_.load({PluginDir{temp_.path() / "user", "user"}}, {"good"});
     const auto r = registry_.record("good");

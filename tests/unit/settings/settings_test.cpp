@@ -1,7 +1,7 @@
 #include "settings/settings.hpp"
 
 #include "core/paths.hpp"
-#include "unit/store/test_support.hpp"
+#include "support/fakes.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@ namespace handler::settings {
 namespace {
 
 namespace fs = std::filesystem;
-using handler::store_testing::TempDir;
+using handler::testing::TempDir;
 
 std::string read(const fs::path& file) { return read_file(file).value(); }
 

@@ -2,7 +2,7 @@
 
 #include "store/migrations.hpp"
 #include "store/validation.hpp"
-#include "unit/store/test_support.hpp"
+#include "support/fakes.hpp"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -16,8 +16,8 @@ namespace handler::store {
 namespace {
 
 namespace fs = std::filesystem;
-using handler::store_testing::FakeClock;
-using handler::store_testing::TempDir;
+using handler::testing::FakeClock;
+using handler::testing::TempDir;
 
 // Designated initializers would leave fields out and trip -Wmissing-field-initializers.
 AgentChanges changes(std::optional<std::string> name = {},

@@ -1,7 +1,6 @@
-// Fakes shared by the settings, store and route tests: a clock the test sets, and a
-// temporary folder removed at the end of the test. Their own namespace: the plugin
-// tests have another TempDir in handler::testing, and two inline classes of one name
-// would silently break the one-definition rule in the single test binary.
+// The fakes and test helpers every area's unit tests share, in one place (STYLE.md):
+// one definition each, since every test lands in the single handler_unit_tests binary
+// and two inline classes of one name would silently break the one-definition rule.
 #pragma once
 
 #include "core/clock.hpp"
@@ -9,10 +8,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
-namespace handler::store_testing {
+namespace handler::testing {
 
+// A clock the test sets.
 class FakeClock final : public Clock {
 public:
     explicit FakeClock(std::int64_t now_ms = 1'700'000'000'000) : now_ms_(now_ms) {}
@@ -24,6 +25,7 @@ private:
     std::int64_t now_ms_;
 };
 
+// A fresh private folder, removed with everything in it when the test ends.
 class TempDir {
 public:
     TempDir() {
@@ -42,8 +44,20 @@ public:
     const std::filesystem::path& path() const { return path_; }
     std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
 
+    // Writes `contents` to <this>/<relative>, making the folders on the way.
+    std::filesystem::path write(const std::string& relative, const std::string& contents) const {
+        std::filesystem::path file = path_ / relative;
+        std::filesystem::create_directories(file.parent_path());
+        std::ofstream(file) << contents;
+        return file;
+    }
+
 private:
     std::filesystem::path path_;
 };
 
-} // namespace handler::store_testing
+inline bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+} // namespace handler::testing
