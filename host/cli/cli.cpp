@@ -174,8 +174,12 @@ public:
         auto response = client_->call(method, target, payload);
         if (!response) {
             context_.err << "handler: " << response.error().message << '\n';
-            exit_code_ = response.error().code == ErrorCode::unavailable ? kExitUnavailable
-                                                                        : kExitInternal;
+            const bool unavailable = response.error().code == ErrorCode::unavailable;
+            if (unavailable && context_.as_root)
+                context_.err << "handler: you are root, and handlerd runs as an unprivileged "
+                                "user; if scripts/install.sh set it up, use: "
+                                "sudo -iu handler handler ...\n";
+            exit_code_ = unavailable ? kExitUnavailable : kExitInternal;
             return std::nullopt;
         }
         if (response->status == 204) return json::value(nullptr);

@@ -34,6 +34,9 @@ struct CliContext {
     std::ostream& err;
     std::filesystem::path current_dir;
     std::function<int(const DaemonCommand&)> run_daemon;
+    // handlerd never runs as root, so root looking for its own daemon gets a pointer to
+    // the user that runs it.
+    bool as_root = false;
 };
 
 // Builds the command tree without running anything: also the source of the shell

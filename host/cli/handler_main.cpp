@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <unistd.h>
 
 int main(int argc, char** argv) {
     using namespace handler;
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
         std::cout, std::cerr, current,
         [](const cli::DaemonCommand& command) {
             return daemon::run_daemon(daemon::DaemonOptions{command.verbosity, false});
-        }};
+        },
+        ::geteuid() == 0};
     return cli::run_cli(std::vector<std::string>(argv + 1, argv + argc), context);
 }

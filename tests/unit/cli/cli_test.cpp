@@ -69,7 +69,7 @@ Run run(FakeDaemon& daemon, const std::vector<std::string>& arguments,
     std::ostringstream out, err;
     int daemon_runs = 0;
     CliContext context{[&] { return daemon.connect(); }, out, err, current_dir,
-                       [&](const DaemonCommand&) { return ++daemon_runs, 0; }};
+                       [&](const DaemonCommand&) { return ++daemon_runs, 0; }, false};
     const int code = run_cli(arguments, context);
     return {code, out.str(), err.str()};
 }
@@ -83,6 +83,17 @@ TEST(Cli, StatusWhenDaemonIsDownSaysSoWithExitCode3) {
     auto result = run(daemon, {"status"});
     EXPECT_EQ(result.code, kExitUnavailable);
     EXPECT_NE(result.err.find("not running"), std::string::npos) << result.err;
+}
+
+TEST(Cli, RootIsPointedToTheUserThatRunsHandlerd) {
+    FakeDaemon daemon;
+    daemon.go_away();
+    std::ostringstream out, err;
+    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true};
+    EXPECT_EQ(run_cli({"status"}, context), kExitUnavailable);
+    EXPECT_NE(err.str().find("sudo -iu handler"), std::string::npos) << err.str();
+    // and a normal user is not told about root
+    EXPECT_EQ(run(daemon, {"status"}).err.find("root"), std::string::npos);
 }
 
 TEST(Cli, StatusPrintsVersionAndPluginCounts) {
