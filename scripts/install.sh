@@ -5,7 +5,8 @@
 #   scripts/install.sh            # as a normal user with sudo: handlerd runs as you
 #   sudo scripts/install.sh       # same, for the user who ran sudo
 #   scripts/install.sh  (as root) # handlerd runs as the unprivileged user `handler`,
-#                                 # created if missing: agents never run as root
+#                                 # created if missing: agents never run as root.
+#                                 # Use it with: su - handler -c 'handler status'.
 #
 # Environment: PREFIX (default /usr/local), BUILD_DIR (default build/release),
 # HANDLER_USER (override the user handlerd runs as).
@@ -21,7 +22,7 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 echo "install: building in $build_dir"
 cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_INSTALL_PREFIX="$prefix" -DHANDLER_BUILD_TESTS=OFF >/dev/null
+  -DCMAKE_INSTALL_PREFIX="$prefix" -DHANDLER_BUILD_TESTS=OFF -DHANDLER_WERROR=OFF >/dev/null
 cmake --build "$build_dir" -j "$(nproc)"
 as_root cmake --install "$build_dir" >/dev/null
 echo "install: installed handler and handlerd into $prefix"
@@ -47,13 +48,20 @@ run_as_user() {
 
 # A systemd user service comes with `handler setup`; here, and wherever there is no
 # systemd, handlerd runs as a detached daemon that survives this shell.
-run_as_user "$prefix/bin/handler status >/dev/null 2>&1 ||
-  (setsid $prefix/bin/handlerd --detach)"
+# A handlerd from an earlier install is stopped first, so the new build serves.
+run_as_user "
+  if pid=\$($prefix/bin/handler status --json 2>/dev/null |
+             python3 -c 'import json,sys; print(json.load(sys.stdin)[\"pid\"])'); then
+    echo \"install: stopping the running handlerd (pid \$pid)\"
+    kill \$pid
+    for _ in \$(seq 1 50); do kill -0 \$pid 2>/dev/null || break; sleep 0.1; done
+  fi
+  setsid $prefix/bin/handlerd --detach"
 for _ in $(seq 1 50); do
   if run_as_user "$prefix/bin/handler status" ; then
     echo
     echo "install: handlerd runs as '$user'."
-    [ "$(id -un)" = "$user" ] || echo "install: use it as that user, e.g. sudo -iu $user handler status"
+    [ "$(id -un)" = "$user" ] || echo "install: use it as that user, e.g. su - $user -c 'handler status'"
     exit 0
   fi
   sleep 0.2

@@ -44,7 +44,7 @@ Error connection_error(const std::filesystem::path& socket, beast::error_code er
                        error == boost::system::errc::no_such_file_or_directory))
         return make_error(ErrorCode::unavailable,
                           "handlerd is not running (no answer on " + socket.string() +
-                              "); start it with `handler daemon` or `handler setup`");
+                              "); start it with `handlerd --detach` (or `handler daemon` in the foreground)");
     if (!connected && error == boost::system::errc::permission_denied)
         return make_error(ErrorCode::forbidden,
                           "permission denied on " + socket.string() +

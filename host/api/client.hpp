@@ -19,7 +19,7 @@ namespace handler::api::client {
 // receive) must finish within timeout_ms. Any HTTP status is a Response, an API error
 // included: the caller reads {"error":{...}} from the body. An Error means no HTTP answer:
 //   unavailable: no socket file or nobody listening ("handlerd is not running (no answer
-//                on <socket>); start it with `handler daemon` or `handler setup`"),
+//                on <socket>); start it with `handlerd --detach` (or `handler daemon` in the foreground)"),
 //                no answer in time, or the connection broke;
 //   forbidden:   the socket belongs to someone else (permission denied).
 // A non-empty body is sent as application/json.

@@ -178,7 +178,7 @@ public:
             if (unavailable && context_.as_root)
                 context_.err << "handler: you are root, and handlerd runs as an unprivileged "
                                 "user; if scripts/install.sh set it up, use: "
-                                "sudo -iu handler handler ...\n";
+                                "su - handler -c 'handler ...'\n";
             exit_code_ = unavailable ? kExitUnavailable : kExitInternal;
             return std::nullopt;
         }
@@ -309,8 +309,8 @@ int command_project_add(Session& session, const Options& options) {
     auto created = session.call("POST", "/api/v1/projects", &value);
     if (!created) return session.exit_code();
     const auto& project = created->as_object();
-    session.context().out << "Registered project " << project.at("name").as_string() << " ("
-                          << project.at("path").as_string() << ").\n";
+    session.context().out << "Registered project " << display(project.at("name")) << " ("
+                          << display(project.at("path")) << ").\n";
     return kExitOk;
 }
 
@@ -339,7 +339,7 @@ int command_agent_add(Session& session, const Options& options) {
     if (!created) return session.exit_code();
     return print_or_json(session, options, *created, [&](std::ostream& out) {
         out << "Added agent " << options.name << " (" << options.harness << ") to project "
-            << project->at("name").as_string() << ".\n";
+            << display(project->at("name")) << ".\n";
     });
 }
 
@@ -350,8 +350,23 @@ int command_agent_list(Session& session, const Options& options) {
         if (!project) return session.exit_code();
         target += "?project=" + std::to_string(project->at("id").to_number<std::int64_t>());
     }
-    return command_list(session, options, target, "agents",
-                        {"id", "name", "project", "harness", "network_mode", "account", "goal"});
+    auto answer = session.call("GET", target);
+    if (!answer) return session.exit_code();
+    auto agents = answer->as_object().at("agents").as_array();
+    if (options.json_output) {
+        print_json(session.context().out, agents);
+        return kExitOk;
+    }
+    // People read project names, not ids.
+    auto projects = session.call("GET", "/api/v1/projects");
+    if (!projects) return session.exit_code();
+    for (auto& agent : agents)
+        for (const auto& project : projects->as_object().at("projects").as_array())
+            if (project.as_object().at("id") == agent.as_object().at("project"))
+                agent.as_object()["project"] = project.as_object().at("name");
+    print_table(session.context().out, agents,
+                {"name", "project", "harness", "network_mode", "allowed_hosts", "account", "goal"});
+    return kExitOk;
 }
 
 int command_agent_show(Session& session, const Options& options) {

@@ -129,7 +129,8 @@ Result<void> check_harness(std::string_view harness) {
 }
 
 Result<void> check_project_path(std::string_view path) {
-    const std::string quoted = "'" + std::string(path) + "'";
+    std::string quoted = "'";
+    quoted.append(path).push_back('\'');
     if (path.empty() || path.front() != '/')
         return invalid("project path " + quoted + " is not absolute");
     if (path == "/")

@@ -55,7 +55,7 @@ TEST(ApiClient, MissingSocketSaysHandlerdIsNotRunning) {
     EXPECT_EQ(reply.error().code, ErrorCode::unavailable);
     EXPECT_EQ(reply.error().message,
               "handlerd is not running (no answer on " + socket.string() +
-                  "); start it with `handler daemon` or `handler setup`");
+                  "); start it with `handlerd --detach` (or `handler daemon` in the foreground)");
 }
 
 TEST(ApiClient, StaleSocketSaysHandlerdIsNotRunning) {

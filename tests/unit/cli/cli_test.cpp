@@ -91,7 +91,7 @@ TEST(Cli, RootIsPointedToTheUserThatRunsHandlerd) {
     std::ostringstream out, err;
     CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true};
     EXPECT_EQ(run_cli({"status"}, context), kExitUnavailable);
-    EXPECT_NE(err.str().find("sudo -iu handler"), std::string::npos) << err.str();
+    EXPECT_NE(err.str().find("su - handler -c"), std::string::npos) << err.str();
     // and a normal user is not told about root
     EXPECT_EQ(run(daemon, {"status"}).err.find("root"), std::string::npos);
 }
@@ -122,6 +122,17 @@ TEST(Cli, AgentAddResolvesTheProjectFromTheCurrentFolder) {
     EXPECT_EQ(body.at("harness").as_string(), "shell");
     EXPECT_EQ(body.at("network_mode").as_string(), "open");
     EXPECT_EQ(json::serialize(body.at("allowed_hosts")), R"(["github.com","*.npmjs.org:443"])");
+}
+
+TEST(Cli, AgentListShowsProjectNamesAndHosts) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"agents":[{"id":3,"name":"r","project":7,"harness":"shell",
+        "network_mode":"filtered","allowed_hosts":["a.com","b.com"],"account":null,"goal":""}]})");
+    daemon.answer(200, kProject);
+    auto result = run(daemon, {"agent", "list", "--all"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_NE(result.out.find("r     app"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("a.com, b.com"), std::string::npos) << result.out;
 }
 
 TEST(Cli, OutsideAnyProjectTheErrorSaysHowToRegisterIt) {
