@@ -77,7 +77,11 @@ private:
         phase_ = Phase::reading;
         parser_.emplace();
         parser_->header_limit(static_cast<std::uint32_t>(state_->options.header_limit_bytes));
-        parser_->body_limit(state_->options.body_limit_bytes);
+        // No body limit while the header is read: Beast would stop at the Content-Length
+        // field, before the fields after it (Host, Authorization) are parsed, and the
+        // guards must see the whole header. The limit is decided in on_header and set
+        // for the body read.
+        parser_->body_limit(boost::none);
         // One deadline for header and body together: a request must arrive within it,
         // however slowly the bytes trickle in.
         stream_.expires_after(state_->read_timeout());
@@ -89,24 +93,23 @@ private:
     }
 
     void on_header(beast::error_code error) {
-        if (error == http::error::body_limit) {
-            // The whole header was parsed; only its Content-Length is over the limit.
-            // Still run the guards first: a stranger learns nothing, not even the limit.
-            if (over_tcp_ && !guards_pass()) return;
-            return send_error(ErrorCode::too_large,
-                              "request body of " +
-                                  std::to_string(parser_->content_length().value_or(0)) +
-                                  " bytes is over the limit of " +
-                                  std::to_string(state_->options.body_limit_bytes) +
-                                  " bytes ([api] body_limit_bytes in config.toml)");
-        }
         if (error == http::error::header_limit)
             return send_error(ErrorCode::too_large,
                               "request header is over the limit of " +
                                   std::to_string(state_->options.header_limit_bytes) + " bytes");
         if (error) return on_read_error(error);
 
+        // Guards first: a stranger learns nothing, not even the body limit.
         if (over_tcp_ && !guards_pass()) return;
+        if (const auto length = parser_->content_length();
+            length && *length > state_->options.body_limit_bytes)
+            return send_error(ErrorCode::too_large,
+                              "request body of " + std::to_string(*length) +
+                                  " bytes is over the limit of " +
+                                  std::to_string(state_->options.body_limit_bytes) +
+                                  " bytes ([api] body_limit_bytes in config.toml)");
+        // A chunked body has no length up front: the parser stops it at the limit.
+        parser_->body_limit(state_->options.body_limit_bytes);
         const auto& request = parser_->get();
         const std::string_view target = request.target();
         // Origin-form only: an absolute URL would name a host other than the Host header.

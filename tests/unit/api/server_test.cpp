@@ -282,6 +282,24 @@ TEST(ApiServer, HugeContentLengthIs413BeforeTheBodyIsRead) {
     EXPECT_TRUE(server.handler().requests().empty());
 }
 
+// Content-Length first: the guards must still see the fields after it, so a caller
+// with the token learns it is too large, and one without learns nothing.
+TEST(ApiServer, GuardsSeeTheFieldsAfterAnOversizedContentLength) {
+    RunningServer server;
+    auto with_token = RawConnection::tcp(server.port());
+    ASSERT_TRUE(with_token.send("POST /api/v1/contexts HTTP/1.1\r\nContent-Length: 104857600\r\n"
+                                "Host: " + server.host() + "\r\n" + bearer() + "\r\n"));
+    EXPECT_EQ(with_token.read_reply().status, 413u);
+
+    auto without_token = RawConnection::tcp(server.port());
+    ASSERT_TRUE(without_token.send("POST /api/v1/contexts HTTP/1.1\r\nContent-Length: 104857600\r\n"
+                                   "Host: " + server.host() + "\r\n\r\n"));
+    const HttpReply refused = without_token.read_reply();
+    EXPECT_EQ(refused.status, 401u);
+    EXPECT_EQ(refused.body.find("104857600"), std::string::npos) << refused.body;
+    EXPECT_TRUE(server.handler().requests().empty());
+}
+
 TEST(ApiServer, HugeBodyIsCutOffNotRead) {
     RunningServer server;
     auto connection = RawConnection::tcp(server.port());
