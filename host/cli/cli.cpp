@@ -2,6 +2,7 @@
 
 #include "cli/completions.hpp"
 #include "cli/output.hpp"
+#include "setup/setup.hpp"
 
 #include <boost/json.hpp>
 #include <boost/url/encode.hpp>
@@ -35,6 +36,7 @@ struct Options {
     std::vector<std::string> remove_hosts;
     bool clear_account = false;
     bool all_projects = false;
+    bool check_only = false;
     std::string shell;
 };
 
@@ -52,6 +54,7 @@ struct Tree {
     CLI::App* agent_edit = nullptr;
     CLI::App* agent_rm = nullptr;
     CLI::App* completions = nullptr;
+    CLI::App* setup = nullptr;
 };
 
 void add_json_flag(CLI::App* command, Options& options) {
@@ -149,6 +152,13 @@ Tree define(CLI::App& app, Options& options) {
     tree.agent_rm = agent->add_subcommand("rm", "Remove an agent");
     tree.agent_rm->add_option("NAME", options.name, "The agent")->required();
     add_project_option(tree.agent_rm, options);
+
+    tree.setup = app.add_subcommand(
+        "setup", "Check this machine for rootless podman, fix your own container settings, "
+                 "start handlerd (safe to run again)");
+    tree.setup->add_flag("--check", options.check_only,
+                         "Only check and report: write, reset and start nothing");
+    add_json_flag(tree.setup, options);
 
     tree.completions = app.add_subcommand("completions", "Print shell completions");
     tree.completions->add_option("SHELL", options.shell, "bash, zsh or fish")
@@ -406,6 +416,23 @@ int command_agent_edit(Session& session, const Options& options) {
                          [&](std::ostream& out) { print_record(out, updated->as_object()); });
 }
 
+// Needs no daemon: it is what gets one running. The daemon is only asked whether it
+// already answers.
+int command_setup(CliContext& context, const Options& options) {
+    if (!context.make_probe) {
+        context.err << "handler: setup is not available in this build\n";
+        return kExitInternal;
+    }
+    auto probe = context.make_probe();
+    setup::SetupContext setup_context{*probe, context.out, [&context] {
+        auto client = context.connect();
+        auto answer = client->call("GET", "/api/v1/status", "");
+        return answer && answer->status == 200;
+    }};
+    return setup::run_setup(setup::SetupOptions{options.check_only, options.json_output},
+                            setup_context);
+}
+
 int command_agent_rm(Session& session, const Options& options) {
     auto agent = resolve_agent(session, options);
     if (!agent) return session.exit_code();
@@ -443,6 +470,7 @@ int run_cli(const std::vector<std::string>& arguments, CliContext& context) {
         return kExitOk;
     }
     if (tree.daemon->parsed()) return context.run_daemon(DaemonCommand{options.verbosity});
+    if (tree.setup->parsed()) return command_setup(context, options);
 
     Session session(context);
     try {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cli/api_client.hpp"
+#include "setup/system_probe.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -37,6 +38,8 @@ struct CliContext {
     // handlerd never runs as root, so root looking for its own daemon gets a pointer to
     // the user that runs it.
     bool as_root = false;
+    // `handler setup` looks at the machine only through this probe; tests pass a fake.
+    std::function<std::unique_ptr<setup::SystemProbe>()> make_probe;
 };
 
 // Builds the command tree without running anything: also the source of the shell

@@ -2,6 +2,7 @@
 #include "cli/cli.hpp"
 #include "core/paths.hpp"
 #include "daemon/daemon.hpp"
+#include "setup/system_probe.hpp"
 
 #include <filesystem>
 #include <iostream>
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
         [](const cli::DaemonCommand& command) {
             return daemon::run_daemon(daemon::DaemonOptions{command.verbosity, false});
         },
-        ::geteuid() == 0};
+        ::geteuid() == 0,
+        [] { return setup::make_system_probe(); }};
     return cli::run_cli(std::vector<std::string>(argv + 1, argv + argc), context);
 }

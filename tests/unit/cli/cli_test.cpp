@@ -1,4 +1,5 @@
 #include "cli/cli.hpp"
+#include "support/fake_system_probe.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -69,7 +70,7 @@ Run run(FakeDaemon& daemon, const std::vector<std::string>& arguments,
     std::ostringstream out, err;
     int daemon_runs = 0;
     CliContext context{[&] { return daemon.connect(); }, out, err, current_dir,
-                       [&](const DaemonCommand&) { return ++daemon_runs, 0; }, false};
+                       [&](const DaemonCommand&) { return ++daemon_runs, 0; }, false, {}};
     const int code = run_cli(arguments, context);
     return {code, out.str(), err.str()};
 }
@@ -89,11 +90,45 @@ TEST(Cli, RootIsPointedToTheUserThatRunsHandlerd) {
     FakeDaemon daemon;
     daemon.go_away();
     std::ostringstream out, err;
-    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true};
+    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true, {}};
     EXPECT_EQ(run_cli({"status"}, context), kExitUnavailable);
     EXPECT_NE(err.str().find("su - handler -c"), std::string::npos) << err.str();
     // and a normal user is not told about root
     EXPECT_EQ(run(daemon, {"status"}).err.find("root"), std::string::npos);
+}
+
+TEST(Cli, SetupCheckJsonReportsTheProbedMachineWithoutTheDaemon) {
+    FakeDaemon daemon;
+    std::ostringstream out, err;
+    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, false, [] {
+        auto probe = std::make_unique<handler::testing::FakeSystemProbe>();
+        probe->programs.erase("podman");
+        return std::unique_ptr<setup::SystemProbe>(std::move(probe));
+    }};
+    EXPECT_EQ(run_cli({"setup", "--check", "--json"}, context), 1) << err.str();
+    auto parsed = json::parse(out.str()).as_object();
+    EXPECT_FALSE(parsed.at("ok").as_bool());
+    EXPECT_TRUE(parsed.at("check_only").as_bool());
+    const auto& podman = parsed.at("checks").as_array().at(0).as_object();
+    EXPECT_EQ(podman.at("id").as_string(), "podman");
+    EXPECT_EQ(podman.at("status").as_string(), "problem");
+    EXPECT_NE(std::string(podman.at("fix").as_string()).find("apt-get install podman"),
+              std::string::npos);
+    EXPECT_FALSE(parsed.contains("daemon"));
+    EXPECT_TRUE(daemon.calls.empty()); // --check neither asks for nor starts handlerd
+}
+
+TEST(Cli, SetupAsRootIsRefused) {
+    FakeDaemon daemon;
+    std::ostringstream out, err;
+    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true, [] {
+        auto probe = std::make_unique<handler::testing::FakeSystemProbe>();
+        probe->user_id = 0;
+        return std::unique_ptr<setup::SystemProbe>(std::move(probe));
+    }};
+    EXPECT_EQ(run_cli({"setup"}, context), 1);
+    EXPECT_NE(out.str().find("agents never run as root"), std::string::npos) << out.str();
+    EXPECT_TRUE(daemon.calls.empty());
 }
 
 TEST(Cli, StatusPrintsVersionAndPluginCounts) {

@@ -1,0 +1,115 @@
+// The container engine behind one interface, so sessions can be tested with a fake and
+// the podman specifics (its command line, its JSON) stay in podman_runtime.*. Every
+// container Handler starts is labelled, which is how a restarted handlerd finds the
+// containers that outlived it (conmon keeps them running) and re-adopts them.
+#pragma once
+
+#include "core/result.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace handler::runtime {
+
+// Labels on every container Handler starts.
+inline constexpr const char* kManagedLabel = "io.handler.managed"; // value "1"
+inline constexpr const char* kSessionLabel = "io.handler.session"; // value: the session id
+// Selects every container Handler manages, for list() at start-up.
+inline constexpr const char* kManagedSelector = "io.handler.managed=1";
+
+// Zero is never valid (STYLE.md): a zero-filled value reads as a mistake.
+enum class NetworkMode {
+    none = 1,        // loopback only; the session's way out is a mounted unix socket
+    slirp4netns = 2, // user-mode network (needs a usable /dev/net/tun)
+};
+
+enum class ContainerState { created = 1, running, paused, exited, unknown };
+
+struct EnvEntry {
+    std::string name;
+    std::string value;
+    friend bool operator==(const EnvEntry&, const EnvEntry&) = default;
+};
+
+// A host folder visible read-only inside (knowledge folders, the egress socket's folder).
+struct ReadOnlyMount {
+    std::filesystem::path host_path;
+    std::filesystem::path container_path; // empty: the same path as on the host
+    friend bool operator==(const ReadOnlyMount&, const ReadOnlyMount&) = default;
+};
+
+// What one session's container runs and sees. Plain values; the runtime validates them.
+struct ContainerSpec {
+    std::string session_id;            // [A-Za-z0-9][A-Za-z0-9_.-]{0,63}; names the container
+    std::string image;                 // a local image reference; never pulled
+    std::vector<std::string> argv;     // argv[0] is the program
+    std::vector<EnvEntry> env;         // in order; a later entry of one name wins
+    std::filesystem::path workdir;     // empty: the project folder
+    std::filesystem::path project_path; // mounted read-write at the same absolute path
+    std::vector<ReadOnlyMount> read_only_mounts;
+    NetworkMode network = NetworkMode::none;
+    bool tty = false;         // allocate a terminal (interactive harnesses)
+    bool interactive = false; // keep stdin open
+    std::map<std::string, std::string> labels; // extra labels; io.handler.* is reserved
+    // A PID-1 init that forwards signals and reaps zombies (podman --init, catatonit).
+    // Only a test would turn it off.
+    bool init = true;
+};
+
+struct ExecRequest {
+    std::vector<std::string> argv;
+    std::vector<EnvEntry> env;
+    std::filesystem::path workdir; // empty: the container's
+    std::optional<std::string> stdin_data;
+    std::int64_t timeout_ms = 60'000;
+};
+
+struct ExecResult {
+    int exit_code = 0;
+    std::string stdout_text;
+    std::string stderr_text;
+};
+
+struct ContainerInfo {
+    std::string id;   // the full id
+    std::string name; // handler-<session id>
+    std::string image;
+    ContainerState state = ContainerState::unknown;
+    int exit_code = 0; // meaningful once exited
+    std::map<std::string, std::string> labels;
+
+    // The io.handler.session label; empty for a container that lacks it.
+    std::string session_id() const;
+};
+
+class ContainerRuntime {
+public:
+    virtual ~ContainerRuntime() = default;
+
+    // Creates and starts the session's container detached; returns its id.
+    virtual Result<std::string> create_and_start(const ContainerSpec& spec) = 0;
+    // Runs a command in a running container and waits for it.
+    virtual Result<ExecResult> exec(const std::string& id, const ExecRequest& request) = 0;
+    // SIGTERM to the init, then SIGKILL after `grace`. Stopping a stopped one is fine.
+    virtual Result<void> stop(const std::string& id, std::chrono::milliseconds grace) = 0;
+    // Removes the container (stopping it first if needed). not_found if there is none.
+    virtual Result<void> remove(const std::string& id) = 0;
+    // not_found if there is no such container.
+    virtual Result<ContainerInfo> inspect(const std::string& id) = 0;
+    // Every container (running or not) carrying the label `selector` ("key=value").
+    virtual Result<std::vector<ContainerInfo>> list(const std::string& selector) = 0;
+    virtual Result<bool> image_exists(const std::string& reference) = 0;
+    // Makes image `reference` from a root filesystem tarball (no registry needed).
+    virtual Result<void> import_image(const std::filesystem::path& tarball,
+                                      const std::string& reference) = 0;
+};
+
+std::string_view to_string(ContainerState state);
+std::string_view to_string(NetworkMode mode);
+
+} // namespace handler::runtime

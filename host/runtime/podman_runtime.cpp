@@ -1,0 +1,532 @@
+#include "runtime/podman_runtime.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace handler::runtime {
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view kSetupHint =
+    "Check rootless podman for this user: `podman info` must work (subordinate ids in "
+    "/etc/subuid, XDG_RUNTIME_DIR set); see docs/containers.md.";
+
+bool valid_session_id(std::string_view id) {
+    if (id.empty() || id.size() > 64 || !std::isalnum(static_cast<unsigned char>(id[0])))
+        return false;
+    return std::all_of(id.begin(), id.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+    });
+}
+
+bool valid_env_name(std::string_view name) {
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    });
+}
+
+// A container id or name as podman prints them. Refusing a leading '-' keeps a value
+// from being read as an option.
+bool valid_container_ref(std::string_view ref) {
+    if (ref.empty() || ref.size() > 128 || ref[0] == '-') return false;
+    return std::all_of(ref.begin(), ref.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+    });
+}
+
+bool valid_image_ref(std::string_view ref) {
+    if (ref.empty() || ref[0] == '-' || ref.size() > 255) return false;
+    return std::none_of(ref.begin(), ref.end(), [](char c) {
+        return std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c));
+    });
+}
+
+// `--volume SRC:DST:OPTIONS` splits on ':' and `--tmpfs`/`--mount` on ','; a path with
+// either would be read as something else, so such paths are refused, not escaped.
+bool safe_for_volume(const fs::path& path) {
+    const std::string& text = path.native();
+    return text.find_first_of(":,\n") == std::string::npos;
+}
+
+// `ancestor` is `path` or one of its parents (both absolute and normal).
+bool is_within(const fs::path& path, const fs::path& ancestor) {
+    auto [end_ancestor, end_path] =
+        std::mismatch(ancestor.begin(), ancestor.end(), path.begin(), path.end());
+    (void)end_path;
+    return end_ancestor == ancestor.end();
+}
+
+// Lexically normal, without a trailing separator ("/a/b/" is "/a/b"), so that paths
+// compare element by element.
+fs::path normal_absolute(const fs::path& path) {
+    fs::path normal = path.lexically_normal();
+    if (!normal.has_filename() && normal.has_relative_path()) normal = normal.parent_path();
+    return normal;
+}
+
+fs::path best_canonical(const fs::path& path) {
+    std::error_code error;
+    fs::path resolved = fs::weakly_canonical(path, error);
+    return error ? normal_absolute(path) : resolved;
+}
+
+// The podman sub-command ("podman run") and the container or session, for messages.
+std::string command_name(const std::vector<std::string>& argv) {
+    std::string name = argv.empty() ? "podman" : argv[0];
+    for (std::size_t i = 1; i < argv.size(); ++i) {
+        if (argv[i].starts_with('-')) break;
+        name += ' ' + argv[i];
+        if (argv[i] != "container" && argv[i] != "image") break;
+    }
+    return name;
+}
+
+std::string trimmed(std::string text) {
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+    std::size_t start = 0;
+    while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
+    return text.substr(start);
+}
+
+bool says_not_found(const std::string& text) {
+    return text.find("no such container") != std::string::npos ||
+           text.find("no such object") != std::string::npos ||
+           text.find("no container with name or ID") != std::string::npos;
+}
+
+Error command_failed(const std::vector<std::string>& argv, const CommandResult& result,
+                     std::string_view subject) {
+    std::string stderr_text = trimmed(result.stderr_text);
+    if (stderr_text.size() > 2000) stderr_text = stderr_text.substr(0, 2000) + " ...";
+    ErrorCode code = says_not_found(stderr_text) ? ErrorCode::not_found : ErrorCode::unavailable;
+    std::string message = "`" + command_name(argv) + "`";
+    if (!subject.empty()) message += " for " + std::string(subject);
+    message += " failed (exit " + std::to_string(result.exit_code) + "): " +
+               (stderr_text.empty() ? std::string("no error output") : stderr_text) + ".";
+    if (code != ErrorCode::not_found) message += " " + std::string(kSetupHint);
+    return make_error(code, std::move(message));
+}
+
+ContainerState state_from(std::string_view status) {
+    if (status == "running") return ContainerState::running;
+    if (status == "exited" || status == "stopped") return ContainerState::exited;
+    if (status == "created" || status == "configured" || status == "initialized")
+        return ContainerState::created;
+    if (status == "paused") return ContainerState::paused;
+    return ContainerState::unknown;
+}
+
+std::string string_at(const json::object& object, std::string_view key) {
+    const json::value* value = object.if_contains(key);
+    return value && value->is_string() ? std::string(value->get_string()) : std::string();
+}
+
+int int_at(const json::object& object, std::string_view key) {
+    const json::value* value = object.if_contains(key);
+    if (!value) return 0;
+    if (value->is_int64()) return static_cast<int>(value->get_int64());
+    if (value->is_uint64()) return static_cast<int>(value->get_uint64());
+    return 0;
+}
+
+std::map<std::string, std::string> labels_at(const json::object& object, std::string_view key) {
+    std::map<std::string, std::string> labels;
+    const json::value* value = object.if_contains(key);
+    if (!value || !value->is_object()) return labels;
+    for (const auto& [name, label] : value->get_object())
+        if (label.is_string()) labels.emplace(std::string(name), std::string(label.get_string()));
+    return labels;
+}
+
+Result<json::array> parse_array(std::string_view text, std::string_view what) {
+    boost::system::error_code error;
+    json::value value = json::parse(text, error);
+    if (error || !value.is_array())
+        return make_error(ErrorCode::internal,
+                          "could not read the JSON of `" + std::string(what) + "`" +
+                              (error ? ": " + error.message() : ": not a JSON array") +
+                              ". Is this podman 4.x?");
+    return std::move(value.get_array());
+}
+
+} // namespace
+
+std::string ContainerInfo::session_id() const {
+    auto found = labels.find(kSessionLabel);
+    return found == labels.end() ? std::string() : found->second;
+}
+
+std::string_view to_string(ContainerState state) {
+    switch (state) {
+    case ContainerState::created: return "created";
+    case ContainerState::running: return "running";
+    case ContainerState::paused: return "paused";
+    case ContainerState::exited: return "exited";
+    case ContainerState::unknown: break;
+    }
+    return "unknown";
+}
+
+std::string_view to_string(NetworkMode mode) {
+    switch (mode) {
+    case NetworkMode::none: return "none";
+    case NetworkMode::slirp4netns: return "slirp4netns";
+    }
+    return "invalid";
+}
+
+std::string container_name(std::string_view session_id) {
+    return "handler-" + std::string(session_id);
+}
+
+PodmanOptions PodmanOptions::for_user(const fs::path& home, const Paths& paths, unsigned uid) {
+    PodmanOptions options;
+    options.home = home;
+    options.protected_paths = {
+        home / ".ssh",
+        home / ".aws",
+        home / ".gnupg",
+        home / ".config" / "containers",
+        home / ".local" / "share" / "containers", // podman's storage: images, other containers
+        paths.config_dir,
+        paths.data_dir,
+        paths.runtime_dir,
+        paths.runtime_dir.parent_path(), // XDG_RUNTIME_DIR: the podman socket lives there
+        fs::path("/run/user") / std::to_string(uid),
+        "/run/podman",
+        "/var/run/docker.sock",
+    };
+    return options;
+}
+
+PodmanRuntime::PodmanRuntime(CommandRunner& runner, PodmanOptions options)
+    : runner_(runner), options_(std::move(options)) {}
+
+Result<CommandResult> PodmanRuntime::podman(std::vector<std::string> arguments,
+                                            std::int64_t timeout_ms,
+                                            std::optional<std::string> stdin_data) {
+    CommandRequest request;
+    request.argv = std::move(arguments);
+    request.argv.insert(request.argv.begin(), options_.program);
+    request.timeout_ms = timeout_ms > 0 ? timeout_ms : options_.command_timeout_ms;
+    request.stdin_data = std::move(stdin_data);
+    auto result = runner_.run(request);
+    if (!result) {
+        Error error = result.take_error();
+        error.message = "`" + command_name(request.argv) + "`: " + error.message;
+        return error;
+    }
+    return result;
+}
+
+Result<fs::path> PodmanRuntime::check_mount_source(const fs::path& path,
+                                                   std::string_view what) const {
+    std::string name(what);
+    if (path.empty() || !path.is_absolute())
+        return make_error(ErrorCode::invalid_argument,
+                          name + " must be an absolute path, got '" + path.string() + "'");
+    std::error_code error;
+    fs::path resolved = fs::canonical(path, error);
+    if (error || !fs::is_directory(resolved, error))
+        return make_error(ErrorCode::invalid_argument,
+                          name + " '" + path.string() + "' is not an existing folder");
+    if (!safe_for_volume(resolved) || !safe_for_volume(normal_absolute(path)))
+        return make_error(ErrorCode::invalid_argument,
+                          name + " '" + path.string() +
+                              "' contains ':', ',' or a newline, which podman's mount syntax "
+                              "cannot carry; rename or move the folder");
+    // Checked on both the path as given and where its symlinks lead.
+    for (const fs::path& candidate : {normal_absolute(path), resolved}) {
+        if (!options_.home.empty() && is_within(best_canonical(options_.home), candidate))
+            return make_error(ErrorCode::forbidden,
+                              name + " '" + path.string() +
+                                  "' would show the whole home folder inside the container; "
+                                  "use a folder inside it");
+        for (const fs::path& protected_path : options_.protected_paths) {
+            if (protected_path.empty()) continue;
+            fs::path guarded = best_canonical(protected_path);
+            if (is_within(guarded, candidate) || is_within(candidate, guarded))
+                return make_error(ErrorCode::forbidden,
+                                  name + " '" + path.string() + "' overlaps '" +
+                                      guarded.string() +
+                                      "', which a session must never see; choose another folder");
+        }
+    }
+    return resolved;
+}
+
+Result<std::vector<std::string>> PodmanRuntime::run_command(const ContainerSpec& spec) const {
+    if (!valid_session_id(spec.session_id))
+        return make_error(ErrorCode::invalid_argument,
+                          "session id '" + spec.session_id +
+                              "' is not usable in a container name (letters, digits, '_', '.', "
+                              "'-'; at most 64, starting with a letter or digit)");
+    if (!valid_image_ref(spec.image))
+        return make_error(ErrorCode::invalid_argument,
+                          "image reference '" + spec.image + "' is empty or malformed");
+    if (spec.argv.empty() || spec.argv.front().empty())
+        return make_error(ErrorCode::invalid_argument,
+                          "session " + spec.session_id + ": nothing to run (empty argv)");
+    if (spec.network != NetworkMode::none && spec.network != NetworkMode::slirp4netns)
+        return make_error(ErrorCode::invalid_argument,
+                          "session " + spec.session_id + ": unknown network mode");
+
+    auto project = check_mount_source(spec.project_path, "project folder");
+    if (!project) return project.take_error();
+    const fs::path project_inside = normal_absolute(spec.project_path);
+
+    fs::path workdir = spec.workdir.empty() ? project_inside : normal_absolute(spec.workdir);
+    if (!workdir.is_absolute())
+        return make_error(ErrorCode::invalid_argument,
+                          "working folder '" + spec.workdir.string() + "' must be absolute");
+
+    std::vector<std::string> argv = {
+        "run",
+        "--detach",
+        "--name", container_name(spec.session_id),
+        "--label", std::string(kManagedLabel) + "=1",
+        "--label", std::string(kSessionLabel) + "=" + spec.session_id,
+    };
+    for (const auto& [key, value] : spec.labels) {
+        if (key.empty() || key.starts_with("io.handler.") ||
+            key.find_first_of("=\n") != std::string::npos)
+            return make_error(ErrorCode::invalid_argument,
+                              "label '" + key + "' is empty, malformed or reserved (io.handler.*)");
+        argv.insert(argv.end(), {"--label", key + "=" + value});
+    }
+    argv.insert(argv.end(), {
+        "--pull=never",
+        "--userns=keep-id",
+        "--cap-drop=all",
+        "--security-opt=no-new-privileges",
+        "--network=" + std::string(to_string(spec.network)),
+        "--pids-limit=" + std::to_string(options_.pids_limit),
+        "--tmpfs=/tmp:rw,nosuid,nodev,mode=1777",
+        "--tmpfs=" + options_.container_home + ":rw,nosuid,nodev,U",
+        "--volume=" + project->string() + ":" + project_inside.string() + ":rw",
+    });
+    if (spec.init) argv.emplace_back("--init");
+
+    std::set<fs::path> destinations = {project_inside};
+    for (const ReadOnlyMount& mount : spec.read_only_mounts) {
+        auto source = check_mount_source(mount.host_path, "read-only mount");
+        if (!source) return source.take_error();
+        fs::path destination = mount.container_path.empty()
+                                   ? normal_absolute(mount.host_path)
+                                   : normal_absolute(mount.container_path);
+        if (!destination.is_absolute() || !safe_for_volume(destination))
+            return make_error(ErrorCode::invalid_argument,
+                              "mount destination '" + destination.string() +
+                                  "' must be absolute and free of ':' and ','");
+        if (!destinations.insert(destination).second)
+            return make_error(ErrorCode::conflict,
+                              "two mounts at '" + destination.string() + "'");
+        argv.push_back("--volume=" + source->string() + ":" + destination.string() + ":ro");
+    }
+
+    argv.push_back("--workdir=" + workdir.string());
+    if (spec.tty) argv.emplace_back("--tty");
+    if (spec.interactive) argv.emplace_back("--interactive");
+    // HOME first so a spec's own HOME (a later --env of the same name) still wins.
+    argv.push_back("--env=HOME=" + options_.container_home);
+    for (const EnvEntry& entry : spec.env) {
+        if (!valid_env_name(entry.name))
+            return make_error(ErrorCode::invalid_argument,
+                              "environment variable name '" + entry.name + "' is not valid");
+        argv.push_back("--env=" + entry.name + "=" + entry.value);
+    }
+    argv.push_back(spec.image);
+    argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+    return argv;
+}
+
+Result<std::string> PodmanRuntime::create_and_start(const ContainerSpec& spec) {
+    auto arguments = run_command(spec);
+    if (!arguments) return arguments.take_error();
+    auto result = podman(*arguments);
+    if (!result) return result.take_error();
+    if (result->exit_code != 0) {
+        std::vector<std::string> argv = *arguments;
+        argv.insert(argv.begin(), options_.program);
+        return command_failed(argv, *result, "session " + spec.session_id);
+    }
+    // stdout is the id; warnings (such as ignored resource limits on cgroup v1) go to
+    // stderr and are not errors.
+    std::string id = trimmed(result->stdout_text);
+    if (auto newline = id.rfind('\n'); newline != std::string::npos) id = id.substr(newline + 1);
+    if (!valid_container_ref(id))
+        return make_error(ErrorCode::internal, "`podman run` for session " + spec.session_id +
+                                                   " printed no container id: '" + id + "'");
+    return id;
+}
+
+Result<ExecResult> PodmanRuntime::exec(const std::string& id, const ExecRequest& request) {
+    if (!valid_container_ref(id))
+        return make_error(ErrorCode::invalid_argument, "container id '" + id + "' is malformed");
+    if (request.argv.empty() || request.argv.front().empty())
+        return make_error(ErrorCode::invalid_argument, "nothing to run (empty argv)");
+    std::vector<std::string> arguments = {"exec"};
+    if (request.stdin_data) arguments.emplace_back("--interactive");
+    if (!request.workdir.empty()) {
+        if (!request.workdir.is_absolute())
+            return make_error(ErrorCode::invalid_argument,
+                              "working folder '" + request.workdir.string() + "' must be absolute");
+        arguments.push_back("--workdir=" + request.workdir.string());
+    }
+    for (const EnvEntry& entry : request.env) {
+        if (!valid_env_name(entry.name))
+            return make_error(ErrorCode::invalid_argument,
+                              "environment variable name '" + entry.name + "' is not valid");
+        arguments.push_back("--env=" + entry.name + "=" + entry.value);
+    }
+    arguments.push_back(id);
+    arguments.insert(arguments.end(), request.argv.begin(), request.argv.end());
+    auto result = podman(std::move(arguments), request.timeout_ms, request.stdin_data);
+    if (!result) return result.take_error();
+    // 125 is podman's own failure (no such container, not running); 126 and 127 (not
+    // executable, not found) and anything else are the program's status, as in a shell.
+    if (result->exit_code == 125)
+        return command_failed({options_.program, "exec"}, *result, "container " + id);
+    return ExecResult{result->exit_code, std::move(result->stdout_text),
+                      std::move(result->stderr_text)};
+}
+
+Result<void> PodmanRuntime::stop(const std::string& id, std::chrono::milliseconds grace) {
+    if (!valid_container_ref(id))
+        return make_error(ErrorCode::invalid_argument, "container id '" + id + "' is malformed");
+    // podman counts whole seconds; round up so the grace is never shorter than asked.
+    auto seconds = (std::max<std::int64_t>(grace.count(), 0) + 999) / 1000;
+    std::vector<std::string> arguments = {"stop", "--time=" + std::to_string(seconds), id};
+    auto result = podman(arguments, seconds * 1000 + options_.command_timeout_ms);
+    if (!result) return result.take_error();
+    if (result->exit_code != 0) {
+        arguments.insert(arguments.begin(), options_.program);
+        return command_failed(arguments, *result, "container " + id);
+    }
+    return {};
+}
+
+Result<void> PodmanRuntime::remove(const std::string& id) {
+    if (!valid_container_ref(id))
+        return make_error(ErrorCode::invalid_argument, "container id '" + id + "' is malformed");
+    std::vector<std::string> arguments = {"rm", "--force", id};
+    auto result = podman(arguments);
+    if (!result) return result.take_error();
+    if (result->exit_code != 0) {
+        arguments.insert(arguments.begin(), options_.program);
+        return command_failed(arguments, *result, "container " + id);
+    }
+    return {};
+}
+
+Result<ContainerInfo> PodmanRuntime::inspect(const std::string& id) {
+    if (!valid_container_ref(id))
+        return make_error(ErrorCode::invalid_argument, "container id '" + id + "' is malformed");
+    std::vector<std::string> arguments = {"container", "inspect", "--format=json", id};
+    auto result = podman(arguments);
+    if (!result) return result.take_error();
+    if (result->exit_code != 0) {
+        arguments.insert(arguments.begin(), options_.program);
+        return command_failed(arguments, *result, "container " + id);
+    }
+    return parse_podman_inspect(result->stdout_text);
+}
+
+Result<std::vector<ContainerInfo>> PodmanRuntime::list(const std::string& selector) {
+    if (selector.empty() || selector.find('\n') != std::string::npos)
+        return make_error(ErrorCode::invalid_argument, "label selector '" + selector + "' is malformed");
+    // Filters on the managed label too: list() never returns a container Handler did not start.
+    std::vector<std::string> arguments = {"ps", "--all", "--format=json",
+                                          "--filter=label=" + std::string(kManagedSelector)};
+    if (selector != kManagedSelector) arguments.push_back("--filter=label=" + selector);
+    auto result = podman(arguments);
+    if (!result) return result.take_error();
+    if (result->exit_code != 0) {
+        arguments.insert(arguments.begin(), options_.program);
+        return command_failed(arguments, *result, "");
+    }
+    return parse_podman_ps(result->stdout_text);
+}
+
+Result<bool> PodmanRuntime::image_exists(const std::string& reference) {
+    if (!valid_image_ref(reference))
+        return make_error(ErrorCode::invalid_argument,
+                          "image reference '" + reference + "' is empty or malformed");
+    std::vector<std::string> arguments = {"image", "exists", reference};
+    auto result = podman(arguments);
+    if (!result) return result.take_error();
+    if (result->exit_code == 0) return true;
+    if (result->exit_code == 1) return false;
+    arguments.insert(arguments.begin(), options_.program);
+    return command_failed(arguments, *result, "image " + reference);
+}
+
+Result<void> PodmanRuntime::import_image(const fs::path& tarball, const std::string& reference) {
+    if (!valid_image_ref(reference))
+        return make_error(ErrorCode::invalid_argument,
+                          "image reference '" + reference + "' is empty or malformed");
+    std::error_code error;
+    if (!tarball.is_absolute() || !fs::is_regular_file(tarball, error))
+        return make_error(ErrorCode::invalid_argument,
+                          "image tarball '" + tarball.string() + "' is not an existing file");
+    std::vector<std::string> arguments = {"import", "--quiet", tarball.string(), reference};
+    // A rootfs of hundreds of MB takes a while to unpack.
+    auto result = podman(arguments, 20 * 60 * 1000);
+    if (!result) return result.take_error();
+    if (result->exit_code != 0) {
+        arguments.insert(arguments.begin(), options_.program);
+        return command_failed(arguments, *result, "image " + reference);
+    }
+    return {};
+}
+
+Result<ContainerInfo> parse_podman_inspect(std::string_view text) {
+    auto array = parse_array(text, "podman container inspect");
+    if (!array) return array.take_error();
+    if (array->empty() || !array->front().is_object())
+        return make_error(ErrorCode::not_found, "`podman container inspect` returned no container");
+    const json::object& object = array->front().get_object();
+    ContainerInfo info;
+    info.id = string_at(object, "Id");
+    info.name = string_at(object, "Name");
+    info.image = string_at(object, "ImageName");
+    if (const json::value* state = object.if_contains("State"); state && state->is_object()) {
+        info.state = state_from(string_at(state->get_object(), "Status"));
+        info.exit_code = int_at(state->get_object(), "ExitCode");
+    }
+    if (const json::value* config = object.if_contains("Config"); config && config->is_object())
+        info.labels = labels_at(config->get_object(), "Labels");
+    if (info.id.empty())
+        return make_error(ErrorCode::internal, "`podman container inspect` printed no Id");
+    return info;
+}
+
+Result<std::vector<ContainerInfo>> parse_podman_ps(std::string_view text) {
+    auto array = parse_array(text, "podman ps");
+    if (!array) return array.take_error();
+    std::vector<ContainerInfo> containers;
+    for (const json::value& entry : *array) {
+        if (!entry.is_object()) continue;
+        const json::object& object = entry.get_object();
+        ContainerInfo info;
+        info.id = string_at(object, "Id");
+        if (const json::value* names = object.if_contains("Names");
+            names && names->is_array() && !names->get_array().empty() &&
+            names->get_array().front().is_string())
+            info.name = std::string(names->get_array().front().get_string());
+        info.image = string_at(object, "Image");
+        info.state = state_from(string_at(object, "State"));
+        info.exit_code = int_at(object, "ExitCode");
+        info.labels = labels_at(object, "Labels");
+        if (!info.id.empty()) containers.push_back(std::move(info));
+    }
+    return containers;
+}
+
+} // namespace handler::runtime

@@ -1,0 +1,75 @@
+// ContainerRuntime over the podman CLI (rootless; docs/containers.md lists every flag
+// and why). Each call is one podman command through a CommandRunner, so the unit tests
+// assert the exact command line with a fake and parse real podman output samples.
+#pragma once
+
+#include "core/paths.hpp"
+#include "runtime/container_runtime.hpp"
+#include "runtime/process.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace handler::runtime {
+
+struct PodmanOptions {
+    std::string program = "podman";
+    // No mount may be this folder or one of its parents (which would show all of it);
+    // folders inside it, where projects usually live, are fine.
+    std::filesystem::path home;
+    // Folders no mount may touch at all: equal, parent or inside. Secrets and the
+    // machinery that controls containers (the podman socket, its storage, handler's data).
+    std::vector<std::filesystem::path> protected_paths;
+    // HOME inside the container: an empty private tmpfs, never the user's home.
+    std::string container_home = "/home/agent";
+    // A fork bomb in a session must not exhaust the user's processes. (Podman ignores
+    // it, with a warning, on rootless cgroup v1 hosts such as the CI machines.)
+    std::int64_t pids_limit = 4096;
+    std::int64_t command_timeout_ms = 60'000;
+
+    // The protections for a user whose home is `home` and whose Handler folders are
+    // `paths`; `uid` names /run/user/UID, where the podman socket lives.
+    static PodmanOptions for_user(const std::filesystem::path& home, const Paths& paths,
+                                  unsigned uid);
+};
+
+class PodmanRuntime final : public ContainerRuntime {
+public:
+    PodmanRuntime(CommandRunner& runner, PodmanOptions options);
+
+    Result<std::string> create_and_start(const ContainerSpec& spec) override;
+    Result<ExecResult> exec(const std::string& id, const ExecRequest& request) override;
+    Result<void> stop(const std::string& id, std::chrono::milliseconds grace) override;
+    Result<void> remove(const std::string& id) override;
+    Result<ContainerInfo> inspect(const std::string& id) override;
+    Result<std::vector<ContainerInfo>> list(const std::string& selector) override;
+    Result<bool> image_exists(const std::string& reference) override;
+    Result<void> import_image(const std::filesystem::path& tarball,
+                              const std::string& reference) override;
+
+    // The `podman run` argv for `spec`, after validation. Public so tests and
+    // `handler doctor`-style tools can show exactly what would run.
+    Result<std::vector<std::string>> run_command(const ContainerSpec& spec) const;
+
+private:
+    Result<CommandResult> podman(std::vector<std::string> arguments,
+                                 std::int64_t timeout_ms = 0,
+                                 std::optional<std::string> stdin_data = std::nullopt);
+    Result<std::filesystem::path> check_mount_source(const std::filesystem::path& path,
+                                                     std::string_view what) const;
+
+    CommandRunner& runner_;
+    PodmanOptions options_;
+};
+
+// Parsers for podman's JSON, exposed for the tests that feed them real output.
+Result<ContainerInfo> parse_podman_inspect(std::string_view json);
+Result<std::vector<ContainerInfo>> parse_podman_ps(std::string_view json);
+
+// The container name for a session: handler-<session id>.
+std::string container_name(std::string_view session_id);
+
+} // namespace handler::runtime

@@ -1,0 +1,269 @@
+#include "runtime/process.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace handler::runtime {
+namespace {
+
+// Owns a file descriptor; closes it once.
+class Fd {
+public:
+    Fd() = default;
+    explicit Fd(int fd) : fd_(fd) {}
+    ~Fd() { reset(); }
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+    Fd& operator=(Fd&& other) noexcept {
+        if (this != &other) {
+            reset();
+            fd_ = other.fd_;
+            other.fd_ = -1;
+        }
+        return *this;
+    }
+
+    int get() const { return fd_; }
+    void reset() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+private:
+    int fd_ = -1;
+};
+
+struct Pipe {
+    Fd read_end;
+    Fd write_end;
+};
+
+Result<Pipe> make_pipe() {
+    int fds[2];
+    // O_CLOEXEC: handlerd's ends must not leak into this child or any other.
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+        return make_error(ErrorCode::internal,
+                          std::string("could not create a pipe: ") + std::strerror(errno));
+    return Pipe{Fd(fds[0]), Fd(fds[1])};
+}
+
+std::string quote(const std::string& word) {
+    if (!word.empty() && word.find_first_of(" \t\n'\"\\$`;&|<>*?()[]{}") == std::string::npos)
+        return word;
+    std::string quoted = "'";
+    for (char c : word) {
+        if (c == '\'') quoted += "'\\''";
+        else quoted += c;
+    }
+    return quoted + "'";
+}
+
+int exit_code_of(int status) {
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return 255;
+}
+
+// Ends the child and collects it, so a failed run never leaves a zombie behind.
+void kill_and_reap(pid_t pid) {
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+}
+
+// While a write to the child's stdin can hit a closed pipe, SIGPIPE is blocked for this
+// thread (and a pending one consumed afterwards): the default action would end handlerd.
+class SigpipeGuard {
+public:
+    SigpipeGuard() {
+        sigemptyset(&sigpipe_);
+        sigaddset(&sigpipe_, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &sigpipe_, &old_);
+    }
+    ~SigpipeGuard() {
+        timespec zero{};
+        while (sigtimedwait(&sigpipe_, nullptr, &zero) > 0) {
+        }
+        pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    }
+    SigpipeGuard(const SigpipeGuard&) = delete;
+    SigpipeGuard& operator=(const SigpipeGuard&) = delete;
+
+private:
+    sigset_t sigpipe_;
+    sigset_t old_;
+};
+
+} // namespace
+
+std::string describe_command(const std::vector<std::string>& argv) {
+    std::string line;
+    for (const std::string& word : argv) {
+        if (!line.empty()) line += ' ';
+        line += quote(word);
+    }
+    return line;
+}
+
+Result<CommandResult> SystemCommandRunner::run(const CommandRequest& request) {
+    if (request.argv.empty() || request.argv.front().empty())
+        return make_error(ErrorCode::invalid_argument, "no program to run (empty argv)");
+
+    auto out = make_pipe();
+    if (!out) return out.take_error();
+    auto err = make_pipe();
+    if (!err) return err.take_error();
+    std::optional<Pipe> in;
+    if (request.stdin_data) {
+        auto pipe = make_pipe();
+        if (!pipe) return pipe.take_error();
+        in = std::move(*pipe);
+    }
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (in) posix_spawn_file_actions_adddup2(&actions, in->read_end.get(), 0);
+    else posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, out->write_end.get(), 1);
+    posix_spawn_file_actions_adddup2(&actions, err->write_end.get(), 2);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t no_signals;
+    sigemptyset(&no_signals);
+    sigset_t all_signals;
+    sigfillset(&all_signals);
+    posix_spawnattr_setsigmask(&attributes, &no_signals);
+    posix_spawnattr_setsigdefault(&attributes, &all_signals);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+    std::vector<char*> argv;
+    argv.reserve(request.argv.size() + 1);
+    for (const std::string& word : request.argv) argv.push_back(const_cast<char*>(word.c_str()));
+    argv.push_back(nullptr);
+
+    pid_t pid = -1;
+    int spawn_error =
+        posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    if (spawn_error != 0) {
+        ErrorCode code = spawn_error == ENOENT ? ErrorCode::unavailable : ErrorCode::internal;
+        return make_error(code, "could not run `" + request.argv.front() +
+                                    "`: " + std::strerror(spawn_error) +
+                                    (spawn_error == ENOENT ? " (is it installed and in PATH?)"
+                                                           : ""));
+    }
+
+    // The child holds its own copies now; closing ours is what lets EOF arrive.
+    out->write_end.reset();
+    err->write_end.reset();
+    if (in) in->read_end.reset();
+    if (in && request.stdin_data->empty()) in->write_end.reset();
+
+    // Handlerd's ends are non-blocking: a blocking write of a large stdin would wait for
+    // a child that itself waits for us to read its output. (The child's ends are other
+    // open file descriptions and stay blocking.)
+    for (int fd : {out->read_end.get(), err->read_end.get(), in ? in->write_end.get() : -1})
+        if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+
+    SigpipeGuard sigpipe_guard;
+    CommandResult result;
+    std::size_t written = 0;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(request.timeout_ms);
+    char buffer[16 * 1024];
+
+    while (out->read_end.get() >= 0 || err->read_end.get() >= 0) {
+        pollfd fds[3];
+        nfds_t count = 0;
+        auto add = [&](const Fd& fd, short events) {
+            if (fd.get() >= 0) fds[count++] = pollfd{fd.get(), events, 0};
+        };
+        add(out->read_end, POLLIN);
+        add(err->read_end, POLLIN);
+        if (in) add(in->write_end, POLLOUT);
+
+        auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - std::chrono::steady_clock::now())
+                             .count();
+        if (remaining <= 0) {
+            kill_and_reap(pid);
+            return make_error(ErrorCode::unavailable,
+                              "`" + describe_command(request.argv) + "` did not finish within " +
+                                  std::to_string(request.timeout_ms) + " ms and was killed");
+        }
+        int ready = ::poll(fds, count, static_cast<int>(std::min<std::int64_t>(remaining, 1000)));
+        if (ready < 0) {
+            if (errno == EINTR) continue;
+            int saved = errno;
+            kill_and_reap(pid);
+            return make_error(ErrorCode::internal, std::string("poll failed: ") + std::strerror(saved));
+        }
+        for (nfds_t i = 0; i < count; ++i) {
+            if (fds[i].revents == 0) continue;
+            if (in && fds[i].fd == in->write_end.get()) {
+                const std::string& data = *request.stdin_data;
+                ssize_t n = ::write(fds[i].fd, data.data() + written, data.size() - written);
+                if (n > 0) written += static_cast<std::size_t>(n);
+                // EPIPE: the program stopped reading; what it did read is its business.
+                if ((n < 0 && errno != EINTR && errno != EAGAIN) || written == data.size())
+                    in->write_end.reset();
+                continue;
+            }
+            Fd& source = fds[i].fd == out->read_end.get() ? out->read_end : err->read_end;
+            std::string& sink = &source == &out->read_end ? result.stdout_text : result.stderr_text;
+            ssize_t n = ::read(source.get(), buffer, sizeof buffer);
+            if (n > 0) {
+                sink.append(buffer, static_cast<std::size_t>(n));
+                if (sink.size() > request.output_limit_bytes) {
+                    kill_and_reap(pid);
+                    return make_error(ErrorCode::too_large,
+                                      "`" + describe_command(request.argv) + "` printed more than " +
+                                          std::to_string(request.output_limit_bytes) +
+                                          " bytes and was killed");
+                }
+            } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+                source.reset();
+            }
+        }
+    }
+
+    // Whatever stdin was not taken by now never will be; an open pipe would keep a
+    // program that reads to EOF waiting until the deadline.
+    if (in) in->write_end.reset();
+    int status = 0;
+    // Output is closed; the child is exiting. Its exit is still bounded by the deadline
+    // in case it closed its output early and kept running.
+    for (;;) {
+        pid_t done = ::waitpid(pid, &status, WNOHANG);
+        if (done == pid) break;
+        if (done < 0 && errno != EINTR) {
+            return make_error(ErrorCode::internal,
+                              std::string("waitpid failed: ") + std::strerror(errno));
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+            kill_and_reap(pid);
+            return make_error(ErrorCode::unavailable,
+                              "`" + describe_command(request.argv) + "` did not finish within " +
+                                  std::to_string(request.timeout_ms) + " ms and was killed");
+        }
+        ::usleep(2000);
+    }
+    result.exit_code = exit_code_of(status);
+    return result;
+}
+
+} // namespace handler::runtime

@@ -1,0 +1,363 @@
+// PodmanRuntime over the fake runner: the exact security-relevant flags, that nothing of
+// the user's home, ~/.ssh, ~/.aws, the runtime folder or the podman socket is mounted,
+// the parsing of real podman 4.3 output (samples/), and error messages.
+#include "runtime/podman_runtime.hpp"
+
+#include "support/fake_command_runner.hpp"
+#include "support/fakes.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace handler::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using handler::testing::contains;
+using handler::testing::FakeCommandRunner;
+using handler::testing::TempDir;
+
+std::string sample(const std::string& name) {
+    auto text = read_file(fs::path(HANDLER_RUNTIME_SAMPLES_DIR) / name);
+    if (!text) ADD_FAILURE() << text.error().message;
+    return text ? *text : std::string();
+}
+
+bool has(const std::vector<std::string>& argv, const std::string& word) {
+    return std::find(argv.begin(), argv.end(), word) != argv.end();
+}
+
+// A home folder with a project, a second project and the secrets next to them, as on a
+// user's machine. Everything lives in a temporary folder.
+class PodmanRuntimeTest : public ::testing::Test {
+protected:
+    PodmanRuntimeTest() {
+        home_ = dir_.path() / "home";
+        project_ = home_ / "projects" / "alpha";
+        other_project_ = home_ / "projects" / "beta";
+        for (const fs::path& folder :
+             {project_, other_project_, home_ / ".ssh", home_ / ".aws",
+              home_ / ".local/share/handler", home_ / ".config/handler", dir_.path() / "run/handler",
+              dir_.path() / "knowledge"})
+            fs::create_directories(folder);
+        paths_.config_dir = home_ / ".config/handler";
+        paths_.data_dir = home_ / ".local/share/handler";
+        paths_.runtime_dir = dir_.path() / "run/handler";
+        options_ = PodmanOptions::for_user(home_, paths_, 1000);
+    }
+
+    ContainerSpec spec() const {
+        ContainerSpec spec;
+        spec.session_id = "s-42";
+        spec.image = "localhost/handler-test-busybox:latest";
+        spec.argv = {"sleep", "infinity"};
+        spec.project_path = project_;
+        return spec;
+    }
+
+    std::vector<std::string> run_argv(const ContainerSpec& container) {
+        PodmanRuntime runtime(runner_, options_);
+        runner_.answer(0, "0123abcd\n");
+        auto id = runtime.create_and_start(container);
+        EXPECT_TRUE(id) << (id ? "" : id.error().message);
+        return runner_.last_argv();
+    }
+
+    TempDir dir_;
+    fs::path home_, project_, other_project_;
+    Paths paths_;
+    PodmanOptions options_;
+    FakeCommandRunner runner_;
+};
+
+TEST_F(PodmanRuntimeTest, RunsTheHardenedCommandLine) {
+    ContainerSpec container = spec();
+    container.env = {{"TERM", "xterm-256color"}, {"API_KEY", "stand-in"}};
+    const std::string p = fs::canonical(project_).string();
+    const std::vector<std::string> expected = {
+        "podman", "run", "--detach", "--name", "handler-s-42",
+        "--label", "io.handler.managed=1", "--label", "io.handler.session=s-42",
+        "--pull=never", "--userns=keep-id", "--cap-drop=all",
+        "--security-opt=no-new-privileges", "--network=none", "--pids-limit=4096",
+        "--tmpfs=/tmp:rw,nosuid,nodev,mode=1777", "--tmpfs=/home/agent:rw,nosuid,nodev,U",
+        "--volume=" + p + ":" + project_.string() + ":rw", "--init",
+        "--workdir=" + project_.string(), "--env=HOME=/home/agent",
+        "--env=TERM=xterm-256color", "--env=API_KEY=stand-in",
+        "localhost/handler-test-busybox:latest", "sleep", "infinity"};
+    EXPECT_EQ(run_argv(container), expected);
+}
+
+TEST_F(PodmanRuntimeTest, ReturnsTheIdPodmanPrinted) {
+    PodmanRuntime runtime(runner_, options_);
+    runner_.answer(0, "6e5a042cfa69\n", "Resource limits are not supported and ignored on cgroups V1 rootless systems\n");
+    auto id = runtime.create_and_start(spec());
+    ASSERT_TRUE(id) << id.error().message;
+    EXPECT_EQ(*id, "6e5a042cfa69");
+}
+
+TEST_F(PodmanRuntimeTest, MountsOnlyTheProjectAndNothingOfTheHostsSecrets) {
+    ContainerSpec container = spec();
+    container.read_only_mounts = {{dir_.path() / "knowledge", "/knowledge"}};
+    std::vector<std::string> argv = run_argv(container);
+    std::vector<std::string> mounts;
+    for (const std::string& word : argv)
+        if (word.starts_with("--volume") || word.starts_with("-v") || word.starts_with("--mount"))
+            mounts.push_back(word);
+    ASSERT_EQ(mounts.size(), 2u);
+    EXPECT_EQ(mounts[1], "--volume=" + fs::canonical(dir_.path() / "knowledge").string() +
+                             ":/knowledge:ro");
+    const std::string joined = describe_command(argv);
+    for (const std::string& secret :
+         {home_.string() + ":", (home_ / ".ssh").string(), (home_ / ".aws").string(),
+          paths_.data_dir.string(), paths_.runtime_dir.string(), std::string("podman.sock"),
+          std::string("/run/user"), (home_ / "projects/beta").string()})
+        EXPECT_FALSE(contains(joined, secret)) << secret << " in " << joined;
+    EXPECT_FALSE(has(argv, "--privileged"));
+    EXPECT_FALSE(has(argv, "--env-host"));
+    EXPECT_FALSE(std::any_of(argv.begin(), argv.end(),
+                             [](const std::string& w) { return w.starts_with("--cap-add"); }));
+}
+
+TEST_F(PodmanRuntimeTest, HonoursTtyInteractiveNetworkWorkdirAndLabels) {
+    ContainerSpec container = spec();
+    container.tty = true;
+    container.interactive = true;
+    container.network = NetworkMode::slirp4netns;
+    container.workdir = project_ / "src";
+    container.labels = {{"io.example.purpose", "test"}};
+    std::vector<std::string> argv = run_argv(container);
+    EXPECT_TRUE(has(argv, "--tty"));
+    EXPECT_TRUE(has(argv, "--interactive"));
+    EXPECT_TRUE(has(argv, "--network=slirp4netns"));
+    EXPECT_TRUE(has(argv, "--workdir=" + (project_ / "src").string()));
+    EXPECT_TRUE(has(argv, "io.example.purpose=test"));
+}
+
+TEST_F(PodmanRuntimeTest, RefusesMountsThatWouldExposeTheHomeOrSecrets) {
+    PodmanRuntime runtime(runner_, options_);
+    for (const fs::path& bad :
+         {home_, home_.parent_path(), fs::path("/"), home_ / ".ssh", home_ / ".aws",
+          home_ / ".local/share/handler", home_ / ".local", paths_.runtime_dir,
+          paths_.runtime_dir.parent_path()}) {
+        ContainerSpec container = spec();
+        container.project_path = bad;
+        auto result = runtime.run_command(container);
+        ASSERT_FALSE(result) << bad;
+        EXPECT_EQ(result.error().code, ErrorCode::forbidden) << bad << ": " << result.error().message;
+        EXPECT_TRUE(contains(result.error().message, bad.string())) << result.error().message;
+    }
+    ContainerSpec container = spec();
+    container.read_only_mounts = {{home_ / ".ssh", {}}};
+    EXPECT_FALSE(runtime.run_command(container));
+    EXPECT_TRUE(runner_.requests.empty()) << "nothing may run when validation fails";
+}
+
+TEST_F(PodmanRuntimeTest, RefusesASymlinkThatLeadsToTheHome) {
+    fs::create_directory_symlink(home_, dir_.path() / "innocent");
+    ContainerSpec container = spec();
+    container.project_path = dir_.path() / "innocent";
+    PodmanRuntime runtime(runner_, options_);
+    auto result = runtime.run_command(container);
+    ASSERT_FALSE(result);
+    EXPECT_EQ(result.error().code, ErrorCode::forbidden);
+}
+
+TEST_F(PodmanRuntimeTest, RefusesMalformedInput) {
+    PodmanRuntime runtime(runner_, options_);
+    auto refused = [&](ContainerSpec container, const std::string& expected_text) {
+        auto result = runtime.run_command(container);
+        ASSERT_FALSE(result) << expected_text;
+        EXPECT_TRUE(contains(result.error().message, expected_text)) << result.error().message;
+    };
+    ContainerSpec container = spec();
+    container.session_id = "../x";
+    refused(container, "session id");
+    container = spec();
+    container.image = "--privileged";
+    refused(container, "image reference");
+    container = spec();
+    container.argv.clear();
+    refused(container, "empty argv");
+    container = spec();
+    container.project_path = "relative/path";
+    refused(container, "absolute");
+    container = spec();
+    container.project_path = dir_.path() / "missing";
+    refused(container, "not an existing folder");
+    fs::create_directories(dir_.path() / "a:b");
+    container = spec();
+    container.project_path = dir_.path() / "a:b";
+    refused(container, "':'");
+    container = spec();
+    container.env = {{"BAD NAME", "x"}};
+    refused(container, "BAD NAME");
+    container = spec();
+    container.labels = {{"io.handler.session", "other"}};
+    refused(container, "reserved");
+}
+
+TEST_F(PodmanRuntimeTest, RunFailureNamesTheCommandSessionAndStderr) {
+    PodmanRuntime runtime(runner_, options_);
+    runner_.answer(125, "", "Error: localhost/nope: image not known\n");
+    auto id = runtime.create_and_start(spec());
+    ASSERT_FALSE(id);
+    EXPECT_EQ(id.error().code, ErrorCode::unavailable);
+    const std::string& message = id.error().message;
+    EXPECT_TRUE(contains(message, "`podman run` for session s-42 failed (exit 125)")) << message;
+    EXPECT_TRUE(contains(message, "image not known")) << message;
+    EXPECT_TRUE(contains(message, "docs/containers.md")) << message;
+}
+
+TEST_F(PodmanRuntimeTest, MissingPodmanIsReported) {
+    PodmanRuntime runtime(runner_, options_);
+    runner_.fail(make_error(ErrorCode::unavailable,
+                            "could not run `podman`: No such file or directory"));
+    auto id = runtime.create_and_start(spec());
+    ASSERT_FALSE(id);
+    EXPECT_TRUE(contains(id.error().message, "`podman run`: could not run")) << id.error().message;
+}
+
+TEST_F(PodmanRuntimeTest, ExecStopRemoveCommands) {
+    PodmanRuntime runtime(runner_, options_);
+    runner_.answer(0, "1003\n");
+    ExecRequest request{{"id", "-u"}, {{"A", "b"}}, project_, std::nullopt, 5000};
+    auto result = runtime.exec("6e5a042cfa69", request);
+    ASSERT_TRUE(result) << result.error().message;
+    EXPECT_EQ(result->stdout_text, "1003\n");
+    EXPECT_EQ(runner_.last_argv(),
+              (std::vector<std::string>{"podman", "exec", "--workdir=" + project_.string(),
+                                        "--env=A=b", "6e5a042cfa69", "id", "-u"}));
+    EXPECT_EQ(runner_.requests.back().timeout_ms, 5000);
+
+    ASSERT_TRUE(runtime.stop("6e5a042cfa69", std::chrono::milliseconds(1500)));
+    EXPECT_EQ(runner_.last_argv(),
+              (std::vector<std::string>{"podman", "stop", "--time=2", "6e5a042cfa69"}));
+    ASSERT_TRUE(runtime.remove("6e5a042cfa69"));
+    EXPECT_EQ(runner_.last_argv(),
+              (std::vector<std::string>{"podman", "rm", "--force", "6e5a042cfa69"}));
+    EXPECT_FALSE(runtime.stop("--all", std::chrono::milliseconds(0)));
+    EXPECT_EQ(runner_.requests.size(), 3u) << "an id that looks like an option never runs";
+}
+
+TEST_F(PodmanRuntimeTest, ExecReturnsTheProgramsExitCode) {
+    PodmanRuntime runtime(runner_, options_);
+    runner_.answer(1, "", "");
+    ExecRequest request;
+    request.argv = {"test", "-e", "/nope"};
+    auto result = runtime.exec("abc", request);
+    ASSERT_TRUE(result);
+    EXPECT_EQ(result->exit_code, 1);
+}
+
+TEST_F(PodmanRuntimeTest, ExecInAStoppedContainerIsAnError) {
+    PodmanRuntime runtime(runner_, options_);
+    runner_.answer(125, "", "Error: can only create exec sessions on running containers: container state improper\n");
+    ExecRequest request;
+    request.argv = {"true"};
+    auto result = runtime.exec("abc", request);
+    ASSERT_FALSE(result);
+    EXPECT_TRUE(contains(result.error().message, "`podman exec` for container abc failed (exit 125)"))
+        << result.error().message;
+    EXPECT_TRUE(contains(result.error().message, "state improper"));
+}
+
+TEST_F(PodmanRuntimeTest, TrailingSlashesDoNotHideTheHome) {
+    ContainerSpec container = spec();
+    container.project_path = home_.string() + "/";
+    PodmanRuntime runtime(runner_, options_);
+    auto result = runtime.run_command(container);
+    ASSERT_FALSE(result);
+    EXPECT_EQ(result.error().code, ErrorCode::forbidden);
+}
+
+TEST_F(PodmanRuntimeTest, InspectParsesARealRunningContainer) {
+    PodmanRuntime runtime(runner_, options_);
+    runner_.answer(0, sample("inspect_running.json"));
+    auto info = runtime.inspect("handler-s1");
+    ASSERT_TRUE(info) << info.error().message;
+    EXPECT_EQ(runner_.last_argv(), (std::vector<std::string>{"podman", "container", "inspect",
+                                                             "--format=json", "handler-s1"}));
+    EXPECT_EQ(info->id, "6e5a042cfa6904fe1c9df4a434534aa529f87d9d7ed882e55d3afc7ba4a5d39d");
+    EXPECT_EQ(info->name, "handler-s1");
+    EXPECT_EQ(info->image, "localhost/handler-test-busybox:latest");
+    EXPECT_EQ(info->state, ContainerState::running);
+    EXPECT_EQ(info->session_id(), "s1");
+    EXPECT_EQ(info->labels.at("io.handler.managed"), "1");
+}
+
+TEST(PodmanParse, InspectOfAnExitedContainerHasItsExitCode) {
+    auto info = parse_podman_inspect(sample("inspect_exited.json"));
+    ASSERT_TRUE(info) << info.error().message;
+    EXPECT_EQ(info->state, ContainerState::exited);
+    EXPECT_EQ(info->exit_code, 143);
+}
+
+TEST(PodmanParse, PsListsLabelledContainers) {
+    auto list = parse_podman_ps(sample("ps_running.json"));
+    ASSERT_TRUE(list) << list.error().message;
+    ASSERT_EQ(list->size(), 1u);
+    EXPECT_EQ(list->front().name, "handler-s1");
+    EXPECT_EQ(list->front().state, ContainerState::running);
+    EXPECT_EQ(list->front().session_id(), "s1");
+    EXPECT_EQ(list->front().image, "localhost/handler-test-busybox:latest");
+}
+
+TEST(PodmanParse, EmptyAndBrokenOutput) {
+    auto empty = parse_podman_ps("[]\n");
+    ASSERT_TRUE(empty);
+    EXPECT_TRUE(empty->empty());
+    auto broken = parse_podman_ps("Error: something");
+    ASSERT_FALSE(broken);
+    EXPECT_TRUE(contains(broken.error().message, "podman ps")) << broken.error().message;
+    auto none = parse_podman_inspect("[]");
+    ASSERT_FALSE(none);
+    EXPECT_EQ(none.error().code, ErrorCode::not_found);
+}
+
+TEST_F(PodmanRuntimeTest, InspectOfAMissingContainerIsNotFound) {
+    PodmanRuntime runtime(runner_, options_);
+    // What podman 4.3.1 printed for a name that does not exist.
+    runner_.answer(125, "[]\n", "Error: inspecting object: no such object: \"nonexistent\"\n");
+    auto info = runtime.inspect("nonexistent");
+    ASSERT_FALSE(info);
+    EXPECT_EQ(info.error().code, ErrorCode::not_found);
+    EXPECT_TRUE(contains(info.error().message, "`podman container inspect` for container nonexistent"))
+        << info.error().message;
+}
+
+TEST_F(PodmanRuntimeTest, ListFiltersOnTheManagedLabel) {
+    PodmanRuntime runtime(runner_, options_);
+    runner_.answer(0, sample("ps_running.json"));
+    auto all = runtime.list(kManagedSelector);
+    ASSERT_TRUE(all) << all.error().message;
+    EXPECT_EQ(runner_.last_argv(),
+              (std::vector<std::string>{"podman", "ps", "--all", "--format=json",
+                                        "--filter=label=io.handler.managed=1"}));
+    runner_.answer(0, "[]");
+    auto one = runtime.list("io.handler.session=s1");
+    ASSERT_TRUE(one);
+    EXPECT_TRUE(has(runner_.last_argv(), "--filter=label=io.handler.session=s1"));
+    EXPECT_TRUE(has(runner_.last_argv(), "--filter=label=io.handler.managed=1"));
+}
+
+TEST_F(PodmanRuntimeTest, ImageExistsAndImport) {
+    PodmanRuntime runtime(runner_, options_);
+    runner_.answer(0);
+    EXPECT_TRUE(*runtime.image_exists("localhost/x:latest"));
+    runner_.answer(1);
+    EXPECT_FALSE(*runtime.image_exists("localhost/x:latest"));
+    runner_.answer(125, "", "Error: cannot set up namespace\n");
+    auto broken = runtime.image_exists("localhost/x:latest");
+    ASSERT_FALSE(broken);
+    EXPECT_TRUE(contains(broken.error().message, "cannot set up namespace"));
+
+    fs::path tarball = dir_.write("rootfs.tar", "not really a tar");
+    ASSERT_TRUE(runtime.import_image(tarball, "localhost/x:latest"));
+    EXPECT_EQ(runner_.last_argv(), (std::vector<std::string>{"podman", "import", "--quiet",
+                                                             tarball.string(), "localhost/x:latest"}));
+    EXPECT_FALSE(runtime.import_image(dir_.path() / "missing.tar", "localhost/x:latest"));
+}
+
+} // namespace
+} // namespace handler::runtime
