@@ -107,6 +107,29 @@ Result<fs::path> back_up(const fs::path& file, const std::string& original) {
     return backup;
 }
 
+// Backs up `original` (when the file existed), makes the folder (when it did not), then
+// writes `contents` atomically. Returns where the backup went.
+Result<std::optional<fs::path>> replace_file(const fs::path& file,
+                                             const std::optional<std::string>& original,
+                                             const std::string& contents) {
+    std::optional<fs::path> backup_path;
+    if (original) {
+        auto backup = back_up(file, *original);
+        if (!backup) return backup.take_error();
+        backup_path = *backup;
+    } else {
+        std::error_code error;
+        fs::create_directories(file.parent_path(), error);
+        if (error)
+            return make_error(ErrorCode::internal, "cannot create folder " +
+                                                       file.parent_path().string() + ": " +
+                                                       error.message());
+    }
+    if (auto written = write_file_atomic(file, contents, 0644); !written)
+        return written.take_error();
+    return backup_path;
+}
+
 } // namespace
 
 Result<ConfigChange> set_toml_string(const fs::path& file, const std::string& table,
@@ -149,19 +172,10 @@ Result<ConfigChange> set_toml_string(const fs::path& file, const std::string& ta
         contents = serialised.str();
     }
 
-    if (existed) {
-        auto backup = back_up(file, original);
-        if (!backup) return backup.take_error();
-        change.backup = *backup;
-    } else {
-        fs::create_directories(file.parent_path(), error);
-        if (error)
-            return make_error(ErrorCode::internal, "cannot create folder " +
-                                                       file.parent_path().string() + ": " +
-                                                       error.message());
-    }
-    if (auto written = write_file_atomic(file, contents, 0644); !written)
-        return written.take_error();
+    auto replaced = replace_file(file, existed ? std::optional<std::string>(original) : std::nullopt,
+                                 contents);
+    if (!replaced) return replaced.take_error();
+    change.backup = replaced->value_or(fs::path());
     change.changed = true;
     return change;
 }
@@ -170,22 +184,16 @@ Result<ConfigChange> write_text_file(const fs::path& file, const std::string& co
                                      const std::string& what) {
     ConfigChange change{file, {}, false, what};
     std::error_code error;
+    std::optional<std::string> existing;
     if (fs::exists(file, error)) {
         auto current = read_file(file);
         if (!current) return current.take_error();
         if (*current == contents) return change;
-        auto backup = back_up(file, *current);
-        if (!backup) return backup.take_error();
-        change.backup = *backup;
-    } else {
-        fs::create_directories(file.parent_path(), error);
-        if (error)
-            return make_error(ErrorCode::internal, "cannot create folder " +
-                                                       file.parent_path().string() + ": " +
-                                                       error.message());
+        existing = std::move(*current);
     }
-    if (auto written = write_file_atomic(file, contents, 0644); !written)
-        return written.take_error();
+    auto replaced = replace_file(file, existing, contents);
+    if (!replaced) return replaced.take_error();
+    change.backup = replaced->value_or(fs::path());
     change.changed = true;
     return change;
 }
