@@ -1,10 +1,12 @@
 #include "setup/setup.hpp"
 
+#include "runtime/podman_runtime.hpp"
 #include "setup/user_config.hpp"
 
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <ostream>
 #include <set>
 
@@ -23,6 +25,9 @@ struct Outcome {
     std::vector<ConfigChange> changes;
     std::vector<std::string> notes; // what setup did or could not do, in sentences
     std::string daemon;             // "running", "started", "failed", "not started"
+    std::string image;              // "present", "built", "failed"; empty: not tried
+    std::string image_reference;
+    std::vector<std::string> image_progress;
     bool refused = false;
 };
 
@@ -63,6 +68,68 @@ void apply(AutoFix fix, SetupContext& context, Outcome& outcome) {
     }
 }
 
+// The image builder's commands go through the probe like every other command setup runs,
+// so the setup tests fake podman and mmdebstrap with FakeSystemProbe.
+class ProbeCommandRunner final : public runtime::CommandRunner {
+public:
+    explicit ProbeCommandRunner(SystemProbe& probe) : probe_(probe) {}
+    Result<runtime::CommandResult> run(const runtime::CommandRequest& request) override {
+        auto output = probe_.run(request.argv, static_cast<int>(request.timeout_ms));
+        if (!output) return output.take_error();
+        if (output->timed_out)
+            return make_error(ErrorCode::unavailable,
+                              "`" + runtime::describe_command(request.argv) + "` did not finish in " +
+                                  std::to_string(request.timeout_ms / 1000) + " s: " + output->err);
+        return runtime::CommandResult{output->exit_code, std::move(output->out),
+                                      std::move(output->err)};
+    }
+
+private:
+    SystemProbe& probe_;
+};
+
+bool checks_pass(const Outcome& outcome) {
+    return std::none_of(outcome.checks.begin(), outcome.checks.end(),
+                        [](const Check& check) { return check.status == CheckStatus::problem; });
+}
+
+// Only once podman is usable: a build on a machine with problems would fail for the
+// reason the checks already name, after a minute of downloading.
+void ensure_base_image(SetupContext& context, const SetupOptions& options, Outcome& outcome) {
+    if (!checks_pass(outcome)) {
+        outcome.notes.push_back("the base image is built once the problems above are fixed");
+        return;
+    }
+    ProbeCommandRunner runner(context.probe);
+    runtime::PodmanRuntime podman(runner, runtime::PodmanOptions{});
+    std::map<std::string, std::string> environment;
+    for (const char* name : {"XDG_CACHE_HOME", "HOME"})
+        if (auto value = context.probe.env(name)) environment[name] = *value;
+    runtime::ImageBuilder builder(
+        runner, podman,
+        runtime::ImageBuilderOptions{
+            runtime::default_build_dir([&environment](const char* name) -> const char* {
+                auto found = environment.find(name);
+                return found == environment.end() ? nullptr : found->second.c_str();
+            })});
+    const auto recipe = context.base_image_recipe.value_or(runtime::default_base_recipe());
+    bool built = false;
+    auto reference = builder.ensure_base_image(recipe, [&](const std::string& line) {
+        // Its progress says whether it builds: "building base image ..." comes first then.
+        if (line.rfind("building", 0) == 0) built = true;
+        outcome.image_progress.push_back(line);
+        // A build takes about a minute: say so as it happens, not afterwards.
+        if (!options.json) context.out << line << "\n" << std::flush;
+    });
+    if (!reference) {
+        outcome.image = "failed";
+        outcome.notes.push_back("base image not built: " + reference.error().message);
+        return;
+    }
+    outcome.image = built ? "built" : "present";
+    outcome.image_reference = *reference;
+}
+
 void start_daemon(SetupContext& context, Outcome& outcome) {
     if (context.daemon_running()) {
         outcome.daemon = "running";
@@ -92,14 +159,12 @@ const char* marker(CheckStatus status) {
 
 // A handlerd that would not start is a problem too: setup promises a running daemon.
 bool any_problem(const Outcome& outcome) {
-    if (outcome.daemon == "failed") return true;
+    if (outcome.daemon == "failed" || outcome.image == "failed") return true;
     return std::any_of(outcome.checks.begin(), outcome.checks.end(),
                        [](const Check& check) { return check.status == CheckStatus::problem; });
 }
 
-void print_human(std::ostream& out, const Outcome& outcome, const SetupOptions& options,
-                 const std::string& user) {
-    out << "handler setup: checking this machine for " << user << "\n";
+void print_human(std::ostream& out, const Outcome& outcome, const SetupOptions& options) {
     for (const auto& check : outcome.checks) {
         out << "  " << marker(check.status) << " " << check.id
             << std::string(check.id.size() < 9 ? 9 - check.id.size() : 1, ' ') << check.found
@@ -129,7 +194,11 @@ void print_human(std::ostream& out, const Outcome& outcome, const SetupOptions& 
     if (outcome.daemon == "failed")
         out << "handlerd did not start (see the note above); fix that, then run `handler "
                "setup` again.\n";
-    if (problems == 0 && outcome.daemon != "failed") out << "Ready: no problems found.\n";
+    if (outcome.image == "failed")
+        out << "the base image could not be built (see the note above); fix that, then run "
+               "`handler setup` again.\n";
+    if (problems == 0 && outcome.daemon != "failed" && outcome.image != "failed")
+        out << "Ready: no problems found.\n";
 }
 
 void print_json(std::ostream& out, const Outcome& outcome, const SetupOptions& options,
@@ -155,6 +224,13 @@ void print_json(std::ostream& out, const Outcome& outcome, const SetupOptions& o
                       {"changes", std::move(changes)},
                       {"notes", std::move(notes)}};
     if (!outcome.daemon.empty()) root["daemon"] = outcome.daemon;
+    if (!outcome.image.empty()) {
+        json::array progress;
+        for (const auto& line : outcome.image_progress) progress.emplace_back(line);
+        root["image"] = json::object{{"status", outcome.image},
+                                     {"reference", outcome.image_reference},
+                                     {"progress", std::move(progress)}};
+    }
     out << json::serialize(root) << "\n";
 }
 
@@ -184,6 +260,8 @@ std::string systemd_unit(const fs::path& handlerd_path) {
 int run_setup(const SetupOptions& options, SetupContext& context) {
     Outcome outcome;
     const std::string user = context.probe.user_name();
+    // First, so the image build's live progress lines come after it.
+    if (!options.json) context.out << "handler setup: checking this machine for " << user << "\n";
     const Check root = check_root(context.probe);
     if (root.status == CheckStatus::problem) {
         outcome.checks.push_back(root);
@@ -191,7 +269,7 @@ int run_setup(const SetupOptions& options, SetupContext& context) {
         if (options.json)
             print_json(context.out, outcome, options, user);
         else
-            print_human(context.out, outcome, options, user);
+            print_human(context.out, outcome, options);
         return 1;
     }
 
@@ -217,13 +295,14 @@ int run_setup(const SetupOptions& options, SetupContext& context) {
                                    systemd_unit(context.probe.self_dir() / "handlerd"),
                                    "the handlerd user service; enable it with: systemctl "
                                    "--user daemon-reload && systemctl --user enable handlerd"));
+        ensure_base_image(context, options, outcome);
         start_daemon(context, outcome);
     }
 
     if (options.json)
         print_json(context.out, outcome, options, user);
     else
-        print_human(context.out, outcome, options, user);
+        print_human(context.out, outcome, options);
     return any_problem(outcome) ? 1 : 0;
 }
 

@@ -1,13 +1,16 @@
 // `handler setup`: checks the machine, applies the fixes that only touch the user's own
-// files, writes the systemd user unit where systemd runs, and starts handlerd. Safe to
-// run any number of times. docs/setup.md.
+// files, builds the base image when it is missing (docs/images.md), writes the systemd
+// user unit where systemd runs, and starts handlerd. Safe to run any number of times.
+// docs/setup.md.
 #pragma once
 
+#include "runtime/image_builder.hpp"
 #include "setup/checks.hpp"
 #include "setup/system_probe.hpp"
 
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 
 namespace handler::setup {
@@ -22,6 +25,9 @@ struct SetupContext {
     std::ostream& out;
     // Whether handlerd answers on its socket; the CLI asks its API client.
     std::function<bool()> daemon_running;
+    // The base image to ensure once the checks pass; unset: runtime::default_base_recipe()
+    // of this host. Its commands (podman, mmdebstrap) run through `probe`, so tests fake them.
+    std::optional<runtime::BaseImageRecipe> base_image_recipe = std::nullopt;
 };
 
 // The systemd user unit for handlerd at `handlerd_path`.

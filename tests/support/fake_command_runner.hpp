@@ -6,6 +6,7 @@
 #include "runtime/process.hpp"
 
 #include <deque>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@ class FakeCommandRunner final : public runtime::CommandRunner {
 public:
     Result<runtime::CommandResult> run(const runtime::CommandRequest& request) override {
         requests.push_back(request);
+        if (on_run) on_run(request);
         if (script_.empty()) return runtime::CommandResult{};
         Result<runtime::CommandResult> answer = std::move(script_.front());
         script_.pop_front();
@@ -34,6 +36,8 @@ public:
     const std::vector<std::string>& last_argv() const { return requests.back().argv; }
 
     std::vector<runtime::CommandRequest> requests;
+    // Called before each answer, to do what the real program would (write a file).
+    std::function<void(const runtime::CommandRequest&)> on_run;
 
 private:
     std::deque<Result<runtime::CommandResult>> script_;

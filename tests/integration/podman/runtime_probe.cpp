@@ -8,7 +8,10 @@
 //   runtime_probe inspect ID                              prints key=value lines
 //   runtime_probe list SELECTOR                           prints "id session state" lines
 //   runtime_probe stop ID GRACE_MS | remove ID | image-exists REF | import TARBALL REF
+//   runtime_probe ensure-base-image    this host's base image (docs/images.md): progress
+//                                      on stderr, the reference on stdout
 #include "core/paths.hpp"
+#include "runtime/image_builder.hpp"
 #include "runtime/podman_runtime.hpp"
 
 #include <cstdlib>
@@ -29,7 +32,8 @@ int failed(const Error& error) {
 }
 
 int usage() {
-    std::cerr << "usage: runtime_probe run|exec|inspect|list|stop|remove|image-exists|import ...\n";
+    std::cerr << "usage: runtime_probe run|exec|inspect|list|stop|remove|image-exists|import|"
+                 "ensure-base-image ...\n";
     return 64;
 }
 
@@ -107,6 +111,14 @@ int main(int argc, char** argv) {
     if (command == "import" && arguments.size() == 3) {
         auto imported = runtime.import_image(arguments[1], arguments[2]);
         return imported ? 0 : failed(imported.error());
+    }
+    if (command == "ensure-base-image" && arguments.size() == 1) {
+        ImageBuilder builder(runner, runtime);
+        auto reference = builder.ensure_base_image(
+            default_base_recipe(), [](const std::string& line) { std::cerr << line << "\n"; });
+        if (!reference) return failed(reference.error());
+        std::cout << *reference << "\n";
+        return 0;
     }
     return usage();
 }

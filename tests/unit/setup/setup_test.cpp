@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace handler::setup {
@@ -32,6 +34,8 @@ struct MachineFixture {
     TempDir home;
     FakeSystemProbe probe;
     bool daemon_running = false;
+    // No CA and fixed values, so nothing of this machine's /etc reaches the tests.
+    runtime::BaseImageRecipe recipe{"trixie", "apt", {"git", "curl"}, "http://deb.debian.org/debian", {}};
 
     MachineFixture() {
         probe.environment["HOME"] = home.path().string();
@@ -46,12 +50,22 @@ struct MachineFixture {
         probe.on_run = [this](const Argv& argv) {
             if (argv == kReset) probe.answer(kInfo, 0, FakeSystemProbe::podman_info("runc", "overlay", 0, 0));
             if (argv == kStartDaemon) daemon_running = true;
+            // mmdebstrap writes the tarball named second to last.
+            if (!argv.empty() && argv[0] == "mmdebstrap")
+                std::ofstream(argv.at(argv.size() - 2)) << "rootfs";
         };
+    }
+
+    std::string image() const { return runtime::base_image_ref(recipe).value(); }
+    Argv image_exists() const { return {"podman", "image", "exists", image()}; }
+    bool ran_program(const std::string& program) const {
+        return std::any_of(probe.ran.begin(), probe.ran.end(),
+                           [&](const Argv& argv) { return !argv.empty() && argv[0] == program; });
     }
 
     Run run(SetupOptions options) {
         std::ostringstream out;
-        SetupContext context{probe, out, [this] { return daemon_running; }};
+        SetupContext context{probe, out, [this] { return daemon_running; }, recipe};
         const int code = run_setup(options, context);
         return {code, out.str()};
     }
@@ -190,6 +204,82 @@ TEST(SetupRun, AFailedDaemonStartIsReportedWithItsMessage) {
     EXPECT_TRUE(contains(result.out, "could not start /opt/handler/bin/handlerd --detach: "
                                      "handlerd: config.toml:3:1: not valid TOML"))
         << result.out;
+}
+
+} // namespace
+} // namespace handler::setup
+
+namespace handler::setup {
+namespace {
+
+TEST(SetupImage, AnExistingBaseImageIsNotRebuilt) {
+    MachineFixture machine;
+    auto result = machine.run({});
+    EXPECT_EQ(result.code, 0) << result.out;
+    EXPECT_TRUE(machine.ran(machine.image_exists()));
+    EXPECT_FALSE(machine.ran_program("mmdebstrap"));
+    EXPECT_TRUE(contains(result.out, "base image " + machine.image() + " is up to date")) << result.out;
+}
+
+TEST(SetupImage, AMissingBaseImageIsBuiltWithProgressThenImported) {
+    MachineFixture machine;
+    machine.probe.programs.insert("mmdebstrap");
+    machine.probe.answer(machine.image_exists(), 1, "");
+    auto result = machine.run({});
+    EXPECT_EQ(result.code, 0) << result.out;
+    EXPECT_TRUE(machine.ran_program("mmdebstrap"));
+    EXPECT_TRUE(std::any_of(machine.probe.ran.begin(), machine.probe.ran.end(), [&](const Argv& argv) {
+        return argv.size() == 5 && argv[1] == "import" && argv[4] == machine.image();
+    }));
+    EXPECT_TRUE(contains(result.out, "building base image " + machine.image() +
+                                         " (trixie, 2 packages)")) << result.out;
+    EXPECT_TRUE(contains(result.out, "is ready")) << result.out;
+    // Progress comes as it happens, after the header and before the summary.
+    EXPECT_LT(result.out.find("checking this machine"), result.out.find("building base image"));
+    EXPECT_LT(result.out.find("building base image"), result.out.find("Ready: no problems found."));
+    // The build's files are gone; only the private folder stays.
+    EXPECT_TRUE(std::filesystem::is_empty(machine.home.path() / ".cache/handler/build"));
+
+    auto json_result = machine.run({false, true});
+    auto parsed = boost::json::parse(json_result.out).as_object();
+    EXPECT_EQ(parsed.at("image").as_object().at("status").as_string(), "built");
+    EXPECT_EQ(parsed.at("image").as_object().at("reference").as_string(), machine.image());
+}
+
+TEST(SetupImage, CheckNeverBuildsOrEvenLooks) {
+    MachineFixture machine;
+    machine.probe.programs.insert("mmdebstrap");
+    machine.probe.answer(machine.image_exists(), 1, "");
+    auto result = machine.run({true, false});
+    EXPECT_FALSE(machine.ran(machine.image_exists()));
+    EXPECT_FALSE(machine.ran_program("mmdebstrap"));
+    EXPECT_FALSE(contains(result.out, "base image")) << result.out;
+}
+
+TEST(SetupImage, AFailedBuildIsAProblemThatSaysWhatToDo) {
+    MachineFixture machine; // no mmdebstrap on PATH
+    machine.probe.answer(machine.image_exists(), 1, "");
+    auto result = machine.run({});
+    EXPECT_EQ(result.code, 1) << result.out;
+    EXPECT_TRUE(contains(result.out, "note: base image not built")) << result.out;
+    EXPECT_TRUE(contains(result.out, "apt-get install mmdebstrap")) << result.out;
+    EXPECT_FALSE(contains(result.out, "Ready: no problems found.")) << result.out;
+
+    auto json_result = machine.run({false, true});
+    auto parsed = boost::json::parse(json_result.out).as_object();
+    EXPECT_FALSE(parsed.at("ok").as_bool());
+    EXPECT_EQ(parsed.at("image").as_object().at("status").as_string(), "failed");
+}
+
+TEST(SetupImage, NotBuiltWhileProblemsRemain) {
+    MachineFixture machine;
+    machine.probe.programs.insert("mmdebstrap");
+    machine.probe.files.erase("/etc/subuid");
+    machine.probe.files.erase("/etc/subgid");
+    auto result = machine.run({});
+    EXPECT_EQ(result.code, 1) << result.out;
+    EXPECT_FALSE(machine.ran(machine.image_exists()));
+    EXPECT_TRUE(contains(result.out, "base image is built once the problems above are fixed")) << result.out;
 }
 
 } // namespace

@@ -1,0 +1,166 @@
+// A ContainerRuntime that runs nothing: containers and images live in maps, every call is
+// recorded, and a test can make any call fail once (STYLE.md: fakes live in
+// tests/support). Behaves like podman where callers depend on it: ids are unique,
+// stopping a stopped container is fine, removing or inspecting a missing one is
+// not_found, list() returns only containers with the managed label and the selector.
+#pragma once
+
+#include "runtime/container_runtime.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace handler::testing {
+
+class FakeContainerRuntime final : public runtime::ContainerRuntime {
+public:
+    struct Container {
+        runtime::ContainerSpec spec;
+        runtime::ContainerInfo info;
+    };
+    struct Import {
+        std::filesystem::path tarball;
+        std::string reference;
+        bool tarball_existed = false; // whether the file was there when import ran
+    };
+
+    Result<std::string> create_and_start(const runtime::ContainerSpec& spec) override {
+        calls.push_back("create_and_start");
+        if (auto error = take_failure("create_and_start")) return *error;
+        if (!images.count(spec.image))
+            return make_error(ErrorCode::not_found, "image " + spec.image + " is not present");
+        const std::string name = "handler-" + spec.session_id;
+        for (const auto& [id, container] : containers)
+            if (container.info.name == name)
+                return make_error(ErrorCode::conflict, "container " + name + " already exists");
+        const std::string id = "fake" + std::to_string(++next_id_);
+        runtime::ContainerInfo info;
+        info.id = id;
+        info.name = name;
+        info.image = spec.image;
+        info.state = runtime::ContainerState::running;
+        info.labels = spec.labels;
+        info.labels[runtime::kManagedLabel] = "1";
+        info.labels[runtime::kSessionLabel] = spec.session_id;
+        containers[id] = Container{spec, std::move(info)};
+        return id;
+    }
+
+    Result<runtime::ExecResult> exec(const std::string& id,
+                                     const runtime::ExecRequest& request) override {
+        calls.push_back("exec");
+        execs.emplace_back(id, request);
+        if (auto error = take_failure("exec")) return *error;
+        auto found = containers.find(id);
+        if (found == containers.end())
+            return make_error(ErrorCode::not_found, "no container " + id);
+        if (found->second.info.state != runtime::ContainerState::running)
+            return make_error(ErrorCode::conflict, "container " + id + " is not running");
+        if (exec_handler) return exec_handler(id, request);
+        return runtime::ExecResult{};
+    }
+
+    Result<void> stop(const std::string& id, std::chrono::milliseconds) override {
+        calls.push_back("stop");
+        if (auto error = take_failure("stop")) return *error;
+        auto found = containers.find(id);
+        if (found == containers.end()) return make_error(ErrorCode::not_found, "no container " + id);
+        if (found->second.info.state == runtime::ContainerState::running) {
+            found->second.info.state = runtime::ContainerState::exited;
+            found->second.info.exit_code = 143; // SIGTERM, as the init reports it
+        }
+        return {};
+    }
+
+    Result<void> remove(const std::string& id) override {
+        calls.push_back("remove");
+        if (auto error = take_failure("remove")) return *error;
+        if (containers.erase(id) == 0) return make_error(ErrorCode::not_found, "no container " + id);
+        return {};
+    }
+
+    Result<runtime::ContainerInfo> inspect(const std::string& id) override {
+        calls.push_back("inspect");
+        if (auto error = take_failure("inspect")) return *error;
+        auto found = containers.find(id);
+        if (found == containers.end()) return make_error(ErrorCode::not_found, "no container " + id);
+        return found->second.info;
+    }
+
+    Result<std::vector<runtime::ContainerInfo>> list(const std::string& selector) override {
+        calls.push_back("list");
+        if (auto error = take_failure("list")) return *error;
+        const auto equals = selector.find('=');
+        const std::string key = selector.substr(0, equals);
+        const std::string value = equals == std::string::npos ? "" : selector.substr(equals + 1);
+        std::vector<runtime::ContainerInfo> found;
+        for (const auto& [id, container] : containers) {
+            const auto& labels = container.info.labels;
+            auto managed = labels.find(runtime::kManagedLabel);
+            auto wanted = labels.find(key);
+            if (managed != labels.end() && managed->second == "1" && wanted != labels.end() &&
+                (equals == std::string::npos || wanted->second == value))
+                found.push_back(container.info);
+        }
+        return found;
+    }
+
+    Result<bool> image_exists(const std::string& reference) override {
+        calls.push_back("image_exists");
+        if (auto error = take_failure("image_exists")) return *error;
+        return images.count(reference) > 0;
+    }
+
+    Result<void> import_image(const std::filesystem::path& tarball,
+                              const std::string& reference) override {
+        calls.push_back("import_image");
+        std::error_code ignored;
+        imports.push_back({tarball, reference, std::filesystem::exists(tarball, ignored)});
+        if (auto error = take_failure("import_image")) return *error;
+        images.insert(reference);
+        return {};
+    }
+
+    // The next call of `method` ("exec", "import_image", ...) fails with `error`.
+    void fail_next(const std::string& method, Error error) {
+        failures_[method].push_back(std::move(error));
+    }
+
+    // Ends a running container as if its program exited with `exit_code`.
+    void exit_container(const std::string& id, int exit_code) {
+        auto& info = containers.at(id).info;
+        info.state = runtime::ContainerState::exited;
+        info.exit_code = exit_code;
+    }
+
+    std::set<std::string> images;
+    std::map<std::string, Container> containers; // by id
+    std::vector<Import> imports;
+    std::vector<std::pair<std::string, runtime::ExecRequest>> execs;
+    std::vector<std::string> calls; // method names, in order
+    // Answers exec on a running container; unset: exit 0 with no output.
+    std::function<Result<runtime::ExecResult>(const std::string&, const runtime::ExecRequest&)>
+        exec_handler;
+
+private:
+    std::optional<Error> take_failure(const std::string& method) {
+        auto found = failures_.find(method);
+        if (found == failures_.end() || found->second.empty()) return std::nullopt;
+        Error error = std::move(found->second.front());
+        found->second.pop_front();
+        return error;
+    }
+
+    std::map<std::string, std::deque<Error>> failures_;
+    int next_id_ = 0;
+};
+
+} // namespace handler::testing
