@@ -10,6 +10,8 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/beast/core/basic_stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
@@ -19,9 +21,19 @@
 #include <boost/beast/websocket.hpp>
 #pragma GCC diagnostic pop
 
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <deque>
 #include <exception>
 #include <optional>
+#include <thread>
 
 namespace handler::api::client {
 namespace {
@@ -196,7 +208,286 @@ private:
     bool connected_ = false;
 };
 
+// Reads the input descriptor on its own thread (a terminal, a pipe, a file or /dev/null:
+// poll works on all of them, where epoll would refuse files) and posts each piece to the
+// io thread. stop() wakes it through a pipe and joins it.
+class InputPump {
+public:
+    InputPump(net::io_context& io, int fd, std::function<void(std::optional<std::string>)> deliver)
+        : io_(io), fd_(fd), deliver_(std::move(deliver)) {
+        if (fd_ < 0 || ::pipe2(wake_, O_CLOEXEC) != 0) return;
+        thread_ = std::thread([this] { loop(); });
+    }
+    ~InputPump() { stop(); }
+
+    void stop() {
+        if (!thread_.joinable()) return;
+        const char byte = 0;
+        [[maybe_unused]] auto ignored = ::write(wake_[1], &byte, 1);
+        thread_.join();
+        ::close(wake_[0]);
+        ::close(wake_[1]);
+    }
+
+private:
+    void loop() {
+        char buffer[16 * 1024];
+        for (;;) {
+            pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+            if (::poll(fds, 2, -1) < 0) {
+                if (errno == EINTR) continue;
+                break;
+            }
+            if (fds[1].revents != 0) return;
+            const ssize_t got = ::read(fd_, buffer, sizeof buffer);
+            if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (got <= 0) break;
+            net::post(io_, [this, data = std::string(buffer, static_cast<std::size_t>(got))]() mutable {
+                deliver_(std::move(data));
+            });
+        }
+        net::post(io_, [this] { deliver_(std::nullopt); });
+    }
+
+    net::io_context& io_;
+    const int fd_;
+    std::function<void(std::optional<std::string>)> deliver_;
+    int wake_[2] = {-1, -1};
+    std::thread thread_;
+};
+
+// The terminal WebSocket: connect → handshake → read loop, with input, resizes and the
+// detach key feeding one write queue.
+class TerminalLink {
+public:
+    TerminalLink(const std::filesystem::path& socket, std::string_view target, TerminalHooks& hooks,
+                 unsigned connect_timeout_ms)
+        : socket_(socket), target_(target), hooks_(hooks), timeout_ms_(connect_timeout_ms),
+          ws_(io_), winch_(io_) {}
+
+    Result<TerminalEnd> run() {
+        auto& lowest = beast::get_lowest_layer(ws_);
+        lowest.expires_after(std::chrono::milliseconds(timeout_ms_));
+        lowest.async_connect(Local::endpoint(socket_.native()), [this](beast::error_code error) {
+            if (error) return fail(error);
+            connected_ = true;
+            beast::get_lowest_layer(ws_).expires_never();
+            ws_.set_option(websocket::stream_base::timeout{
+                std::chrono::milliseconds(timeout_ms_), websocket::stream_base::none(), false});
+            ws_.read_message_max(std::size_t{64} << 20);
+            ws_.async_handshake(response_, "localhost", target_, [this](beast::error_code handshake_error) {
+                if (handshake_error) return on_handshake_error(handshake_error);
+                on_open();
+            });
+        });
+        io_.run();
+        if (pump_) pump_->stop();
+        if (error_) return std::move(*error_);
+        if (!end_) return make_error(ErrorCode::unavailable, "the terminal stream ended without a word");
+        return std::move(*end_);
+    }
+
+private:
+    void on_open() {
+        read();
+        if (hooks_.window_size) {
+            send_size();
+            winch_.add(SIGWINCH);
+            watch_window();
+        }
+        if (hooks_.input_fd >= 0)
+            pump_.emplace(io_, hooks_.input_fd, [this](std::optional<std::string> data) {
+                on_input(std::move(data));
+            });
+    }
+
+    void watch_window() {
+        winch_.async_wait([this](const boost::system::error_code& error, int) {
+            if (error || done_) return;
+            send_size();
+            watch_window();
+        });
+    }
+
+    void send_size() {
+        auto size = hooks_.window_size();
+        if (!size) return;
+        enqueue(boost::json::serialize(boost::json::object{
+                    {"type", "resize"}, {"rows", size->first}, {"cols", size->second}}),
+                false);
+    }
+
+    void on_input(std::optional<std::string> data) {
+        if (done_) return;
+        if (!data) {
+            if (hooks_.eof_on_input_end) enqueue(R"({"type":"eof"})", false);
+            return;
+        }
+        bool keep = true;
+        if (hooks_.filter) keep = hooks_.filter(*data);
+        if (!data->empty()) enqueue(std::move(*data), true);
+        if (!keep) {
+            end_ = TerminalEnd{TerminalEnd::How::detached, 0, {}};
+            close();
+        }
+    }
+
+    void enqueue(std::string bytes, bool binary) {
+        if (closing_) return;
+        queue_.push_back({std::move(bytes), binary});
+        if (!writing_) write_next();
+    }
+
+    void write_next() {
+        if (queue_.empty()) {
+            if (close_when_drained_) close();
+            return;
+        }
+        writing_ = true;
+        ws_.binary(queue_.front().second);
+        ws_.async_write(net::buffer(queue_.front().first), [this](beast::error_code error, std::size_t) {
+            writing_ = false;
+            queue_.pop_front();
+            if (error) return fail(error);
+            write_next();
+        });
+    }
+
+    void close() {
+        if (writing_) {
+            close_when_drained_ = true;
+            return;
+        }
+        if (closing_) return;
+        closing_ = true;
+        stop_extras();
+        ws_.async_close(websocket::close_code::normal, [](beast::error_code) {});
+    }
+
+    void stop_extras() {
+        done_ = true;
+        boost::system::error_code ignored;
+        winch_.cancel(ignored);
+    }
+
+    void read() {
+        ws_.async_read(buffer_, [this](beast::error_code error, std::size_t) {
+            if (error) return on_read_error(error);
+            const auto data = buffer_.cdata();
+            const std::string_view bytes(static_cast<const char*>(data.data()), data.size());
+            if (ws_.got_binary()) {
+                if (!bytes.empty() && hooks_.output)
+                    hooks_.output(static_cast<OutputStream>(bytes.front()), bytes.substr(1));
+            } else if (!on_text(bytes)) {
+                return;
+            }
+            buffer_.consume(buffer_.size());
+            read();
+        });
+    }
+
+    // False: the stream is over (an error was recorded).
+    bool on_text(std::string_view text) {
+        boost::system::error_code error;
+        auto value = boost::json::parse(text, error);
+        const auto* object = error ? nullptr : value.if_object();
+        const auto* type = object ? object->if_contains("type") : nullptr;
+        if (type == nullptr || !type->is_string()) return true; // newer server: ignore
+        auto text_of = [&](const char* key) {
+            const auto* field = object->if_contains(key);
+            return field && field->is_string() ? std::string(field->as_string()) : std::string();
+        };
+        if (*type == "attached") {
+            const auto* tty = object->if_contains("tty");
+            const auto* produced = object->if_contains("produced");
+            if (hooks_.attached)
+                hooks_.attached(tty && tty->is_bool() && tty->as_bool(),
+                                produced && produced->is_number() ? produced->to_number<std::uint64_t>() : 0);
+        } else if (*type == "exit") {
+            const auto* code = object->if_contains("code");
+            end_ = TerminalEnd{TerminalEnd::How::exited,
+                               code && code->is_int64() ? code->as_int64() : 255, {}};
+            stop_extras();
+        } else if (*type == "ended") {
+            end_ = TerminalEnd{TerminalEnd::How::ended, 0, text_of("reason")};
+            stop_extras();
+        } else if (*type == "error") {
+            const std::string code = text_of("code");
+            error_ = make_error(code == "not_found" ? ErrorCode::not_found : ErrorCode::invalid_argument,
+                                text_of("message"));
+            if (end_) error_.reset();
+            if (!end_) {
+                stop_extras();
+                close();
+                return false;
+            }
+        }
+        return true;
+    }
+
+    void on_handshake_error(beast::error_code error) {
+        if (error != websocket::error::upgrade_declined) return fail(error);
+        std::string message = response_.body();
+        boost::system::error_code parse_error;
+        auto value = boost::json::parse(message, parse_error);
+        if (!parse_error && value.is_object())
+            if (const auto* inner = value.as_object().if_contains("error"); inner && inner->is_object())
+                if (const auto* text = inner->as_object().if_contains("message"); text && text->is_string())
+                    message = std::string(text->as_string());
+        error_ = make_error(response_.result_int() == 404 ? ErrorCode::not_found : ErrorCode::unavailable,
+                            message);
+        stop_extras();
+    }
+
+    void on_read_error(beast::error_code error) {
+        stop_extras();
+        if (end_ || error_) return; // the last word was said; any close is fine
+        if (error == websocket::error::closed) {
+            const auto& reason = ws_.reason();
+            error_ = make_error(ErrorCode::unavailable,
+                                "handlerd closed the terminal (code " + std::to_string(reason.code) +
+                                    (reason.reason.empty() ? std::string()
+                                                           : ": " + std::string(reason.reason.c_str())) +
+                                    ")");
+            return;
+        }
+        fail(error);
+    }
+
+    void fail(beast::error_code error) {
+        stop_extras();
+        if (!error_ && !end_) error_ = connection_error(socket_, error, connected_, timeout_ms_);
+        beast::error_code ignored;
+        beast::get_lowest_layer(ws_).socket().close(ignored);
+    }
+
+    const std::filesystem::path& socket_;
+    const std::string target_;
+    TerminalHooks& hooks_;
+    const unsigned timeout_ms_;
+    net::io_context io_;
+    websocket::stream<Stream> ws_;
+    net::signal_set winch_;
+    websocket::response_type response_;
+    beast::flat_buffer buffer_;
+    std::deque<std::pair<std::string, bool>> queue_;
+    std::optional<InputPump> pump_;
+    std::optional<Error> error_;
+    std::optional<TerminalEnd> end_;
+    bool connected_ = false;
+    bool writing_ = false;
+    bool closing_ = false;
+    bool close_when_drained_ = false;
+    bool done_ = false;
+};
+
 } // namespace
+
+Result<TerminalEnd> attach_terminal(const std::filesystem::path& socket, std::string_view target,
+                                    TerminalHooks& hooks, unsigned connect_timeout_ms) {
+    TerminalLink link(socket, target, hooks, connect_timeout_ms);
+    return link.run();
+}
 
 Result<Response> request(const std::filesystem::path& socket, std::string_view method,
                          std::string_view target, std::string body, unsigned timeout_ms) {

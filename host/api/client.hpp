@@ -6,10 +6,14 @@
 #pragma once
 
 #include "api/http_types.hpp"
+#include "api/session_control.hpp"
 #include "core/result.hpp"
 
 #include <filesystem>
+#include <cstdint>
 #include <functional>
+#include <optional>
+#include <utility>
 #include <string>
 #include <string_view>
 
@@ -40,5 +44,38 @@ using EventCallback = std::function<Follow(std::string_view message)>;
 // long as it takes. An exception from on_event ends the stream as Error{internal}.
 Result<void> follow_events(const std::filesystem::path& socket, const EventCallback& on_event,
                            unsigned connect_timeout_ms = 10'000);
+
+// What attach_terminal does with the terminal WebSocket (docs/api.md) on the CLI's side.
+struct TerminalHooks {
+    // The greeting: whether the session has a terminal, and its output offset so far.
+    std::function<void(bool tty, std::uint64_t produced)> attached;
+    // Each chunk of output, in order.
+    std::function<void(OutputStream stream, std::string_view bytes)> output;
+    // Input is read from this descriptor on a thread of its own (-1: no input). Each
+    // piece passes through `filter` first (if set), which may change it; returning false
+    // detaches once what is left has been sent (the detach key).
+    int input_fd = -1;
+    std::function<bool(std::string& bytes)> filter;
+    // When the input ends: send {"type":"eof"} (a pipe session's stdin closes); otherwise
+    // stay attached without input.
+    bool eof_on_input_end = false;
+    // The window size (rows, cols), sent at the start and on every SIGWINCH; unset or
+    // nullopt: none is sent.
+    std::function<std::optional<std::pair<std::uint16_t, std::uint16_t>>()> window_size;
+};
+
+struct TerminalEnd {
+    enum class How { exited = 1, ended, detached };
+    How how = How::ended;
+    std::int64_t exit_code = 0; // exited
+    std::string reason;         // ended: why (failed, lost, removed, handlerd stopping)
+};
+
+// Attaches to `target` (/api/v1/sessions/ID/terminal[?...]) and runs until the program
+// exits, the session ends, or the filter detaches. An Error: no connection, a refused
+// upgrade, a protocol error from handlerd ({"type":"error"} on attach, e.g. no such
+// session), or a dropped connection.
+Result<TerminalEnd> attach_terminal(const std::filesystem::path& socket, std::string_view target,
+                                    TerminalHooks& hooks, unsigned connect_timeout_ms = 10'000);
 
 } // namespace handler::api::client

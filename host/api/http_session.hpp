@@ -10,6 +10,8 @@
 
 #include "api/server_guards.hpp"
 #include "api/server_state.hpp"
+#include "api/terminal_session.hpp"
+#include "api/terminal_target.hpp"
 #include "api/websocket_session.hpp"
 
 #pragma GCC diagnostic push
@@ -118,17 +120,31 @@ private:
                               "request target must be a path starting with '/'");
 
         const std::string_view path = target.substr(0, target.find('?'));
+        auto terminal = parse_terminal_target(target);
         if (websocket::is_upgrade(request)) {
-            if (path != kEventsPath)
+            if (path != kEventsPath && !terminal)
                 return send_error(ErrorCode::not_found,
-                                  "only " + std::string(kEventsPath) + " takes a WebSocket");
+                                  "only " + std::string(kEventsPath) +
+                                      " and /api/v1/sessions/{id}/terminal take a WebSocket");
+            if (terminal && !*terminal) return send_error(terminal->error().code, terminal->error().message);
             if (closing_ || state_->stopping)
                 return send_error(ErrorCode::unavailable, "handlerd is stopping");
             phase_ = Phase::upgraded;
+            if (terminal) {
+                std::make_shared<TerminalSocket>(std::move(stream_), state_, over_tcp_,
+                                                 std::move((*terminal)->session_id),
+                                                 (*terminal)->options)
+                    ->start(parser_->get());
+                return;
+            }
             std::make_shared<WebSocketSession>(std::move(stream_), state_, over_tcp_)
                 ->start(parser_->get());
             return;
         }
+        if (terminal)
+            return send_error(ErrorCode::invalid_argument,
+                              "GET " + std::string(path) +
+                                  " is a WebSocket: send it with Upgrade: websocket");
         if (path == kEventsPath)
             return send_error(ErrorCode::invalid_argument,
                               "GET " + std::string(kEventsPath) +

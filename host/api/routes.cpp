@@ -155,7 +155,8 @@ json::array json_list(const std::vector<T>& items, ToJson to_json_fn) {
 
 Response Routes::dispatch(const Call& call) {
     const std::string& resource = call.segments[0];
-    if (call.segments.size() > 2) return no_route(call.method, call.target);
+    if (call.segments.size() > (resource == "sessions" ? 3u : 2u))
+        return no_route(call.method, call.target);
     if (resource == "status") return status(call);
     if (resource == "plugins") return plugins(call);
     if (resource == "contexts") return contexts(call);
@@ -538,18 +539,108 @@ Response Routes::delete_agent(std::int64_t id) {
 // ---- sessions ---------------------------------------------------------------------
 
 Response Routes::sessions(const Call& call) {
-    if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
-    if (call.segments.size() == 2) {
-        auto session = store_.get_session(call.segments[1]);
+    const auto& segments = call.segments;
+    if (segments.size() == 1) {
+        if (call.method == "POST") return start_session(call);
+        if (call.method != "GET") return not_allowed(call.method, call.target, {"GET", "POST"});
+        if (auto params = query_params(call.query, {}); !params) return error_response(params.error());
+        auto all = store_.list_sessions();
+        if (!all) return error_response(all.error());
+        return json_response(200, json::object{{"sessions", json_list(*all, [](const auto& s) {
+                                                    return to_json(s);
+                                                })}});
+    }
+    const std::string& id = segments[1];
+    if (segments.size() == 2) {
+        if (call.method == "DELETE") {
+            if (info_.sessions == nullptr) return no_session_service();
+            if (auto removed = info_.sessions->remove(id); !removed)
+                return error_response(removed.error());
+            return no_content();
+        }
+        if (call.method != "GET") return not_allowed(call.method, call.target, {"GET", "DELETE"});
+        auto session = store_.get_session(id);
         if (!session) return error_response(session.error());
         return json_response(200, to_json(*session));
     }
-    if (auto params = query_params(call.query, {}); !params) return error_response(params.error());
-    auto all = store_.list_sessions();
-    if (!all) return error_response(all.error());
-    return json_response(200, json::object{{"sessions", json_list(*all, [](const auto& s) {
-                                                return to_json(s);
-                                            })}});
+    const std::string& action = segments[2];
+    if (action == "stop") {
+        if (call.method != "POST") return not_allowed(call.method, call.target, {"POST"});
+        if (info_.sessions == nullptr) return no_session_service();
+        auto stopping = info_.sessions->stop(id);
+        if (!stopping) return error_response(stopping.error());
+        return json_response(202, to_json(*stopping));
+    }
+    if (action == "log") {
+        if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
+        if (auto params = query_params(call.query, {}); !params) return error_response(params.error());
+        if (info_.sessions == nullptr) return no_session_service();
+        auto log = info_.sessions->log(id);
+        if (!log) return error_response(log.error());
+        Response response;
+        response.body = std::move(log->text);
+        response.content_type = "application/octet-stream";
+        // A follower attaches with ?from=<this> and misses nothing in between.
+        response.headers["X-Handler-Log-End"] = std::to_string(log->end);
+        response.headers["X-Handler-Log-Truncated"] = log->truncated ? "1" : "0";
+        return response;
+    }
+    if (action == "terminal")
+        return error_response(ErrorCode::invalid_argument,
+                              "GET " + call.target +
+                                  " is a WebSocket: send it with an Upgrade: websocket header");
+    return no_route(call.method, call.target);
+}
+
+Response Routes::no_session_service() {
+    return error_response(ErrorCode::unavailable, "this handlerd has no session service");
+}
+
+Response Routes::start_session(const Call& call) {
+    if (info_.sessions == nullptr) return no_session_service();
+    auto body = parse_body(call.body);
+    if (!body) return error_response(body.error());
+    BodyReader reader(*body);
+    if (auto known = reader.allow_only({"agent", "harness", "name", "directory", "prompt",
+                                        "args", "rows", "cols"});
+        !known)
+        return error_response(known.error());
+    StartRequest request;
+    auto agent = reader.optional_string("agent");
+    if (!agent) return error_response(agent.error());
+    auto harness = reader.optional_string("harness");
+    if (!harness) return error_response(harness.error());
+    auto name = reader.optional_string("name");
+    if (!name) return error_response(name.error());
+    if (int{agent->has_value()} + int{harness->has_value()} + int{name->has_value()} > 1)
+        return error_response(ErrorCode::invalid_argument,
+                              "give at most one of 'agent' (an agent's name), 'harness' (a "
+                              "harness id such as \"shell\") and 'name' (either)");
+    request.agent = *agent;
+    request.harness = *harness;
+    request.name = *name;
+    auto directory = reader.required_string("directory");
+    if (!directory) return error_response(directory.error());
+    request.directory = *directory;
+    auto prompt = reader.optional_string("prompt");
+    if (!prompt) return error_response(prompt.error());
+    request.prompt = prompt->value_or("");
+    auto args = reader.optional_string_list("args");
+    if (!args) return error_response(args.error());
+    request.args = args->value_or(std::vector<std::string>{});
+    for (const auto* field : {"rows", "cols"}) {
+        const auto* value = body->if_contains(field);
+        if (value == nullptr) continue;
+        if (!value->is_int64() || value->as_int64() < 1 || value->as_int64() > 10000)
+            return error_response(ErrorCode::invalid_argument,
+                                  std::string("field '") + field +
+                                      "' must be a whole number from 1 to 10000");
+        (std::string_view(field) == "rows" ? request.rows : request.cols) =
+            static_cast<std::uint16_t>(value->as_int64());
+    }
+    auto started = info_.sessions->start(request);
+    if (!started) return error_response(started.error());
+    return created(to_json(*started), "/api/v1/sessions/" + started->id);
 }
 
 } // namespace handler::api

@@ -9,6 +9,7 @@
 
 #include "api/event_hub.hpp"
 #include "api/http_types.hpp"
+#include "api/session_control.hpp"
 #include "core/clock.hpp"
 #include "plugins/plugin_record.hpp"
 
@@ -37,6 +38,8 @@ struct DaemonInfo {
     // The user's home folder: a project may not be it or contain it, since the agent
     // would then see ~/.ssh and every other project. Empty → no such check.
     std::filesystem::path home_dir;
+    // Starts, stops and removes sessions; null → those routes answer 503.
+    SessionControl* sessions = nullptr;
 };
 
 class Routes final : public RequestHandler {
@@ -57,6 +60,8 @@ private:
     Response accounts(const Call& call);
     Response agents(const Call& call);
     Response sessions(const Call& call);
+    Response start_session(const Call& call);
+    Response no_session_service();
 
     Response list_projects(const Call& call);
     Response create_project(const Call& call);

@@ -182,6 +182,11 @@ json::object to_json(const store::Session& session) {
             {"harness", session.harness},
             {"state", to_string(session.state)},
             {"exit_code", nullable(session.exit_code)},
+            {"mode", session.mode},
+            {"tty", session.tty},
+            {"image", session.image},
+            {"container", nullable(session.container_id)},
+            {"message", nullable(session.message)},
             {"created_at", session.created_at},
             {"updated_at", session.updated_at}};
 }

@@ -217,9 +217,10 @@ struct Server::Impl {
 };
 
 Server::Server(boost::asio::io_context& io, ServerOptions options, RequestHandler& handler,
-               EventHub& events)
+               EventHub& events, SessionControl* sessions)
     : impl_(std::make_unique<Impl>(Impl{io})) {
     impl_->running->state = std::make_shared<ServerState>(io, std::move(options), handler, events);
+    impl_->running->state->sessions = sessions;
     impl_->running->socket_path = impl_->running->state->options.socket_path;
 }
 
@@ -231,6 +232,7 @@ Server::~Server() {
     // the hub alone: both may be destroyed right after us.
     running.state->handler = nullptr;
     running.state->events = nullptr;
+    running.state->sessions = nullptr;
 }
 
 Result<void> Server::start() {

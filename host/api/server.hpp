@@ -8,6 +8,7 @@
 
 #include "api/event_hub.hpp"
 #include "api/http_types.hpp"
+#include "api/session_control.hpp"
 #include "core/result.hpp"
 
 #include <cstddef>
@@ -61,8 +62,10 @@ struct ServerOptions {
 // still open without waiting.
 class Server {
 public:
+    // `sessions` (may be null: the terminal WebSocket then answers 503) serves
+    // /api/v1/sessions/{id}/terminal and must outlive the Server too.
     Server(boost::asio::io_context& io, ServerOptions options, RequestHandler& handler,
-           EventHub& events);
+           EventHub& events, SessionControl* sessions = nullptr);
     ~Server();
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;

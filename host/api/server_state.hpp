@@ -58,6 +58,7 @@ struct ServerState {
     // io_context then neither call the handler nor touch the hub.
     RequestHandler* handler;
     EventHub* events;
+    SessionControl* sessions = nullptr;
     std::uint16_t tcp_port = 0;
     bool stopping = false;
 

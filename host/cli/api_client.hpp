@@ -2,6 +2,7 @@
 // against a fake daemon; the real one speaks HTTP over the unix socket.
 #pragma once
 
+#include "api/client.hpp"
 #include "api/http_types.hpp"
 #include "core/result.hpp"
 
@@ -17,6 +18,13 @@ public:
     // Error{unavailable} when handlerd does not answer; any HTTP status is a Response.
     virtual Result<api::Response> call(std::string_view method, std::string_view target,
                                        std::string_view body) = 0;
+    // The terminal WebSocket of a session (api::client::attach_terminal).
+    virtual Result<api::client::TerminalEnd> attach(std::string_view target,
+                                                    api::client::TerminalHooks& hooks) {
+        (void)target;
+        (void)hooks;
+        return make_error(ErrorCode::unavailable, "this client cannot attach to terminals");
+    }
 };
 
 std::unique_ptr<ApiClient> make_unix_socket_client(std::filesystem::path socket,

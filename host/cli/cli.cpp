@@ -2,15 +2,19 @@
 
 #include "cli/completions.hpp"
 #include "cli/output.hpp"
+#include "cli/terminal.hpp"
 #include "setup/setup.hpp"
 
 #include <boost/json.hpp>
+#include <unistd.h>
 #include <boost/url/encode.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 namespace handler::cli {
 namespace json = boost::json;
@@ -38,6 +42,16 @@ struct Options {
     bool all_projects = false;
     bool check_only = false;
     std::string shell;
+
+    // Sessions.
+    std::string target; // run/terminal: agent or harness; attach/logs/stop/rm: session id
+    std::optional<std::string> prompt;
+    std::vector<std::string> args;
+    bool detach = false;
+    std::string detach_keys = "ctrl-p,ctrl-q";
+    bool follow = false;
+    bool force = false;
+    bool read_only = false;
 };
 
 struct Tree {
@@ -55,6 +69,13 @@ struct Tree {
     CLI::App* agent_rm = nullptr;
     CLI::App* completions = nullptr;
     CLI::App* setup = nullptr;
+    CLI::App* run = nullptr;
+    CLI::App* terminal = nullptr;
+    CLI::App* attach = nullptr;
+    CLI::App* logs = nullptr;
+    CLI::App* session_list = nullptr;
+    CLI::App* session_stop = nullptr;
+    CLI::App* session_rm = nullptr;
 };
 
 void add_json_flag(CLI::App* command, Options& options) {
@@ -159,6 +180,50 @@ Tree define(CLI::App& app, Options& options) {
     tree.setup->add_flag("--check", options.check_only,
                          "Only check and report: write, reset and start nothing");
     add_json_flag(tree.setup, options);
+
+    tree.run = app.add_subcommand(
+        "run", "Start a session in the project of the current folder and attach to it");
+    tree.run->add_option("AGENT", options.target,
+                         "An agent's name, or a harness id such as `shell` (default: the "
+                         "project's only agent, else the shell)");
+    tree.run->add_option("-p,--prompt", options.prompt,
+                         "Run headless with this prompt; print the output and exit with the "
+                         "harness's status");
+    tree.run->add_flag("-d,--detach", options.detach, "Print the session id and return");
+    tree.run->add_option("--detach-keys", options.detach_keys,
+                         "Keys that detach and leave the session running")
+        ->capture_default_str();
+
+    tree.terminal = app.add_subcommand(
+        "terminal", "Start an interactive session with arguments for the harness's program");
+    tree.terminal->add_option("AGENT", options.target, "An agent's name or a harness id")
+        ->required();
+    tree.terminal->add_option("ARGS", options.args, "Arguments, after --");
+    tree.terminal->add_flag("-d,--detach", options.detach, "Print the session id and return");
+    tree.terminal->add_option("--detach-keys", options.detach_keys,
+                              "Keys that detach and leave the session running")
+        ->capture_default_str();
+
+    tree.attach = app.add_subcommand("attach", "Attach to a running session's terminal");
+    tree.attach->add_option("ID", options.target, "The session id (s_...)")->required();
+    tree.attach->add_option("--detach-keys", options.detach_keys,
+                            "Keys that detach and leave the session running")
+        ->capture_default_str();
+    tree.attach->add_flag("--read-only", options.read_only, "Watch without typing");
+
+    tree.logs = app.add_subcommand("logs", "Print a session's output");
+    tree.logs->add_option("ID", options.target, "The session id")->required();
+    tree.logs->add_flag("-f,--follow", options.follow, "Keep printing until the session ends");
+
+    auto* session = app.add_subcommand("session", "Sessions: running and ended");
+    session->require_subcommand(1);
+    tree.session_list = session->add_subcommand("list", "List sessions");
+    add_json_flag(tree.session_list, options);
+    tree.session_stop = session->add_subcommand("stop", "Stop a session (SIGTERM, then SIGKILL)");
+    tree.session_stop->add_option("ID", options.target, "The session id")->required();
+    tree.session_rm = session->add_subcommand("rm", "Remove an ended session and its output");
+    tree.session_rm->add_option("ID", options.target, "The session id")->required();
+    tree.session_rm->add_flag("-f,--force", options.force, "Stop it first if it still runs");
 
     tree.completions = app.add_subcommand("completions", "Print shell completions");
     tree.completions->add_option("SHELL", options.shell, "bash, zsh or fish")
@@ -443,6 +508,184 @@ int command_agent_rm(Session& session, const Options& options) {
     return kExitOk;
 }
 
+// ---- sessions ----------------------------------------------------------------------
+
+std::string session_path(const std::string& id) { return "/api/v1/sessions/" + url_encode(id); }
+
+void write_output(CliContext& context, api::OutputStream stream, std::string_view bytes) {
+    if (stream == api::OutputStream::stderr_) {
+        if (context.write_err) return context.write_err(bytes);
+        context.err.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        context.err.flush();
+        return;
+    }
+    if (context.write_out) return context.write_out(bytes);
+    context.out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    context.out.flush();
+}
+
+// Attaches and runs until the session ends or the user detaches; the exit code is the
+// program's when it exited.
+int attach_to(Session& session, const std::string& id, const Options& options,
+              std::string_view query, bool with_input, bool session_tty) {
+    CliContext& context = session.context();
+    // A keyboard only means raw mode and detach keys for a session with a terminal; a
+    // headless run reads our stdin as its own.
+    const bool keyboard = with_input && session_tty && context.input_fd >= 0 &&
+                          ::isatty(context.input_fd) != 0;
+    auto keys = DetachKeys::parse(keyboard ? options.detach_keys : std::string());
+    if (!keys) return session.fail(keys.error().message, kExitUsage);
+
+    api::client::TerminalHooks hooks;
+    hooks.output = [&context](api::OutputStream stream, std::string_view bytes) {
+        write_output(context, stream, bytes);
+    };
+    if (with_input) {
+        hooks.input_fd = context.input_fd;
+        hooks.filter = [&keys](std::string& bytes) { return keys->filter(bytes); };
+        // A pipe session's stdin ends with ours; a terminal has no such thing.
+        hooks.eof_on_input_end = !keyboard;
+        if (keyboard) hooks.window_size = [&context] { return window_size(context.input_fd); };
+    }
+    std::optional<RawMode> raw;
+    if (keyboard) raw.emplace(context.input_fd);
+    auto client = context.connect();
+    auto end = client->attach(session_path(id) + "/terminal" + std::string(query), hooks);
+    raw.reset();
+    if (!end) {
+        const bool unavailable = end.error().code == ErrorCode::unavailable;
+        return session.fail(end.error().message, unavailable ? kExitUnavailable : kExitRefused);
+    }
+    switch (end->how) {
+    case api::client::TerminalEnd::How::exited:
+        return static_cast<int>(end->exit_code & 0xff);
+    case api::client::TerminalEnd::How::detached:
+        context.err << "\r\nhandler: detached from session " << id << "; it keeps running. "
+                    << "`handler attach " << id << "` returns to it.\n";
+        return kExitOk;
+    case api::client::TerminalEnd::How::ended:
+        break;
+    }
+    return session.fail(end->reason.empty() ? "session " + id + " ended" : end->reason);
+}
+
+// Waits until a detached session has left `starting`, so a failure to start is reported
+// here and not discovered later.
+int wait_until_started(Session& session, const std::string& id) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    for (;;) {
+        auto answer = session.call("GET", session_path(id));
+        if (!answer) return session.exit_code();
+        const auto& record = answer->as_object();
+        const std::string state(record.at("state").as_string());
+        if (state == "failed")
+            return session.fail("session " + id + " failed to start: " +
+                                (record.at("message").is_string()
+                                     ? std::string(record.at("message").as_string())
+                                     : std::string("no reason recorded")));
+        if (state != "starting") return kExitOk;
+        if (std::chrono::steady_clock::now() > deadline)
+            return session.fail("session " + id + " is still starting after 120 s; see "
+                                "`handler session list`",
+                                kExitUnavailable);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+int command_run(Session& session, const Options& options, bool terminal) {
+    CliContext& context = session.context();
+    json::object body = {{"directory", context.current_dir.string()}};
+    if (!options.target.empty()) body["name"] = options.target;
+    if (options.prompt) {
+        if (options.prompt->empty()) return session.fail("the prompt is empty", kExitUsage);
+        body["prompt"] = *options.prompt;
+    }
+    if (terminal && !options.args.empty()) {
+        json::array args;
+        for (const auto& arg : options.args) args.emplace_back(arg);
+        body["args"] = std::move(args);
+    }
+    if (auto size = window_size(context.input_fd)) {
+        body["rows"] = size->first;
+        body["cols"] = size->second;
+    }
+    json::value value = body;
+    auto created = session.call("POST", "/api/v1/sessions", &value);
+    if (!created) return session.exit_code();
+    const std::string id(created->as_object().at("id").as_string());
+    if (options.detach) {
+        if (const int waited = wait_until_started(session, id); waited != kExitOk) return waited;
+        context.out << id << '\n';
+        return kExitOk;
+    }
+    const auto* tty = created->as_object().if_contains("tty");
+    return attach_to(session, id, options, "", true, tty == nullptr || tty->as_bool());
+}
+
+int command_attach(Session& session, const Options& options) {
+    auto record = session.call("GET", session_path(options.target));
+    if (!record) return session.exit_code();
+    const auto* tty = record->as_object().if_contains("tty");
+    return attach_to(session, options.target, options, options.read_only ? "?read_only=1" : "",
+                     !options.read_only, tty == nullptr || tty->as_bool());
+}
+
+int command_logs(Session& session, const Options& options) {
+    if (!session.call("GET", session_path(options.target))) return session.exit_code();
+    if (!options.follow) {
+        auto client = session.context().connect();
+        auto response = client->call("GET", session_path(options.target) + "/log", "");
+        if (!response) return session.fail(response.error().message, kExitUnavailable);
+        if (response->status != 200)
+            return session.fail("handlerd answered " + std::to_string(response->status) + ": " +
+                                response->body);
+        write_output(session.context(), api::OutputStream::stdout_, response->body);
+        return kExitOk;
+    }
+    // Everything kept, then live output from exactly where that ended.
+    auto client = session.context().connect();
+    auto response = client->call("GET", session_path(options.target) + "/log", "");
+    if (!response) return session.fail(response.error().message, kExitUnavailable);
+    write_output(session.context(), api::OutputStream::stdout_, response->body);
+    const auto end = response->headers.find("X-Handler-Log-End");
+    const std::string from = end == response->headers.end() ? "0" : end->second;
+    const int code = attach_to(session, options.target, options, "?read_only=1&from=" + from,
+                               false, false);
+    // Following ends when the session does; its exit status is not ours.
+    return code == kExitUnavailable || code == kExitRefused ? code : kExitOk;
+}
+
+int command_session_stop(Session& session, const Options& options) {
+    if (!session.call("POST", session_path(options.target) + "/stop")) return session.exit_code();
+    session.context().out << "Stopping session " << options.target << ".\n";
+    return kExitOk;
+}
+
+int command_session_rm(Session& session, const Options& options) {
+    if (options.force) {
+        auto record = session.call("GET", session_path(options.target));
+        if (!record) return session.exit_code();
+        const std::string state(record->as_object().at("state").as_string());
+        if (state == "running" || state == "starting") {
+            if (!session.call("POST", session_path(options.target) + "/stop"))
+                return session.exit_code();
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+            for (;;) {
+                auto now = session.call("GET", session_path(options.target));
+                if (!now) return session.exit_code();
+                const std::string current(now->as_object().at("state").as_string());
+                if (current != "running" && current != "starting") break;
+                if (std::chrono::steady_clock::now() > deadline)
+                    return session.fail("session " + options.target + " did not stop within 30 s");
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+        }
+    }
+    if (!session.call("DELETE", session_path(options.target))) return session.exit_code();
+    session.context().out << "Removed session " << options.target << ".\n";
+    return kExitOk;
+}
+
 } // namespace
 
 void define_commands(CLI::App& app) {
@@ -489,6 +732,15 @@ int run_cli(const std::vector<std::string>& arguments, CliContext& context) {
         if (tree.agent_show->parsed()) return command_agent_show(session, options);
         if (tree.agent_edit->parsed()) return command_agent_edit(session, options);
         if (tree.agent_rm->parsed()) return command_agent_rm(session, options);
+        if (tree.run->parsed()) return command_run(session, options, false);
+        if (tree.terminal->parsed()) return command_run(session, options, true);
+        if (tree.attach->parsed()) return command_attach(session, options);
+        if (tree.logs->parsed()) return command_logs(session, options);
+        if (tree.session_list->parsed())
+            return command_list(session, options, "/api/v1/sessions", "sessions",
+                                {"id", "harness", "state", "exit_code", "mode", "message"});
+        if (tree.session_stop->parsed()) return command_session_stop(session, options);
+        if (tree.session_rm->parsed()) return command_session_rm(session, options);
     } catch (const std::exception& error) {
         // A well-formed answer of an unexpected shape (a field missing or of another
         // type): the daemon and the CLI disagree about the API.

@@ -40,6 +40,13 @@ struct CliContext {
     bool as_root = false;
     // `handler setup` looks at the machine only through this probe; tests pass a fake.
     std::function<std::unique_ptr<setup::SystemProbe>()> make_probe;
+    // Where a session's input comes from (`handler run`, `attach`): -1 for none. When it
+    // is a terminal, it is put in raw mode while attached and the detach keys work.
+    int input_fd = -1;
+    // Raw output bytes of a session go straight here (stdout), unbuffered by iostreams;
+    // unset: to `out`.
+    std::function<void(std::string_view)> write_out;
+    std::function<void(std::string_view)> write_err;
 };
 
 // Builds the command tree without running anything: also the source of the shell

@@ -8,6 +8,24 @@
 #include <iostream>
 #include <unistd.h>
 
+#include <cerrno>
+#include <string_view>
+
+namespace {
+// Session output goes straight to the descriptor: a terminal program's screen must not
+// wait in an iostream buffer.
+void write_all(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+        const ssize_t written = ::write(fd, bytes.data(), bytes.size());
+        if (written < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
+        bytes.remove_prefix(static_cast<std::size_t>(written));
+    }
+}
+} // namespace
+
 int main(int argc, char** argv) {
     using namespace handler;
     std::error_code error;
@@ -26,6 +44,9 @@ int main(int argc, char** argv) {
             return daemon::run_daemon(daemon::DaemonOptions{command.verbosity, false});
         },
         ::geteuid() == 0,
-        [] { return setup::make_system_probe(); }};
+        [] { return setup::make_system_probe(); },
+        STDIN_FILENO,
+        [](std::string_view bytes) { write_all(STDOUT_FILENO, bytes); },
+        [](std::string_view bytes) { write_all(STDERR_FILENO, bytes); }};
     return cli::run_cli(std::vector<std::string>(argv + 1, argv + argc), context);
 }

@@ -15,6 +15,11 @@ public:
                                     std::string(body), timeout_ms_);
     }
 
+    Result<api::client::TerminalEnd> attach(std::string_view target,
+                                            api::client::TerminalHooks& hooks) override {
+        return api::client::attach_terminal(socket_, target, hooks, timeout_ms_);
+    }
+
 private:
     std::filesystem::path socket_;
     unsigned timeout_ms_;

@@ -126,4 +126,11 @@ fs::path builtin_plugin_dir() {
     return exe.parent_path().parent_path() / "lib" / "handler" / "plugins";
 }
 
+fs::path builtin_helper_dir() {
+    std::error_code error;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", error);
+    if (error) return {};
+    return exe.parent_path().parent_path() / "libexec" / "handler";
+}
+
 } // namespace handler

@@ -49,5 +49,8 @@ Result<std::string> read_file(const std::filesystem::path& path);
 // The installed plugin folder: <prefix>/lib/handler/plugins next to the running binary
 // (the build tree has the same layout), so neither build nor install hard-codes a path.
 std::filesystem::path builtin_plugin_dir();
+// <prefix>/libexec/handler next to the running executable's <prefix>/bin: handler's
+// in-container helper programs (handler-shim), mounted read-only into every session.
+std::filesystem::path builtin_helper_dir();
 
 } // namespace handler

@@ -8,6 +8,10 @@
 #include "daemon/process.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/registry.hpp"
+#include "runtime/image_builder.hpp"
+#include "runtime/podman_runtime.hpp"
+#include "runtime/process.hpp"
+#include "sessions/session_manager.hpp"
 #include "settings/settings.hpp"
 #include "store/store.hpp"
 
@@ -140,6 +144,36 @@ int run_daemon(const DaemonOptions& options) {
             status["tcp"] = nullptr;
         return status;
     };
+    // Sessions: podman through the CLI, one container per session (docs/containers.md).
+    runtime::SystemCommandRunner command_runner;
+    runtime::PodmanRuntime container_runtime(
+        command_runner, runtime::PodmanOptions::for_user(info.home_dir, *paths, ::getuid()));
+    sessions::SessionManagerOptions session_options;
+    session_options.control_root = paths->runtime_dir / "sessions";
+    session_options.output_root = paths->data_dir / "sessions";
+    session_options.helper_dir = builtin_helper_dir();
+    session_options.log_limit_bytes = config.sessions.log_limit_bytes;
+    session_options.default_image = config.sessions.image;
+    if (session_options.default_image.empty()) {
+        auto reference = runtime::base_image_ref(runtime::default_base_recipe());
+        if (reference) session_options.default_image = *reference;
+        else spdlog::warn("no base image reference: {}", reference.error().message);
+    }
+    for (const auto& dir : {session_options.control_root, session_options.output_root})
+        if (auto made = ensure_private_dir(dir); !made) return refuse(readiness, made.error().message);
+    sessions::Launcher launcher = [&registry](std::string_view harness,
+                                              const plugins::LaunchRequest& request)
+        -> Result<plugins::LaunchSpec> {
+        auto found = registry.harness(harness);
+        if (!found) return found.take_error();
+        return (*found)->launch(request);
+    };
+    sessions::HarnessCheck harness_exists = [&registry](std::string_view harness) {
+        return registry.harness(harness).ok();
+    };
+    sessions::SessionManager session_manager(io, **store, container_runtime, launcher,
+                                             harness_exists, events, clock, session_options);
+    info.sessions = &session_manager;
     api::Routes routes(**store, events, clock, info);
 
     api::ServerOptions server_options;
@@ -151,7 +185,7 @@ int run_daemon(const DaemonOptions& options) {
     server_options.token = token;
     server_options.body_limit_bytes = config.api.body_limit_bytes;
     server_options.read_timeout_ms = config.api.read_timeout_ms;
-    api::Server server(io, server_options, routes, events);
+    api::Server server(io, server_options, routes, events, &session_manager);
     if (auto started = server.start(); !started) return refuse(readiness, started.error().message);
     server_ptr = &server;
 
@@ -162,8 +196,9 @@ int run_daemon(const DaemonOptions& options) {
     boost::asio::signal_set signals(io, SIGTERM, SIGINT);
     signals.async_wait([&](const boost::system::error_code& error, int signal_number) {
         if (error) return;
-        spdlog::info("signal {}: stopping", signal_number);
+        spdlog::info("signal {}: stopping (session containers keep running)", signal_number);
         server.stop();
+        session_manager.shut_down();
     });
 
     std::string ready = "handlerd " HANDLER_VERSION " ready on " + paths->socket_file().string();
@@ -171,6 +206,9 @@ int run_daemon(const DaemonOptions& options) {
         ready += " and http://" + config.api.address + ":" + std::to_string(server.tcp_port()) + "/";
     spdlog::info("{}", ready);
     readiness.ready(ready);
+    spdlog::info("sessions use image {} and helpers from {}", session_options.default_image,
+                 session_options.helper_dir.string());
+    session_manager.reconcile();
 
     io.run();
 

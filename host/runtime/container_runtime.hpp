@@ -22,6 +22,10 @@ inline constexpr const char* kSessionLabel = "io.handler.session"; // value: the
 // Selects every container Handler manages, for list() at start-up.
 inline constexpr const char* kManagedSelector = "io.handler.managed=1";
 
+// Where handlerd's own folders appear inside every session container (read-only).
+inline constexpr const char* kControlMountPoint = "/run/handler"; // the shim's socket
+inline constexpr const char* kHelperMountPoint = "/opt/handler";  // handler-shim and co.
+
 // Zero is never valid (STYLE.md): a zero-filled value reads as a mistake.
 enum class NetworkMode {
     none = 1,        // loopback only; the session's way out is a mounted unix socket
@@ -52,6 +56,15 @@ struct ContainerSpec {
     std::filesystem::path workdir;     // empty: the project folder
     std::filesystem::path project_path; // mounted read-write at the same absolute path
     std::vector<ReadOnlyMount> read_only_mounts;
+    // Folders handlerd provides for this session alone, mounted read-only at the fixed
+    // places above: the session's control folder (where handlerd listens for the shim)
+    // and the folder of handler's in-container helper programs. The control folder lives
+    // in handler's runtime folder, which the protected-paths rule would refuse, so it is
+    // named here rather than in read_only_mounts, and must be named after the session:
+    // a bug can then never show the whole runtime folder (and the API socket) inside.
+    // Empty: not mounted.
+    std::filesystem::path control_dir;
+    std::filesystem::path helper_dir;
     NetworkMode network = NetworkMode::none;
     bool tty = false;         // allocate a terminal (interactive harnesses)
     bool interactive = false; // keep stdin open

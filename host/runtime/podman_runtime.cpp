@@ -330,6 +330,31 @@ Result<std::vector<std::string>> PodmanRuntime::run_command(const ContainerSpec&
         argv.push_back("--volume=" + source->string() + ":" + destination.string() + ":ro");
     }
 
+    if (!spec.control_dir.empty()) {
+        std::error_code error;
+        const fs::path control = fs::canonical(spec.control_dir, error);
+        if (error || !fs::is_directory(control, error) || !spec.control_dir.is_absolute())
+            return make_error(ErrorCode::invalid_argument,
+                              "session control folder '" + spec.control_dir.string() +
+                                  "' is not an existing absolute folder");
+        if (control.filename() != spec.session_id || !safe_for_volume(control))
+            return make_error(ErrorCode::invalid_argument,
+                              "session control folder '" + spec.control_dir.string() +
+                                  "' must be a folder named after session " + spec.session_id);
+        if (!destinations.insert(kControlMountPoint).second)
+            return make_error(ErrorCode::conflict,
+                              std::string("two mounts at '") + kControlMountPoint + "'");
+        argv.push_back("--volume=" + control.string() + ":" + kControlMountPoint + ":ro");
+    }
+    if (!spec.helper_dir.empty()) {
+        auto helpers = check_mount_source(spec.helper_dir, "helper program folder");
+        if (!helpers) return helpers.take_error();
+        if (!destinations.insert(kHelperMountPoint).second)
+            return make_error(ErrorCode::conflict,
+                              std::string("two mounts at '") + kHelperMountPoint + "'");
+        argv.push_back("--volume=" + helpers->string() + ":" + kHelperMountPoint + ":ro");
+    }
+
     argv.push_back("--workdir=" + workdir.string());
     if (spec.tty) argv.emplace_back("--tty");
     if (spec.interactive) argv.emplace_back("--interactive");

@@ -156,6 +156,20 @@ public:
         out = text;
     }
 
+    // A local image reference ("localhost/name:tag"); podman checks the rest at start.
+    void image(const toml::node& node, const std::string& key, std::string& out) {
+        const auto* text = node.as_string();
+        const bool plausible = text != nullptr && !text->get().empty() &&
+                               text->get().front() != '-' &&
+                               text->get().find_first_of(" \t\n") == std::string::npos;
+        if (!plausible) {
+            add(node.source(), key + ": expected an image reference such as "
+                                     "\"localhost/my-image:1\", got " + describe(node));
+            return;
+        }
+        out = text->get();
+    }
+
     void id_list(const toml::node& node, const std::string& key, std::vector<std::string>& out) {
         const auto* array = node.as_array();
         if (array == nullptr) {
@@ -275,13 +289,22 @@ void check_format_2(const toml::table& root, Checker& check, Parsed& parsed) {
                     [&](const std::string&, const std::string& label, const toml::node& value) {
                         check.id_list(value, label, s.plugins.disabled);
                     });
+        } else if (name == "sessions") {
+            section(key, node, {"image", "log_limit_bytes"},
+                    [&](const std::string& child, const std::string& label,
+                        const toml::node& value) {
+                        if (child == "image") check.image(value, label, s.sessions.image);
+                        else
+                            check.integer(value, label, kMinLogLimitBytes, kMaxLogLimitBytes,
+                                          s.sessions.log_limit_bytes);
+                    });
         } else if (auto moved = kMovedKeys.find(name); moved != kMovedKeys.end()) {
             check.add(key.source(), name + ": this is a format 1 setting; in format " +
                                         std::to_string(kCurrentFormat) + " it is " +
                                         moved->second);
         } else {
             check.add(key.source(), name + ": unknown setting (known: format, [daemon], [api], "
-                                           "[plugins])");
+                                           "[plugins], [sessions])");
         }
     }
 }
@@ -420,6 +443,19 @@ std::string render(const Settings& settings, const std::vector<std::string>& exp
     out << "\n[plugins]\n";
     line("disabled", "Ids of plugins that handlerd finds but does not load, e.g. [\"codex\"].",
          list(settings.plugins.disabled), list(defaults.plugins.disabled), "plugins");
+
+    out << "\n[sessions]\n";
+    line("image",
+         "Image for sessions whose harness names none; by default the base image that "
+         "`handler setup` builds (localhost/handler-base:<recipe hash>).",
+         quote(settings.sessions.image.empty() ? "localhost/handler-base" : settings.sessions.image),
+         quote("localhost/handler-base"), "sessions");
+    line("log_limit_bytes",
+         "Output kept per session on disk, in bytes (" + std::to_string(kMinLogLimitBytes) +
+             " to " + std::to_string(kMaxLogLimitBytes) +
+             "); past it the log is rotated and one older part kept.",
+         std::to_string(settings.sessions.log_limit_bytes),
+         std::to_string(defaults.sessions.log_limit_bytes), "sessions");
     return out.str();
 }
 

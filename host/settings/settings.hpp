@@ -45,16 +45,24 @@ struct PluginSettings {
     std::vector<std::string> disabled; // plugin ids that are found but not loaded
 };
 
+struct SessionSettings {
+    std::string image; // empty: the base image `handler setup` builds
+    std::uint64_t log_limit_bytes = std::uint64_t{64} << 20;
+};
+
 struct Settings {
     DaemonSettings daemon;
     ApiSettings api;
     PluginSettings plugins;
+    SessionSettings sessions;
 };
 
 // Ranges accepted for the numeric settings, shared with the docs and the tests.
 inline constexpr std::uint64_t kMinBodyLimitBytes = 1024;
 inline constexpr std::uint64_t kMaxBodyLimitBytes = 1024ull * 1024 * 1024;
 inline constexpr std::uint32_t kMinReadTimeoutMs = 100;
+inline constexpr std::uint64_t kMinLogLimitBytes = 64 * 1024;
+inline constexpr std::uint64_t kMaxLogLimitBytes = std::uint64_t{64} << 30;
 inline constexpr std::uint32_t kMaxReadTimeoutMs = 3600 * 1000;
 
 // Parses the text of a config file of any known format. `file` is only used in messages

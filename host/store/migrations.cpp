@@ -79,7 +79,17 @@ CREATE TABLE plugin_storage (
 ) STRICT, WITHOUT ROWID;
 )sql";
 
-constexpr std::array<std::string_view, 1> kMigrations = {kVersion1};
+// Sessions become real containers: which container, how it was started (a terminal or
+// pipes), from which image, and a person-readable reason when it failed or was lost.
+constexpr std::string_view kVersion2 = R"sql(
+ALTER TABLE sessions ADD COLUMN container_id TEXT;
+ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT 'interactive';
+ALTER TABLE sessions ADD COLUMN tty INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE sessions ADD COLUMN image TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN message TEXT;
+)sql";
+
+constexpr std::array<std::string_view, 2> kMigrations = {kVersion1, kVersion2};
 
 Result<void> ensure_migrations_table(sqlite::Database& db) {
     return db.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("

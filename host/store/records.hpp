@@ -74,6 +74,11 @@ struct Session {
     std::string harness;
     SessionState state = SessionState::starting;
     std::optional<std::int64_t> exit_code;
+    std::optional<std::string> container_id; // set once podman has started it
+    std::string mode = "interactive";        // or "headless" (`handler run -p`)
+    bool tty = true;                         // a terminal, or separate stdout/stderr
+    std::string image;
+    std::optional<std::string> message; // why it failed or was lost
     TimeMs created_at = 0;
     TimeMs updated_at = 0;
 };
@@ -139,11 +144,16 @@ struct NewSession {
     std::optional<std::int64_t> agent_id;
     std::int64_t project_id = 0;
     std::string harness;
+    std::string mode = "interactive";
+    bool tty = true;
+    std::string image;
 };
 
 struct SessionChanges {
     std::optional<SessionState> state;
     std::optional<std::optional<std::int64_t>> exit_code;
+    std::optional<std::optional<std::string>> container_id;
+    std::optional<std::optional<std::string>> message;
 };
 
 } // namespace handler::store

@@ -61,7 +61,8 @@ constexpr std::string_view kAgentColumns =
     "g.network_mode, g.created_at, g.updated_at "
     "FROM agents g LEFT JOIN accounts a ON a.id = g.account_id ";
 constexpr std::string_view kSessionColumns =
-    "SELECT id, agent_id, project_id, harness, state, exit_code, created_at, updated_at "
+    "SELECT id, agent_id, project_id, harness, state, exit_code, created_at, updated_at, "
+    "container_id, mode, tty, image, message "
     "FROM sessions ";
 
 std::string sql(std::string_view columns, std::string_view rest) {
@@ -103,6 +104,11 @@ Session read_session(const sqlite::Statement& row) {
     session.exit_code = row.optional_integer(5);
     session.created_at = row.integer(6);
     session.updated_at = row.integer(7);
+    session.container_id = row.optional_text(8);
+    session.mode = row.text(9);
+    session.tty = row.integer(10) != 0;
+    session.image = row.text(11);
+    session.message = row.optional_text(12);
     return session;
 }
 
@@ -762,9 +768,11 @@ Result<Session> Store::create_session(const NewSession& session) {
             const auto now = clock_->now_ms();
             auto insert = db_.prepare(
                 "INSERT INTO sessions (id, agent_id, project_id, harness, state, exit_code, "
-                "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?6)",
+                "created_at, updated_at, mode, tty, image) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?6, ?7, ?8, ?9)",
                 id, session.agent_id, session.project_id, session.harness,
-                to_string(SessionState::starting), now);
+                to_string(SessionState::starting), now, session.mode,
+                std::int64_t{session.tty ? 1 : 0}, session.image);
             if (!insert) return insert.take_error();
             if (auto done = insert->run(); !done) return done.take_error();
             return load_session(id);
@@ -790,9 +798,12 @@ Result<Session> Store::update_session(std::string_view id, const SessionChanges&
         auto current = load_session(id);
         if (!current) return current.take_error();
         auto update = db_.prepare(
-            "UPDATE sessions SET state = ?1, exit_code = ?2, updated_at = ?3 WHERE id = ?4",
+            "UPDATE sessions SET state = ?1, exit_code = ?2, updated_at = ?3, container_id = ?5, "
+            "message = ?6 WHERE id = ?4",
             to_string(changes.state.value_or(current->state)),
-            changes.exit_code ? *changes.exit_code : current->exit_code, clock_->now_ms(), id);
+            changes.exit_code ? *changes.exit_code : current->exit_code, clock_->now_ms(), id,
+            changes.container_id ? *changes.container_id : current->container_id,
+            changes.message ? *changes.message : current->message);
         if (!update) return update.take_error();
         if (auto done = update->run(); !done) return done.take_error();
         return load_session(id);

@@ -13,6 +13,17 @@
 namespace handler::api {
 namespace {
 
+// NewSession by its first fields (GCC 12 warns on partial aggregate initialisation).
+[[maybe_unused]] store::NewSession session_of(std::optional<std::int64_t> agent, std::int64_t project,
+                                              std::string harness) {
+    store::NewSession session;
+    session.agent_id = agent;
+    session.project_id = project;
+    session.harness = std::move(harness);
+    return session;
+}
+
+
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using handler::testing::FakeClock;
@@ -166,7 +177,9 @@ TEST_F(RoutesTest, WrongMethodsAre405WithAllow) {
         {"DELETE", "/api/v1/accounts", "GET, POST"},
         {"PUT", "/api/v1/agents/1", "GET, PATCH, DELETE"},
         {"DELETE", "/api/v1/agents", "GET, POST"},
-        {"POST", "/api/v1/sessions", "GET"},
+        {"PUT", "/api/v1/sessions", "GET, POST"},
+        {"PUT", "/api/v1/sessions/s_000000", "GET, DELETE"},
+        {"GET", "/api/v1/sessions/s_000000/stop", "POST"},
         {"POST", "/api/v1/events", "GET"},
     };
     for (const auto& c : cases) {
@@ -495,7 +508,7 @@ TEST_F(RoutesTest, PatchesAndDeletesAgents) {
 TEST_F(RoutesTest, Sessions) {
     EXPECT_EQ(parse(call("GET", "/api/v1/sessions")).at("sessions").as_array().size(), 0u);
     const auto project = make_project();
-    auto session = store_->create_session({std::nullopt, project, "codex"});
+    auto session = store_->create_session(session_of(std::nullopt, project, "codex"));
     ASSERT_TRUE(session.ok());
     auto list = parse(call("GET", "/api/v1/sessions")).at("sessions").as_array();
     ASSERT_EQ(list.size(), 1u);

@@ -70,7 +70,8 @@ Run run(FakeDaemon& daemon, const std::vector<std::string>& arguments,
     std::ostringstream out, err;
     int daemon_runs = 0;
     CliContext context{[&] { return daemon.connect(); }, out, err, current_dir,
-                       [&](const DaemonCommand&) { return ++daemon_runs, 0; }, false, {}};
+                       [&](const DaemonCommand&) { return ++daemon_runs, 0; }, false, {},
+                       -1, {}, {}};
     const int code = run_cli(arguments, context);
     return {code, out.str(), err.str()};
 }
@@ -90,7 +91,7 @@ TEST(Cli, RootIsPointedToTheUserThatRunsHandlerd) {
     FakeDaemon daemon;
     daemon.go_away();
     std::ostringstream out, err;
-    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true, {}};
+    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true, {}, -1, {}, {}};
     EXPECT_EQ(run_cli({"status"}, context), kExitUnavailable);
     EXPECT_NE(err.str().find("su - handler -c"), std::string::npos) << err.str();
     // and a normal user is not told about root
@@ -104,7 +105,7 @@ TEST(Cli, SetupCheckJsonReportsTheProbedMachineWithoutTheDaemon) {
         auto probe = std::make_unique<handler::testing::FakeSystemProbe>();
         probe->programs.erase("podman");
         return std::unique_ptr<setup::SystemProbe>(std::move(probe));
-    }};
+    }, -1, {}, {}};
     EXPECT_EQ(run_cli({"setup", "--check", "--json"}, context), 1) << err.str();
     auto parsed = json::parse(out.str()).as_object();
     EXPECT_FALSE(parsed.at("ok").as_bool());
@@ -125,7 +126,7 @@ TEST(Cli, SetupAsRootIsRefused) {
         auto probe = std::make_unique<handler::testing::FakeSystemProbe>();
         probe->user_id = 0;
         return std::unique_ptr<setup::SystemProbe>(std::move(probe));
-    }};
+    }, -1, {}, {}};
     EXPECT_EQ(run_cli({"setup"}, context), 1);
     EXPECT_NE(out.str().find("agents never run as root"), std::string::npos) << out.str();
     EXPECT_TRUE(daemon.calls.empty());

@@ -153,6 +153,38 @@ TEST_F(PodmanRuntimeTest, RefusesMountsThatWouldExposeTheHomeOrSecrets) {
     EXPECT_TRUE(runner_.requests.empty()) << "nothing may run when validation fails";
 }
 
+// The session's control folder sits in the protected runtime folder by design; it is
+// mounted read-only at a fixed place, and only a folder named after the session is taken,
+// so the runtime folder itself (with the API socket) can never be shown.
+TEST_F(PodmanRuntimeTest, MountsTheControlAndHelperFoldersReadOnly) {
+    const fs::path control = paths_.runtime_dir / "sessions" / "s-42";
+    const fs::path helpers = dir_.path() / "libexec/handler";
+    fs::create_directories(control);
+    fs::create_directories(helpers);
+    ContainerSpec container = spec();
+    container.control_dir = control;
+    container.helper_dir = helpers;
+    const auto argv = run_argv(container);
+    EXPECT_TRUE(has(argv, "--volume=" + fs::canonical(control).string() + ":/run/handler:ro"));
+    EXPECT_TRUE(has(argv, "--volume=" + fs::canonical(helpers).string() + ":/opt/handler:ro"));
+
+    PodmanRuntime runtime(runner_, options_);
+    for (const fs::path& bad : {paths_.runtime_dir, paths_.runtime_dir / "sessions",
+                                paths_.runtime_dir / "sessions" / "s-other"}) {
+        fs::create_directories(bad);
+        container = spec();
+        container.control_dir = bad;
+        auto result = runtime.run_command(container);
+        ASSERT_FALSE(result) << bad;
+        EXPECT_TRUE(contains(result.error().message, "named after session")) << result.error().message;
+    }
+    container = spec();
+    container.helper_dir = home_ / ".ssh";
+    auto result = runtime.run_command(container);
+    ASSERT_FALSE(result);
+    EXPECT_EQ(result.error().code, ErrorCode::forbidden);
+}
+
 TEST_F(PodmanRuntimeTest, RefusesASymlinkThatLeadsToTheHome) {
     fs::create_directory_symlink(home_, dir_.path() / "innocent");
     ContainerSpec container = spec();

@@ -15,6 +15,24 @@
 namespace handler::store {
 namespace {
 
+// NewSession by its first fields (GCC 12 warns on partial aggregate initialisation).
+[[maybe_unused]] store::NewSession session_of(std::optional<std::int64_t> agent, std::int64_t project,
+                                              std::string harness) {
+    store::NewSession session;
+    session.agent_id = agent;
+    session.project_id = project;
+    session.harness = std::move(harness);
+    return session;
+}
+
+store::SessionChanges exited_with(std::int64_t code) {
+    store::SessionChanges changes;
+    changes.state = store::SessionState::exited;
+    changes.exit_code = code;
+    return changes;
+}
+
+
 namespace fs = std::filesystem;
 using handler::testing::FakeClock;
 using handler::testing::TempDir;
@@ -97,7 +115,7 @@ TEST_F(StoreTest, OpensInWalModeWithAPrivateFileAndRecordsTheMigration) {
     EXPECT_EQ(raw.text("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(store_->schema_version(), static_cast<int>(migrations().size()));
     EXPECT_EQ(raw.text("SELECT group_concat(version || ':' || applied_at) FROM schema_migrations"),
-              "1:1700000000000");
+              "1:1700000000000,2:1700000000000");
 }
 
 TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
@@ -106,7 +124,35 @@ TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
     auto again = Store::open(file(), clock_);
     ASSERT_TRUE(again.ok()) << again.error().message;
     RawDb raw(file());
-    EXPECT_EQ(raw.count("schema_migrations"), 1);
+    EXPECT_EQ(raw.count("schema_migrations"), static_cast<int>(migrations().size()));
+}
+
+// A database made by the previous handlerd (schema 1) keeps its sessions through the
+// upgrade, with the new columns at their defaults.
+TEST(Migrations, Version2KeepsTheSessionsOfVersion1) {
+    FakeClock clock;
+    auto db = sqlite::Database::open(":memory:");
+    ASSERT_TRUE(db.ok());
+    const std::array<std::string_view, 1> first = {migrations()[0]};
+    ASSERT_TRUE(migrate(*db, first, clock).ok());
+    ASSERT_TRUE(db->exec("INSERT INTO contexts (name, created_at) VALUES ('none', 0);"
+                         "INSERT INTO projects (name, path, context_id, created_at) "
+                         "VALUES ('p', '/srv/p', NULL, 0);"
+                         "INSERT INTO sessions VALUES ('s_000001', NULL, 1, 'shell', 'exited', 3, 5, 6)")
+                    .ok());
+    auto version = migrate(*db, migrations(), clock);
+    ASSERT_TRUE(version.ok()) << version.error().message;
+    EXPECT_EQ(*version, 2);
+    auto row = db->prepare("SELECT state, exit_code, mode, tty, image, container_id IS NULL "
+                           "FROM sessions WHERE id = 's_000001'");
+    ASSERT_TRUE(row.ok());
+    ASSERT_TRUE(row->step().ok());
+    EXPECT_EQ(row->text(0), "exited");
+    EXPECT_EQ(row->integer(1), 3);
+    EXPECT_EQ(row->text(2), "interactive");
+    EXPECT_EQ(row->integer(3), 1);
+    EXPECT_EQ(row->text(4), "");
+    EXPECT_EQ(row->integer(5), 1);
 }
 
 TEST_F(StoreTest, RefusesADatabaseFromANewerHandlerd) {
@@ -467,7 +513,7 @@ TEST_F(StoreTest, Sessions) {
     auto agent = store_->create_agent({p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}});
     ASSERT_TRUE(agent.ok());
 
-    auto session = store_->create_session({agent->id, p.id, "codex"});
+    auto session = store_->create_session(session_of(agent->id, p.id, "codex"));
     ASSERT_TRUE(session.ok()) << session.error().message;
     ASSERT_EQ(session->id.size(), 8u);
     EXPECT_EQ(session->id.substr(0, 2), "s_");
@@ -476,7 +522,7 @@ TEST_F(StoreTest, Sessions) {
     EXPECT_FALSE(session->exit_code.has_value());
 
     clock_.advance(50);
-    auto exited = store_->update_session(session->id, {SessionState::exited, std::optional<std::int64_t>(3)});
+    auto exited = store_->update_session(session->id, exited_with(3));
     ASSERT_TRUE(exited.ok());
     EXPECT_EQ(exited->state, SessionState::exited);
     EXPECT_EQ(exited->exit_code, 3);
@@ -489,7 +535,7 @@ TEST_F(StoreTest, Sessions) {
     EXPECT_FALSE(kept->agent_id.has_value());
 
     EXPECT_EQ(store_->get_session("s_000000").error().code, ErrorCode::not_found);
-    EXPECT_EQ(store_->create_session({std::nullopt, p.id + 1, "codex"}).error().code,
+    EXPECT_EQ(store_->create_session(session_of(std::nullopt, p.id + 1, "codex")).error().code,
               ErrorCode::not_found);
 
     // Deleting the project deletes its sessions.
@@ -507,8 +553,8 @@ TEST(StoreSessions, RetriesWhenARandomIdIsTaken) {
     ASSERT_TRUE(store.ok()) << store.error().message;
     auto p = (*store)->create_project({"app", "/src/app", std::nullopt});
     ASSERT_TRUE(p.ok());
-    auto first = (*store)->create_session({std::nullopt, p->id, "codex"});
-    auto second = (*store)->create_session({std::nullopt, p->id, "codex"});
+    auto first = (*store)->create_session(session_of(std::nullopt, p->id, "codex"));
+    auto second = (*store)->create_session(session_of(std::nullopt, p->id, "codex"));
     ASSERT_TRUE(first.ok() && second.ok());
     EXPECT_EQ(first->id, "s_7f3a2c");
     EXPECT_EQ(second->id, "s_123456");

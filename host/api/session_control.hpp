@@ -1,0 +1,98 @@
+// What the API needs from the session service (host/sessions/), as a transport-free
+// interface: the routes start, stop and remove sessions through it, and the terminal
+// WebSocket attaches clients to a session's output and input. The daemon passes the real
+// SessionManager; route tests pass a fake.
+//
+// Threading: every call is made on handlerd's io thread, and every TerminalClient call
+// comes back on it.
+#pragma once
+
+#include "core/result.hpp"
+#include "store/records.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace handler::api {
+
+// Which output a chunk is. On the terminal WebSocket each binary message is this byte
+// followed by the bytes (docs/api.md).
+enum class OutputStream : std::uint8_t { terminal = 1, stdout_ = 2, stderr_ = 3 };
+
+// One attached client, implemented by the transport.
+class TerminalClient {
+public:
+    virtual ~TerminalClient() = default;
+    // A chunk of output, in order; `offset` is that of its first byte in the session's
+    // output (replayed chunks first, then live ones).
+    virtual void output(OutputStream stream, std::uint64_t offset,
+                        const std::shared_ptr<const std::string>& bytes) = 0;
+    // The program ended with `code` (its status, or 128 + signal number).
+    virtual void exited(std::int64_t code) = 0;
+    // The session is gone for another reason (it failed to start, was lost or removed):
+    // say why and close.
+    virtual void ended(const std::string& reason) = 0;
+};
+
+struct StartRequest {
+    // At most one of: agent (an agent's name), harness (a harness plugin's id, meaning
+    // that harness with defaults in the project of `directory`), or name (either: an
+    // agent of that name if there is one, else the harness). None: the project's only
+    // agent, or the `shell` harness when it has none.
+    std::optional<std::string> agent;
+    std::optional<std::string> harness;
+    std::optional<std::string> name;
+    std::string directory; // where the user is: picks the project (absolute)
+    std::string prompt;    // non-empty: a headless run
+    std::vector<std::string> args; // `handler terminal AGENT -- ARGS`
+    std::uint16_t rows = 24;
+    std::uint16_t cols = 80;
+};
+
+struct AttachOptions {
+    // Replay from this output offset (what a client already has); unset: all the
+    // retained output, so a late client sees the current screen.
+    std::optional<std::uint64_t> from;
+    bool read_only = false; // `handler logs --follow`
+};
+
+struct Attached {
+    std::uint64_t attach_id = 0;
+    std::uint64_t produced = 0; // the offset of the next byte of output
+    bool tty = true;
+    store::SessionState state = store::SessionState::starting;
+    std::optional<std::int64_t> exit_code;
+};
+
+struct SessionLog {
+    std::string text;       // everything kept (the older part may have been rotated away)
+    std::uint64_t end = 0;  // the output offset just past `text`
+    bool truncated = false; // older output was dropped by the size limit
+};
+
+class SessionControl {
+public:
+    virtual ~SessionControl() = default;
+
+    // Records the session, then starts its container in the background: the answer is
+    // the session in state `starting`; `session.state` events tell the rest.
+    virtual Result<store::Session> start(const StartRequest& request) = 0;
+    // Stops the container (the program gets SIGTERM, then SIGKILL after a grace time).
+    virtual Result<store::Session> stop(std::string_view id) = 0;
+    // Deletes a session that is not running: its record, its output and its container.
+    virtual Result<void> remove(std::string_view id) = 0;
+    virtual Result<SessionLog> log(std::string_view id) = 0;
+
+    virtual Result<Attached> attach(std::string_view id, std::weak_ptr<TerminalClient> client,
+                                    const AttachOptions& options) = 0;
+    virtual void detach(std::uint64_t attach_id) = 0;
+    virtual void input(std::uint64_t attach_id, std::string_view bytes) = 0;
+    virtual void input_eof(std::uint64_t attach_id) = 0;
+    virtual void resize(std::uint64_t attach_id, std::uint16_t rows, std::uint16_t cols) = 0;
+};
+
+} // namespace handler::api

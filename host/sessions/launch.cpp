@@ -1,0 +1,51 @@
+#include "sessions/launch.hpp"
+
+#include <string>
+
+namespace handler::sessions {
+
+Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
+                                              const LaunchContext& context) {
+    if (launch.arguments.empty() || launch.arguments.front().empty())
+        return make_error(ErrorCode::invalid_argument,
+                          "the harness gave no program to run for session " + context.session_id);
+    // Files are written by the session service once it can place them without giving
+    // the container a writable view of anything of the host's (issue 5 needs them).
+    if (!launch.files.empty())
+        return make_error(ErrorCode::unavailable,
+                          "the harness asked for files in the container (" +
+                              launch.files.front().path +
+                              "), which this version of handlerd cannot place yet");
+    if (!launch.secret_env.empty())
+        return make_error(ErrorCode::unavailable,
+                          "the harness needs secret " + launch.secret_env.front().secret_name +
+                              ", and this version of handlerd has no secret service yet");
+    if (context.rows == 0 || context.cols == 0)
+        return make_error(ErrorCode::invalid_argument, "terminal size must be at least 1x1");
+
+    runtime::ContainerSpec spec;
+    spec.session_id = context.session_id;
+    spec.image = launch.image.empty() ? context.default_image : launch.image;
+    spec.project_path = context.project_path;
+    spec.workdir = launch.workdir.empty() ? context.project_path
+                                          : std::filesystem::path(launch.workdir);
+    spec.control_dir = context.control_dir;
+    spec.helper_dir = context.helper_dir;
+    spec.network = runtime::NetworkMode::none;
+
+    const std::string helper = std::string(runtime::kHelperMountPoint) + "/" + kShimProgram;
+    spec.argv = {helper, "--connect",
+                 std::string(runtime::kControlMountPoint) + "/" + kControlSocketName};
+    if (context.tty)
+        spec.argv.insert(spec.argv.end(), {"--tty", "--rows", std::to_string(context.rows),
+                                           "--cols", std::to_string(context.cols)});
+    spec.argv.emplace_back("--");
+    spec.argv.insert(spec.argv.end(), launch.arguments.begin(), launch.arguments.end());
+
+    // TERM first, so a harness's own choice (a later entry) wins.
+    if (context.tty) spec.env.push_back({"TERM", "xterm-256color"});
+    for (const auto& entry : launch.env) spec.env.push_back({entry.name, entry.value});
+    return spec;
+}
+
+} // namespace handler::sessions

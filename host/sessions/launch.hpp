@@ -1,0 +1,35 @@
+// From what a harness plugin asked for (plugins::LaunchSpec) to what the container runtime
+// runs (runtime::ContainerSpec): the harness's program wrapped in handler-shim, the
+// session's control folder and handler's helper folder mounted, and the project as the
+// working folder. Pure, so the exact container a session gets is unit-tested.
+#pragma once
+
+#include "core/result.hpp"
+#include "plugins/launch_spec.hpp"
+#include "runtime/container_runtime.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace handler::sessions {
+
+// The shim's name in the helper folder, and the socket it connects to inside.
+inline constexpr const char* kShimProgram = "handler-shim";
+inline constexpr const char* kControlSocketName = "control.sock";
+
+struct LaunchContext {
+    std::string session_id;
+    std::filesystem::path project_path;
+    std::string default_image; // for a harness that names none
+    std::filesystem::path control_dir;
+    std::filesystem::path helper_dir;
+    bool tty = true;
+    std::uint16_t rows = 24;
+    std::uint16_t cols = 80;
+};
+
+Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
+                                              const LaunchContext& context);
+
+} // namespace handler::sessions

@@ -1,0 +1,911 @@
+#include "sessions/session_manager.hpp"
+
+#include "api/routes_json.hpp"
+#include "core/paths.hpp"
+#include "sessions/launch.hpp"
+#include "sessions/output_log.hpp"
+#include "store/store.hpp"
+
+#include <handler/shim_protocol.hpp>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference" // Asio false positives (server_state.hpp)
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/write.hpp>
+#pragma GCC diagnostic pop
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+namespace handler::sessions {
+namespace {
+
+namespace net = boost::asio;
+namespace fs = std::filesystem;
+using local = net::local::stream_protocol;
+using store::SessionState;
+
+struct Chunk {
+    std::uint64_t offset = 0;
+    api::OutputStream stream = api::OutputStream::terminal;
+    std::shared_ptr<const std::string> bytes;
+    std::uint64_t end() const { return offset + bytes->size(); }
+};
+
+api::OutputStream to_api(shim::Stream stream) {
+    switch (stream) {
+    case shim::Stream::terminal: return api::OutputStream::terminal;
+    case shim::Stream::stdout_: return api::OutputStream::stdout_;
+    case shim::Stream::stderr_: return api::OutputStream::stderr_;
+    }
+    return api::OutputStream::terminal;
+}
+
+bool is_live(SessionState state) {
+    return state == SessionState::starting || state == SessionState::running;
+}
+
+// The deepest project whose folder holds `directory` (projects may nest).
+std::optional<store::Project> project_for(const std::vector<store::Project>& projects,
+                                          const fs::path& directory) {
+    std::optional<store::Project> best;
+    const fs::path where = directory.lexically_normal();
+    for (const auto& project : projects) {
+        const fs::path root = fs::path(project.path).lexically_normal();
+        const auto relative = where.lexically_relative(root);
+        if (relative.empty() || *relative.begin() == "..") continue;
+        if (!best || project.path.size() > best->path.size()) best = project;
+    }
+    return best;
+}
+
+} // namespace
+
+class Channel;
+
+struct SessionManager::Impl : std::enable_shared_from_this<Impl> {
+    Impl(net::io_context& io_context, store::Store& session_store,
+         runtime::ContainerRuntime& container_runtime, Launcher harness_launcher,
+         HarnessCheck harness_check, api::EventHub& hub, const Clock& time,
+         SessionManagerOptions manager_options)
+        : io(io_context), store(session_store), runtime(container_runtime),
+          launcher(std::move(harness_launcher)), harness_exists(std::move(harness_check)),
+          events(hub), clock(time),
+          options(std::move(manager_options)) {}
+
+    // Runs `work` on the worker thread, then `then(result)` on the io thread unless the
+    // manager has been shut down meanwhile.
+    template <class Work, class Then>
+    void in_background(Work work, Then then) {
+        net::post(worker, [weak = weak_from_this(), work = std::move(work),
+                           then = std::move(then)]() mutable {
+            auto self = weak.lock();
+            if (!self || self->stopped) return;
+            auto result = work();
+            net::post(self->io, [weak, then = std::move(then),
+                                 result = std::move(result)]() mutable {
+                auto owner = weak.lock();
+                if (owner && !owner->stopped) then(std::move(result));
+            });
+        });
+    }
+
+    void publish(const store::Session& session) {
+        events.publish(api::event_json("session.updated", api::to_json(session), clock.now_ms()));
+    }
+
+    // Records a state change and tells the events stream; logs (never throws) on error.
+    std::optional<store::Session> record(std::string_view id, const store::SessionChanges& changes) {
+        auto updated = store.update_session(id, changes);
+        if (!updated) {
+            spdlog::error("session {}: cannot record its state: {}", id, updated.error().message);
+            return std::nullopt;
+        }
+        publish(*updated);
+        return std::move(*updated);
+    }
+
+    std::shared_ptr<Channel> channel(std::string_view id) {
+        const auto found = channels.find(id);
+        return found == channels.end() ? nullptr : found->second;
+    }
+
+    Result<std::shared_ptr<Channel>> open_channel(const store::Session& session);
+    void finish(const std::string& id, std::optional<std::int64_t> exit_code, SessionState state,
+                std::optional<std::string> message);
+    void remove_container_later(std::string container_id);
+    void check_container(const std::string& id);
+    void launch_container(const std::string& id, runtime::ContainerSpec spec);
+
+    net::io_context& io;
+    store::Store& store;
+    runtime::ContainerRuntime& runtime;
+    Launcher launcher;
+    HarnessCheck harness_exists;
+    api::EventHub& events;
+    const Clock& clock;
+    const SessionManagerOptions options;
+    // One thread: container commands run in the order asked for (a stop never overtakes
+    // the start it follows).
+    net::thread_pool worker{1};
+    std::map<std::string, std::shared_ptr<Channel>, std::less<>> channels;
+    std::map<std::uint64_t, std::string> attachments; // attach id → session id
+    std::set<std::string> stop_requested;             // asked to stop while starting
+    std::uint64_t next_attach_id = 1;
+    std::atomic<bool> stopped = false; // read by the worker thread
+};
+
+// One live session on handlerd's side: the listening control socket, the current
+// connection from its shim, the output log and replay buffer, and the attached clients.
+class Channel : public std::enable_shared_from_this<Channel> {
+public:
+    Channel(SessionManager::Impl& owner, std::string id, bool tty, OutputLog log)
+        : owner_(owner), id_(std::move(id)), tty_(tty), log_(std::move(log)),
+          acceptor_(owner.io), link_timer_(owner.io) {}
+
+    Result<void> listen(const fs::path& control_dir) {
+        socket_path_ = control_dir / kControlSocketName;
+        std::error_code ignored;
+        fs::remove(socket_path_, ignored); // a previous handlerd's
+        boost::system::error_code error;
+        acceptor_.open(local(), error);
+        if (!error) acceptor_.bind(local::endpoint(socket_path_.string()), error);
+        if (!error) acceptor_.listen(4, error);
+        if (error)
+            return make_error(ErrorCode::internal, "session " + id_ + ": cannot listen on " +
+                                                       socket_path_.string() + ": " +
+                                                       error.message());
+        accept();
+        return {};
+    }
+
+    // Replay what the log holds, so a client attaching right after a restart sees the
+    // screen before the shim has reconnected.
+    void preload() {
+        auto tail = log_.tail(owner_.options.replay_bytes);
+        if (!tail || tail->second.empty()) return;
+        remember(Chunk{tail->first, tty_ ? api::OutputStream::terminal : api::OutputStream::stdout_,
+                       std::make_shared<const std::string>(std::move(tail->second))});
+    }
+
+    void close(const std::string& reason) {
+        boost::system::error_code ignored;
+        acceptor_.close(ignored);
+        link_timer_.cancel();
+        if (link_) link_->socket.close(ignored);
+        link_.reset();
+        std::error_code ignored_fs;
+        if (!socket_path_.empty()) fs::remove(socket_path_, ignored_fs);
+        auto clients = std::move(clients_);
+        clients_.clear();
+        for (auto& [attach_id, client] : clients) {
+            owner_.attachments.erase(attach_id);
+            if (reason.empty()) continue;
+            if (auto alive = client.client.lock()) alive->ended(reason);
+        }
+    }
+
+    // ---- clients --------------------------------------------------------------------
+
+    api::Attached attach(std::uint64_t attach_id, std::weak_ptr<api::TerminalClient> client,
+                         const api::AttachOptions& options) {
+        auto alive = client.lock();
+        const std::uint64_t from = options.from.value_or(0);
+        if (alive)
+            for (const Chunk& chunk : ring_) {
+                if (chunk.end() <= from) continue;
+                if (chunk.offset >= from) {
+                    alive->output(chunk.stream, chunk.offset, chunk.bytes);
+                } else {
+                    const auto skip = static_cast<std::size_t>(from - chunk.offset);
+                    alive->output(chunk.stream, from,
+                                  std::make_shared<const std::string>(chunk.bytes->substr(skip)));
+                }
+            }
+        api::Attached attached;
+        attached.attach_id = attach_id;
+        attached.produced = log_.end();
+        attached.tty = tty_;
+        if (exit_code_) {
+            if (alive) alive->exited(*exit_code_);
+            attached.attach_id = 0;
+            return attached;
+        }
+        clients_.emplace(attach_id, Client{std::move(client), options.read_only});
+        // A terminal program repaints on SIGWINCH, so the newcomer (and everyone else)
+        // gets a whole current screen rather than only the tail of the replay.
+        if (tty_ && !options.read_only && resumed()) send(shim::encode_empty(shim::FrameType::redraw));
+        return attached;
+    }
+
+    void detach(std::uint64_t attach_id) { clients_.erase(attach_id); }
+
+    bool writable(std::uint64_t attach_id) const {
+        const auto found = clients_.find(attach_id);
+        return found != clients_.end() && !found->second.read_only;
+    }
+
+    void input(std::string_view bytes) {
+        if (!resumed()) return; // nobody to type to yet; a terminal drops it too
+        std::string frames;
+        while (!bytes.empty()) {
+            const auto piece = bytes.substr(0, shim::kMaxPayload);
+            shim::append_frame(frames, shim::FrameType::input, piece);
+            bytes.remove_prefix(piece.size());
+        }
+        send(std::move(frames));
+    }
+
+    void input_eof() {
+        if (resumed()) send(shim::encode_empty(shim::FrameType::input_eof));
+    }
+
+    void resize(std::uint16_t rows, std::uint16_t cols) {
+        // The latest client to resize decides the size, as in tmux's "latest" mode.
+        size_ = {rows, cols};
+        if (resumed()) send(shim::encode_resize(rows, cols));
+    }
+
+    const OutputLog& log() const { return log_; }
+    bool exited() const { return exit_code_.has_value(); }
+
+private:
+    struct Client {
+        std::weak_ptr<api::TerminalClient> client;
+        bool read_only = false;
+    };
+    struct Link {
+        explicit Link(net::io_context& io) : socket(io) {}
+        local::socket socket;
+        shim::FrameDecoder decoder;
+        std::deque<std::string> outgoing;
+        std::array<char, 16 * 1024> buffer{};
+        bool writing = false;
+        bool resumed = false;
+        std::uint64_t next = 0; // the shim offset expected next
+    };
+
+    bool resumed() const { return link_ && link_->resumed; }
+
+    void accept() {
+        auto link = std::make_shared<Link>(owner_.io);
+        acceptor_.async_accept(link->socket, [weak = weak_from_this(), link](
+                                                 const boost::system::error_code& error) {
+            auto self = weak.lock();
+            if (!self || error) return;
+            // A reconnecting shim replaces its old connection (which may not have noticed
+            // yet that it is dead).
+            if (self->link_) {
+                boost::system::error_code ignored;
+                self->link_->socket.close(ignored);
+            }
+            self->link_ = link;
+            self->link_timer_.cancel();
+            self->read(link);
+            self->accept();
+        });
+    }
+
+    void read(const std::shared_ptr<Link>& link) {
+        link->socket.async_read_some(
+            net::buffer(link->buffer),
+            [weak = weak_from_this(), link](const boost::system::error_code& error, std::size_t n) {
+                auto self = weak.lock();
+                if (!self || self->link_ != link) return;
+                if (error) return self->drop_link("the shim disconnected");
+                link->decoder.feed(std::string_view(link->buffer.data(), n));
+                while (auto frame = link->decoder.next())
+                    if (!self->handle(*frame)) return self->drop_link("protocol error");
+                if (link->decoder.failed())
+                    return self->drop_link("oversized or unknown frame");
+                self->read(link);
+            });
+    }
+
+    void drop_link(const char* why) {
+        if (!link_) return;
+        spdlog::debug("session {}: {}", id_, why);
+        boost::system::error_code ignored;
+        link_->socket.close(ignored);
+        link_.reset();
+        if (exit_code_) return;
+        // A shim that is only reconnecting comes back within a few hundred ms; one that
+        // died with its container never does, and sends no exit.
+        link_timer_.expires_after(owner_.options.lost_link_check);
+        link_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& error) {
+            auto self = weak.lock();
+            if (error || !self || self->link_ || self->exit_code_) return;
+            self->owner_.check_container(self->id_);
+        });
+    }
+
+    // False: a malformed frame; the connection is dropped.
+    bool handle(const shim::Frame& frame) {
+        switch (frame.type) {
+        case shim::FrameType::hello: {
+            const auto hello = shim::decode_hello(frame.payload);
+            if (!hello || hello->version != shim::kProtocolVersion) return false;
+            std::uint64_t from = log_.end();
+            if (hello->produced < from) {
+                // Not the shim this log came from; take what it has rather than nothing.
+                spdlog::warn("session {}: the shim reports {} bytes of output, the log has {}",
+                             id_, hello->produced, from);
+                from = hello->oldest;
+            }
+            link_->next = from;
+            link_->resumed = true;
+            send(shim::encode_resume(from));
+            if (size_) send(shim::encode_resize(size_->rows, size_->cols));
+            return true;
+        }
+        case shim::FrameType::output: {
+            const auto output = shim::decode_output(frame.payload);
+            if (!output) return false;
+            receive(*output);
+            return true;
+        }
+        case shim::FrameType::exit: {
+            const auto code = shim::decode_i32(frame.payload);
+            if (!code) return false;
+            send(shim::encode_empty(shim::FrameType::exit_ack));
+            if (!exit_code_) {
+                exit_code_ = *code;
+                for (auto& [attach_id, client] : clients_)
+                    if (auto alive = client.client.lock()) alive->exited(*code);
+                owner_.finish(id_, *code, SessionState::exited, std::nullopt);
+            }
+            return true;
+        }
+        default:
+            return false; // a host → shim type coming back
+        }
+    }
+
+    void receive(const shim::Output& output) {
+        std::string_view data = output.data;
+        std::uint64_t offset = output.offset;
+        if (offset + data.size() <= link_->next) return; // already have it
+        if (offset < link_->next) {
+            data.remove_prefix(static_cast<std::size_t>(link_->next - offset));
+            offset = link_->next;
+        } else if (offset > link_->next) {
+            const auto lost = offset - link_->next;
+            spdlog::warn("session {}: {} bytes of output were lost while handlerd was away", id_,
+                         lost);
+            if (auto skipped = log_.skip(lost); !skipped)
+                spdlog::error("session {}: {}", id_, skipped.error().message);
+        }
+        link_->next = offset + data.size();
+        if (data.empty()) return;
+        if (auto written = log_.append(data); !written)
+            spdlog::error("session {}: {}", id_, written.error().message);
+        Chunk chunk{offset, to_api(output.stream), std::make_shared<const std::string>(data)};
+        remember(chunk);
+        for (auto it = clients_.begin(); it != clients_.end();) {
+            auto alive = it->second.client.lock();
+            if (!alive) {
+                owner_.attachments.erase(it->first);
+                it = clients_.erase(it);
+                continue;
+            }
+            alive->output(chunk.stream, chunk.offset, chunk.bytes);
+            ++it;
+        }
+    }
+
+    void remember(Chunk chunk) {
+        ring_size_ += chunk.bytes->size();
+        ring_.push_back(std::move(chunk));
+        while (ring_size_ > owner_.options.replay_bytes && ring_.size() > 1) {
+            ring_size_ -= ring_.front().bytes->size();
+            ring_.pop_front();
+        }
+    }
+
+    void send(std::string frames) {
+        if (!link_ || frames.empty()) return;
+        link_->outgoing.push_back(std::move(frames));
+        if (!link_->writing) write(link_);
+    }
+
+    void write(const std::shared_ptr<Link>& link) {
+        link->writing = true;
+        net::async_write(link->socket, net::buffer(link->outgoing.front()),
+                         [weak = weak_from_this(), link](const boost::system::error_code& error,
+                                                         std::size_t) {
+                             link->writing = false;
+                             link->outgoing.pop_front();
+                             auto self = weak.lock();
+                             if (!self || self->link_ != link) return;
+                             if (error) return self->drop_link("write to the shim failed");
+                             if (!link->outgoing.empty()) self->write(link);
+                         });
+    }
+
+    SessionManager::Impl& owner_;
+    const std::string id_;
+    const bool tty_;
+    OutputLog log_;
+    local::acceptor acceptor_;
+    net::steady_timer link_timer_;
+    fs::path socket_path_;
+    std::shared_ptr<Link> link_;
+    std::deque<Chunk> ring_;
+    std::size_t ring_size_ = 0;
+    std::map<std::uint64_t, Client> clients_;
+    std::optional<shim::Size> size_;
+    std::optional<std::int64_t> exit_code_;
+};
+
+// ---- Impl -----------------------------------------------------------------------------
+
+Result<std::shared_ptr<Channel>> SessionManager::Impl::open_channel(const store::Session& session) {
+    auto log = OutputLog::open(options.output_root / session.id, options.log_limit_bytes);
+    if (!log) return log.take_error();
+    const fs::path control_dir = options.control_root / session.id;
+    if (auto made = ensure_private_dir(control_dir); !made) return made.take_error();
+    auto channel = std::make_shared<Channel>(*this, session.id, session.tty, std::move(*log));
+    if (auto listening = channel->listen(control_dir); !listening) return listening.take_error();
+    channel->preload();
+    channels[session.id] = channel;
+    return channel;
+}
+
+// The session ended (exited, failed or lost): record it, close its channel once its
+// clients have been told, and remove its container.
+void SessionManager::Impl::finish(const std::string& id, std::optional<std::int64_t> exit_code,
+                                  SessionState state, std::optional<std::string> message) {
+    stop_requested.erase(id);
+    auto current = store.get_session(id);
+    if (!current) return;
+    if (is_live(current->state)) {
+        store::SessionChanges changes;
+        changes.state = state;
+        if (exit_code) changes.exit_code = exit_code;
+        if (message) changes.message = message;
+        record(id, changes);
+    }
+    if (auto found = channel(id)) {
+        found->close(state == SessionState::exited ? std::string() : message.value_or("session ended"));
+        channels.erase(id);
+    }
+    std::error_code ignored;
+    fs::remove_all(options.control_root / id, ignored);
+    if (current->container_id) remove_container_later(*current->container_id);
+}
+
+void SessionManager::Impl::remove_container_later(std::string container_id) {
+    in_background(
+        [this, container_id] { return runtime.remove(container_id); },
+        [container_id](Result<void> removed) {
+            if (!removed && removed.error().code != ErrorCode::not_found)
+                spdlog::warn("cannot remove container {}: {}", container_id,
+                             removed.error().message);
+        });
+}
+
+// The shim went quiet without an exit: ask podman whether the container still runs.
+void SessionManager::Impl::check_container(const std::string& id) {
+    auto session = store.get_session(id);
+    if (!session || !session->container_id || !is_live(session->state)) return;
+    in_background([this, container = *session->container_id] { return runtime.inspect(container); },
+                  [this, id](Result<runtime::ContainerInfo> info) {
+                      auto found = channel(id);
+                      if (!found || found->exited()) return;
+                      if (info && info->state == runtime::ContainerState::running) return;
+                      if (info)
+                          finish(id, info->exit_code, SessionState::exited, std::nullopt);
+                      else
+                          finish(id, std::nullopt, SessionState::lost,
+                                 "its container disappeared: " + info.error().message);
+                  });
+}
+
+void SessionManager::Impl::launch_container(const std::string& id, runtime::ContainerSpec spec) {
+    in_background(
+        [this, spec = std::move(spec)]() -> Result<std::string> {
+            auto present = runtime.image_exists(spec.image);
+            if (!present) return present.take_error();
+            if (!*present)
+                return make_error(ErrorCode::not_found,
+                                  "image " + spec.image +
+                                      " is not built on this machine; run `handler setup`");
+            return runtime.create_and_start(spec);
+        },
+        [this, id](Result<std::string> started) {
+            if (!started) {
+                spdlog::warn("session {}: {}", id, started.error().message);
+                finish(id, std::nullopt, SessionState::failed, started.error().message);
+                return;
+            }
+            store::SessionChanges changes;
+            changes.container_id = *started;
+            auto current = store.get_session(id);
+            // The shim may already have reported an exit (a program that ends at once).
+            if (current && current->state == SessionState::starting)
+                changes.state = SessionState::running;
+            record(id, changes);
+            if (current && !is_live(current->state)) remove_container_later(*started);
+            if (stop_requested.erase(id) > 0) {
+                in_background(
+                    [this, container = *started] {
+                        return runtime.stop(container, options.stop_grace);
+                    },
+                    [](Result<void>) {});
+            }
+        });
+}
+
+// ---- SessionManager -------------------------------------------------------------------
+
+SessionManager::SessionManager(net::io_context& io, store::Store& store,
+                               runtime::ContainerRuntime& runtime, Launcher launcher,
+                               HarnessCheck harness_exists, api::EventHub& events,
+                               const Clock& clock, SessionManagerOptions options)
+    : impl_(std::make_shared<Impl>(io, store, runtime, std::move(launcher),
+                                   std::move(harness_exists), events, clock, std::move(options))) {}
+
+SessionManager::~SessionManager() {
+    shut_down();
+    // A container command already running is waited for: it holds references to the
+    // runtime, which the daemon destroys after us.
+    impl_->worker.join();
+}
+
+void SessionManager::shut_down() {
+    if (impl_->stopped) return;
+    impl_->stopped = true;
+    auto channels = std::move(impl_->channels);
+    impl_->channels.clear();
+    for (auto& [id, channel] : channels) channel->close("handlerd is stopping; the session keeps running");
+    impl_->attachments.clear();
+}
+
+void SessionManager::reconcile(std::function<void()> done) {
+    Impl& impl = *impl_;
+    auto sessions = impl.store.list_sessions();
+    if (!sessions) {
+        spdlog::error("cannot read the sessions to re-adopt: {}", sessions.error().message);
+        if (done) done();
+        return;
+    }
+    impl.in_background(
+        [&impl] { return impl.runtime.list(runtime::kManagedSelector); },
+        [&impl, sessions = std::move(*sessions),
+         done = std::move(done)](Result<std::vector<runtime::ContainerInfo>> containers) {
+            if (!containers) {
+                // Without the list nothing can be decided; leave the records as they are.
+                spdlog::error("cannot list session containers: {}", containers.error().message);
+                if (done) done();
+                return;
+            }
+            std::map<std::string, runtime::ContainerInfo> by_session;
+            for (auto& info : *containers) by_session[info.session_id()] = info;
+            std::size_t adopted = 0;
+            for (const auto& session : sessions) {
+                const auto found = by_session.find(session.id);
+                if (!is_live(session.state)) {
+                    // Ended earlier, but its container was not removed then.
+                    if (found != by_session.end()) impl.remove_container_later(found->second.id);
+                    continue;
+                }
+                if (found == by_session.end()) {
+                    impl.finish(session.id, std::nullopt, SessionState::lost,
+                                "its container was gone when handlerd started");
+                    continue;
+                }
+                const auto& info = found->second;
+                store::SessionChanges changes;
+                changes.container_id = info.id;
+                if (info.state == runtime::ContainerState::running) {
+                    auto channel = impl.open_channel(session);
+                    if (!channel) {
+                        spdlog::error("session {}: {}", session.id, channel.error().message);
+                        continue;
+                    }
+                    changes.state = SessionState::running;
+                    impl.record(session.id, changes);
+                    ++adopted;
+                } else {
+                    impl.record(session.id, changes);
+                    if (info.state == runtime::ContainerState::exited)
+                        impl.finish(session.id, info.exit_code, SessionState::exited, std::nullopt);
+                    else
+                        impl.finish(session.id, std::nullopt, SessionState::lost,
+                                    "its container was " + std::string(to_string(info.state)) +
+                                        " when handlerd started");
+                }
+            }
+            for (const auto& [session_id, info] : by_session) {
+                const bool known = std::any_of(sessions.begin(), sessions.end(),
+                                               [&](const auto& s) { return s.id == session_id; });
+                if (!known)
+                    spdlog::warn("container {} belongs to session '{}', which handler does not "
+                                 "know; leaving it alone (podman rm -f {} removes it)",
+                                 info.name, session_id, info.name);
+            }
+            spdlog::info("re-adopted {} running session(s)", adopted);
+            if (done) done();
+        });
+}
+
+Result<store::Session> SessionManager::start(const api::StartRequest& request) {
+    Impl& impl = *impl_;
+    if (impl.stopped) return make_error(ErrorCode::unavailable, "handlerd is stopping");
+    if (int{request.agent.has_value()} + int{request.harness.has_value()} +
+            int{request.name.has_value()} > 1)
+        return make_error(ErrorCode::invalid_argument,
+                          "name at most one of an agent, a harness, or a name for either");
+    if (!fs::path(request.directory).is_absolute())
+        return make_error(ErrorCode::invalid_argument,
+                          "directory must be an absolute path, got '" + request.directory + "'");
+
+    auto projects = impl.store.list_projects();
+    if (!projects) return projects.take_error();
+    std::optional<store::Project> project = project_for(*projects, request.directory);
+
+    auto agents_named = [&](std::optional<std::string> name) -> Result<std::vector<store::Agent>> {
+        store::AgentFilter filter;
+        filter.name = std::move(name);
+        if (project) filter.project_id = project->id;
+        return impl.store.list_agents(filter);
+    };
+    std::optional<store::Agent> agent;
+    std::string harness;
+    if (request.agent || request.name) {
+        const std::string& name = request.agent ? *request.agent : *request.name;
+        auto agents = agents_named(name);
+        if (!agents) return agents.take_error();
+        if (agents->size() > 1)
+            return make_error(ErrorCode::conflict,
+                              "agent '" + name +
+                                  "' exists in several projects; run this inside the project's "
+                                  "folder");
+        if (agents->size() == 1) {
+            agent = agents->front();
+        } else if (request.name && impl.harness_exists && impl.harness_exists(name)) {
+            harness = name;
+        } else {
+            return make_error(ErrorCode::not_found,
+                              "no agent named '" + name + "'" +
+                                  (project ? " in project '" + project->name + "'" : std::string()) +
+                                  (request.name ? " and no harness with that id" : std::string()) +
+                                  "; `handler agent list` and `handler plugins list` show them");
+        }
+    } else if (request.harness) {
+        harness = *request.harness;
+    } else if (project) {
+        auto agents = agents_named(std::nullopt);
+        if (!agents) return agents.take_error();
+        if (agents->size() == 1) {
+            agent = agents->front();
+        } else if (agents->empty()) {
+            harness = kDefaultHarness;
+        } else {
+            std::string names;
+            for (const auto& each : *agents) names += (names.empty() ? "" : ", ") + each.name;
+            return make_error(ErrorCode::invalid_argument,
+                              "project '" + project->name + "' has several agents (" + names +
+                                  "); name one");
+        }
+    }
+    if (agent && !project) {
+        auto owner = impl.store.get_project(agent->project_id);
+        if (!owner) return owner.take_error();
+        project = *owner;
+    }
+    if (!project)
+        return make_error(ErrorCode::not_found,
+                          "no project holds " + request.directory +
+                              "; add one with `handler project add " + request.directory +
+                              "`, or run this inside a project's folder");
+
+    store::NewSession record;
+    std::string account_kind;
+    if (agent) {
+        record.agent_id = agent->id;
+        record.harness = agent->harness;
+        if (agent->account) {
+            auto accounts = impl.store.list_accounts();
+            if (accounts)
+                for (const auto& account : *accounts)
+                    if (account.name == *agent->account) account_kind = account.kind;
+        }
+    } else {
+        record.harness = harness;
+    }
+    record.project_id = project->id;
+    record.mode = request.prompt.empty() ? "interactive" : "headless";
+    // A headless run's output is the program's stdout and stderr, kept apart (harnesses
+    // print structured events on stdout); everything else gets a terminal.
+    record.tty = request.prompt.empty();
+    record.image = impl.options.default_image;
+
+    auto session = impl.store.create_session(record);
+    if (!session) return session.take_error();
+    const std::string id = session->id;
+    impl.publish(*session);
+
+    plugins::LaunchRequest launch_request;
+    launch_request.mode =
+        record.tty ? plugins::LaunchMode::interactive : plugins::LaunchMode::headless;
+    launch_request.session_id = id;
+    launch_request.project_path = project->path;
+    launch_request.prompt = request.prompt;
+    launch_request.account_kind = account_kind;
+    launch_request.extra_args = request.args;
+
+    auto fail = [&](const Error& error) -> Result<store::Session> {
+        impl.finish(id, std::nullopt, SessionState::failed, error.message);
+        return make_error(error.code, "session " + id + ": " + error.message);
+    };
+    auto launch = impl.launcher(record.harness, launch_request);
+    if (!launch) return fail(launch.error());
+    LaunchContext context;
+    context.session_id = id;
+    context.project_path = project->path;
+    context.default_image = impl.options.default_image;
+    context.control_dir = impl.options.control_root / id;
+    context.helper_dir = impl.options.helper_dir;
+    context.tty = record.tty;
+    context.rows = request.rows;
+    context.cols = request.cols;
+    auto spec = container_spec(*launch, context);
+    if (!spec) return fail(spec.error());
+    auto channel = impl.open_channel(*session);
+    if (!channel) return fail(channel.error());
+    impl.launch_container(id, std::move(*spec));
+    return impl.store.get_session(id);
+}
+
+Result<store::Session> SessionManager::stop(std::string_view id) {
+    Impl& impl = *impl_;
+    auto session = impl.store.get_session(id);
+    if (!session) return session.take_error();
+    if (!is_live(session->state))
+        return make_error(ErrorCode::conflict, "session " + session->id + " is not running (" +
+                                                   std::string(to_string(session->state)) + ")");
+    if (!session->container_id) {
+        impl.stop_requested.insert(session->id);
+        return session;
+    }
+    impl.in_background(
+        [&impl, container = *session->container_id] {
+            return impl.runtime.stop(container, impl.options.stop_grace);
+        },
+        [&impl, id = session->id](Result<void> stopped) {
+            if (!stopped) spdlog::warn("session {}: stop: {}", id, stopped.error().message);
+            // Normally the shim has reported the exit by now; if it could not, podman knows.
+            impl.check_container(id);
+        });
+    return session;
+}
+
+Result<void> SessionManager::remove(std::string_view id) {
+    Impl& impl = *impl_;
+    auto session = impl.store.get_session(id);
+    if (!session) return session.take_error();
+    if (is_live(session->state))
+        return make_error(ErrorCode::conflict,
+                          "session " + session->id + " is still " +
+                              std::string(to_string(session->state)) +
+                              "; stop it first (`handler session stop " + session->id + "`)");
+    if (auto found = impl.channel(session->id)) {
+        found->close("the session was removed");
+        impl.channels.erase(session->id);
+    }
+    if (session->container_id) impl.remove_container_later(*session->container_id);
+    if (auto deleted = impl.store.delete_session(session->id); !deleted) return deleted;
+    std::error_code ignored;
+    fs::remove_all(impl.options.output_root / session->id, ignored);
+    fs::remove_all(impl.options.control_root / session->id, ignored);
+    impl.events.publish(api::event_json("session.removed", {{"id", session->id}}, impl.clock.now_ms()));
+    return {};
+}
+
+Result<api::SessionLog> SessionManager::log(std::string_view id) {
+    Impl& impl = *impl_;
+    auto session = impl.store.get_session(id);
+    if (!session) return session.take_error();
+    auto read = [](const OutputLog& output) -> Result<api::SessionLog> {
+        auto text = output.read_all();
+        if (!text) return text.take_error();
+        api::SessionLog log;
+        log.text = std::move(*text);
+        log.end = output.end();
+        log.truncated = output.oldest() > 0;
+        return log;
+    };
+    if (auto found = impl.channel(session->id)) return read(found->log());
+    auto output = OutputLog::open(impl.options.output_root / session->id, impl.options.log_limit_bytes);
+    if (!output) return output.take_error();
+    return read(*output);
+}
+
+Result<api::Attached> SessionManager::attach(std::string_view id,
+                                             std::weak_ptr<api::TerminalClient> client,
+                                             const api::AttachOptions& options) {
+    Impl& impl = *impl_;
+    auto session = impl.store.get_session(id);
+    if (!session) return session.take_error();
+    if (auto found = impl.channel(session->id)) {
+        const auto attach_id = impl.next_attach_id++;
+        auto attached = found->attach(attach_id, std::move(client), options);
+        if (attached.attach_id != 0) impl.attachments[attach_id] = session->id;
+        attached.state = session->state;
+        attached.exit_code = session->exit_code;
+        return attached;
+    }
+    // No channel: the session has ended. Replay the end of its output and say how.
+    auto output = OutputLog::open(impl.options.output_root / session->id, impl.options.log_limit_bytes);
+    if (!output) return output.take_error();
+    api::Attached attached;
+    attached.produced = output->end();
+    attached.tty = session->tty;
+    attached.state = session->state;
+    attached.exit_code = session->exit_code;
+    if (auto alive = client.lock()) {
+        auto tail = output->tail(impl.options.replay_bytes);
+        if (tail && !tail->second.empty()) {
+            const std::uint64_t from = options.from.value_or(0);
+            std::string text = std::move(tail->second);
+            std::uint64_t offset = tail->first;
+            if (from > offset) {
+                text.erase(0, static_cast<std::size_t>(std::min<std::uint64_t>(from - offset, text.size())));
+                offset = from;
+            }
+            if (!text.empty())
+                alive->output(session->tty ? api::OutputStream::terminal : api::OutputStream::stdout_,
+                              offset, std::make_shared<const std::string>(std::move(text)));
+        }
+        if (session->state == SessionState::exited && session->exit_code)
+            alive->exited(*session->exit_code);
+        else
+            alive->ended("session " + session->id + " is " + std::string(to_string(session->state)) +
+                         (session->message ? ": " + *session->message : std::string()));
+    }
+    return attached;
+}
+
+void SessionManager::detach(std::uint64_t attach_id) {
+    const auto found = impl_->attachments.find(attach_id);
+    if (found == impl_->attachments.end()) return;
+    if (auto channel = impl_->channel(found->second)) channel->detach(attach_id);
+    impl_->attachments.erase(found);
+}
+
+namespace {
+std::shared_ptr<Channel> writable_channel(SessionManager::Impl& impl, std::uint64_t attach_id) {
+    const auto found = impl.attachments.find(attach_id);
+    if (found == impl.attachments.end()) return nullptr;
+    auto channel = impl.channel(found->second);
+    return channel && channel->writable(attach_id) ? channel : nullptr;
+}
+} // namespace
+
+void SessionManager::input(std::uint64_t attach_id, std::string_view bytes) {
+    if (auto channel = writable_channel(*impl_, attach_id)) channel->input(bytes);
+}
+
+void SessionManager::input_eof(std::uint64_t attach_id) {
+    if (auto channel = writable_channel(*impl_, attach_id)) channel->input_eof();
+}
+
+void SessionManager::resize(std::uint64_t attach_id, std::uint16_t rows, std::uint16_t cols) {
+    if (rows == 0 || cols == 0) return;
+    if (auto channel = writable_channel(*impl_, attach_id)) channel->resize(rows, cols);
+}
+
+} // namespace handler::sessions

@@ -1,0 +1,104 @@
+// The session service: one rootless container per session, its output, and the clients
+// attached to it (docs/architecture.md, "Sessions").
+//
+// For each live session handlerd listens on <runtime>/sessions/<id>/control.sock; that
+// folder is mounted read-only into the container, where handler-shim (the container's
+// first process) owns the terminal and connects out to it (shim/include/handler/
+// shim_protocol.hpp says why outward). Output goes to the session's output log, to a
+// replay buffer for clients that attach late, and to every attached client; input from
+// any client goes to the shim. Nothing of this lives in the container runtime: when
+// handlerd stops, containers keep running, their shims keep the recent output, and the
+// next handlerd re-adopts them with reconcile().
+//
+// Threading: all public calls on the io thread. Container commands (podman, hundreds of
+// milliseconds each) run one at a time on a worker thread, in the order they were asked
+// for, and their results are applied back on the io thread.
+#pragma once
+
+#include "api/event_hub.hpp"
+#include "api/session_control.hpp"
+#include "core/clock.hpp"
+#include "plugins/launch_spec.hpp"
+#include "runtime/container_runtime.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace boost::asio {
+class io_context;
+} // namespace boost::asio
+
+namespace handler::store {
+class Store;
+}
+
+namespace handler::sessions {
+
+// Asks harness plugin `harness` for the container of one session (the registry's
+// LoadedHarness::launch in handlerd; a lambda in tests). not_found: no such harness.
+using Launcher = std::function<Result<plugins::LaunchSpec>(std::string_view harness,
+                                                           const plugins::LaunchRequest& request)>;
+// Whether a loaded harness plugin has this id (to tell an agent's name from a harness's).
+using HarnessCheck = std::function<bool(std::string_view harness)>;
+
+// The harness `handler run` uses in a project without agents.
+inline constexpr const char* kDefaultHarness = "shell";
+
+struct SessionManagerOptions {
+    std::filesystem::path control_root; // <runtime>/sessions
+    std::filesystem::path output_root;  // <data>/sessions
+    std::filesystem::path helper_dir;   // the folder holding handler-shim
+    std::string default_image;          // for harnesses that name no image
+    std::size_t replay_bytes = std::size_t{1} << 20;
+    std::uint64_t log_limit_bytes = std::uint64_t{64} << 20;
+    std::chrono::milliseconds stop_grace{10'000};
+    // After the shim's connection drops without an exit, how long until the container
+    // is inspected (a container that died with its shim sends no exit).
+    std::chrono::milliseconds lost_link_check{1'500};
+};
+
+class SessionManager final : public api::SessionControl {
+public:
+    // Everything passed must outlive the manager.
+    SessionManager(boost::asio::io_context& io, store::Store& store,
+                   runtime::ContainerRuntime& runtime, Launcher launcher,
+                   HarnessCheck harness_exists, api::EventHub& events,
+                   const Clock& clock, SessionManagerOptions options);
+    ~SessionManager() override;
+    SessionManager(const SessionManager&) = delete;
+    SessionManager& operator=(const SessionManager&) = delete;
+
+    // At start: re-adopts the running containers of live sessions, records the exit code
+    // of those whose containers ended while no handlerd was watching, and marks the
+    // rest lost. `done` runs on the io thread once every session has its state.
+    void reconcile(std::function<void()> done = {});
+
+    // handlerd is stopping: closes the control sockets and detaches every client.
+    // Containers keep running for the next handlerd.
+    void shut_down();
+
+    Result<store::Session> start(const api::StartRequest& request) override;
+    Result<store::Session> stop(std::string_view id) override;
+    Result<void> remove(std::string_view id) override;
+    Result<api::SessionLog> log(std::string_view id) override;
+
+    Result<api::Attached> attach(std::string_view id, std::weak_ptr<api::TerminalClient> client,
+                                 const api::AttachOptions& options) override;
+    void detach(std::uint64_t attach_id) override;
+    void input(std::uint64_t attach_id, std::string_view bytes) override;
+    void input_eof(std::uint64_t attach_id) override;
+    void resize(std::uint64_t attach_id, std::uint16_t rows, std::uint16_t cols) override;
+
+    struct Impl;
+
+private:
+    std::shared_ptr<Impl> impl_;
+};
+
+} // namespace handler::sessions

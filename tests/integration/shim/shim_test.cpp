@@ -1,0 +1,704 @@
+// The real, statically linked handler-shim from this build, run on the host (no podman)
+// against a unix socket this test listens on, playing handlerd's part of the protocol.
+// Usage: shim_integration_test PATH_TO_HANDLER_SHIM [gtest flags]
+#include <handler/shim_protocol.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace handler::shim {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+std::string g_shim_path;
+constexpr auto kTimeout = 10s;
+
+int remaining_ms(Clock::time_point deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    return static_cast<int>(std::max<std::int64_t>(0, left.count()));
+}
+
+class TempDir {
+public:
+    TempDir() {
+        std::string pattern = "/tmp/handler-shim-it-XXXXXX";
+        if (!mkdtemp(pattern.data())) std::abort();
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+private:
+    fs::path path_;
+};
+
+class Listener {
+public:
+    explicit Listener(std::string path) : path_(std::move(path)) {
+        fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::strncpy(address.sun_path, path_.c_str(), sizeof address.sun_path - 1);
+        if (bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+            listen(fd_, 4) != 0) {
+            ADD_FAILURE() << "cannot listen on " << path_ << ": " << std::strerror(errno);
+        }
+    }
+    ~Listener() {
+        close(fd_);
+        unlink(path_.c_str());
+    }
+    // Returns the accepted fd, or -1 after the timeout.
+    int accept(std::chrono::milliseconds timeout = kTimeout) {
+        pollfd polled{fd_, POLLIN, 0};
+        if (poll(&polled, 1, static_cast<int>(timeout.count())) != 1) return -1;
+        return ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    }
+
+private:
+    std::string path_;
+    int fd_ = -1;
+};
+
+// What handlerd would have recorded: output checked to arrive at consecutive offsets
+// (a duplicate or a gap fails the test), per stream, and the exit code.
+struct Transcript {
+    std::uint64_t next_offset = 0;
+    std::string all;
+    std::string terminal, out, err;
+    std::optional<int> exit_code;
+    bool contains(std::string_view text) const { return all.find(text) != std::string::npos; }
+};
+
+class Connection {
+public:
+    explicit Connection(int fd) : fd_(fd) {}
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+    ~Connection() { close(); }
+
+    bool ok() const { return fd_ >= 0; }
+    void close() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+    void send(std::string_view bytes) {
+        while (!bytes.empty()) {
+            const ssize_t count = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+            if (count <= 0) {
+                ADD_FAILURE() << "send failed: " << std::strerror(errno);
+                return;
+            }
+            bytes.remove_prefix(static_cast<std::size_t>(count));
+        }
+    }
+
+    // The next frame; nullopt on timeout or when the shim closed the connection
+    // (closed() then says which).
+    std::optional<Frame> next(std::chrono::milliseconds timeout = kTimeout) {
+        const auto deadline = Clock::now() + timeout;
+        while (true) {
+            if (auto frame = decoder_.next()) return frame;
+            if (decoder_.failed()) {
+                ADD_FAILURE() << "the shim sent a frame the decoder refuses";
+                return std::nullopt;
+            }
+            pollfd polled{fd_, POLLIN, 0};
+            if (poll(&polled, 1, remaining_ms(deadline)) != 1) return std::nullopt;
+            char buffer[65536];
+            const ssize_t count = recv(fd_, buffer, sizeof buffer, 0);
+            if (count <= 0) {
+                closed_ = true;
+                return std::nullopt;
+            }
+            decoder_.feed(std::string_view(buffer, static_cast<std::size_t>(count)));
+        }
+    }
+    bool closed() const { return closed_; }
+
+    std::optional<Hello> hello() {
+        auto frame = next();
+        if (!frame || frame->type != FrameType::hello) {
+            ADD_FAILURE() << "expected HELLO first";
+            return std::nullopt;
+        }
+        auto hello = decode_hello(frame->payload);
+        EXPECT_TRUE(hello) << "malformed HELLO";
+        if (hello) {
+            EXPECT_EQ(hello->version, kProtocolVersion);
+        }
+        return hello;
+    }
+
+    // Reads OUTPUT and EXIT frames into `transcript` until `done` holds for it.
+    ::testing::AssertionResult read_until(Transcript& transcript,
+                                          const std::function<bool(const Transcript&)>& done,
+                                          std::chrono::milliseconds timeout = kTimeout) {
+        const auto deadline = Clock::now() + timeout;
+        while (!done(transcript)) {
+            auto frame = next(std::chrono::milliseconds(remaining_ms(deadline)));
+            if (!frame)
+                return ::testing::AssertionFailure()
+                       << (closed_ ? "the shim closed the connection" : "timed out")
+                       << "; output so far: [" << transcript.all << "]";
+            if (frame->type == FrameType::exit) {
+                if (transcript.exit_code) return ::testing::AssertionFailure() << "EXIT twice";
+                auto code = decode_i32(frame->payload);
+                if (!code) return ::testing::AssertionFailure() << "malformed EXIT";
+                transcript.exit_code = *code;
+                continue;
+            }
+            if (frame->type != FrameType::output)
+                return ::testing::AssertionFailure()
+                       << "unexpected frame type " << int(frame->type);
+            if (transcript.exit_code)
+                return ::testing::AssertionFailure() << "OUTPUT after EXIT";
+            auto output = decode_output(frame->payload);
+            if (!output) return ::testing::AssertionFailure() << "malformed OUTPUT";
+            if (output->offset != transcript.next_offset)
+                return ::testing::AssertionFailure()
+                       << "OUTPUT at offset " << output->offset << ", expected "
+                       << transcript.next_offset << " (a duplicate or a gap)";
+            transcript.next_offset += output->data.size();
+            transcript.all.append(output->data);
+            switch (output->stream) {
+            case Stream::terminal: transcript.terminal.append(output->data); break;
+            case Stream::stdout_: transcript.out.append(output->data); break;
+            case Stream::stderr_: transcript.err.append(output->data); break;
+            }
+        }
+        return ::testing::AssertionSuccess();
+    }
+
+    ::testing::AssertionResult read_until_contains(Transcript& transcript, std::string text) {
+        return read_until(transcript, [text](const Transcript& t) { return t.contains(text); });
+    }
+    ::testing::AssertionResult read_until_exit(Transcript& transcript) {
+        return read_until(transcript, [](const Transcript& t) { return t.exit_code.has_value(); });
+    }
+
+private:
+    int fd_;
+    FrameDecoder decoder_;
+    bool closed_ = false;
+};
+
+class ShimProcess {
+public:
+    explicit ShimProcess(const std::vector<std::string>& args, int stderr_fd = -1) {
+        std::vector<char*> argv;
+        argv.push_back(g_shim_path.data());
+        for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+        argv.push_back(nullptr);
+        pid_ = fork();
+        if (pid_ == 0) {
+            if (stderr_fd >= 0) dup2(stderr_fd, STDERR_FILENO);
+            // The shim's TERM default is part of what is tested.
+            unsetenv("TERM");
+            execv(argv[0], argv.data());
+            _exit(99);
+        }
+    }
+    ShimProcess(const ShimProcess&) = delete;
+    ShimProcess& operator=(const ShimProcess&) = delete;
+    ~ShimProcess() {
+        if (!status_) {
+            kill(pid_, SIGKILL);
+            waitpid(pid_, nullptr, 0);
+        }
+    }
+
+    pid_t pid() const { return pid_; }
+    bool running() { return !poll_status(); }
+
+    // The shim's exit status as a shell reports it, or nullopt if still running.
+    std::optional<int> wait(std::chrono::milliseconds timeout = kTimeout) {
+        const auto deadline = Clock::now() + timeout;
+        while (!poll_status() && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+        return status_;
+    }
+
+private:
+    bool poll_status() {
+        if (status_) return true;
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
+        status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return true;
+    }
+
+    pid_t pid_ = -1;
+    std::optional<int> status_;
+};
+
+std::vector<std::string> shim_args(const std::string& socket, std::vector<std::string> flags,
+                                   std::vector<std::string> command) {
+    std::vector<std::string> args{"--connect", socket};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--");
+    args.insert(args.end(), command.begin(), command.end());
+    return args;
+}
+
+bool wait_for_file(const std::string& path) {
+    const auto deadline = Clock::now() + kTimeout;
+    while (!fs::exists(path)) {
+        if (Clock::now() > deadline) return false;
+        std::this_thread::sleep_for(10ms);
+    }
+    return true;
+}
+
+// Acknowledges the exit and checks the shim then ends with the program's code.
+void finish(Connection& connection, ShimProcess& shim, int expected_code) {
+    connection.send(encode_empty(FrameType::exit_ack));
+    EXPECT_EQ(shim.wait(), expected_code);
+}
+
+TEST(ShimIntegration, TerminalModeEchoesInputAndReportsTheExitCode) {
+    TempDir dir;
+    Listener listener(dir / "s");
+    ShimProcess shim(shim_args(dir / "s", {"--tty"},
+                               {"sh", "-c", "echo hello; read x; echo got:$x; exit 7"}));
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok()) << "the shim never connected";
+    auto hello = connection.hello();
+    ASSERT_TRUE(hello);
+    EXPECT_TRUE(hello->tty);
+    EXPECT_FALSE(hello->exited);
+
+    connection.send(encode_resume(0));
+    Transcript transcript;
+    ASSERT_TRUE(connection.read_until_contains(transcript, "hello"));
+    std::string input;
+    append_frame(input, FrameType::input, "abc\n");
+    connection.send(input);
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    EXPECT_TRUE(transcript.contains("got:abc")) << transcript.all;
+    EXPECT_EQ(transcript.exit_code, 7);
+    EXPECT_EQ(transcript.terminal, transcript.all) << "tty output is all Stream::terminal";
+    // The shim waits for the acknowledgement before it ends.
+    std::this_thread::sleep_for(200ms);
+    EXPECT_TRUE(shim.running());
+    finish(connection, shim, 7);
+}
+
+TEST(ShimIntegration, StartsBeforeHandlerdListensAndReplaysEverythingLater) {
+    TempDir dir;
+    const std::string marker = dir / "ran";
+    ShimProcess shim(shim_args(dir / "s", {"--tty"},
+                               {"sh", "-c", "echo early; echo bird; touch " + marker + "; exit 3"}));
+    // The program runs and ends meanwhile; the shim keeps retrying.
+    ASSERT_TRUE(wait_for_file(marker));
+    std::this_thread::sleep_for(300ms);
+    ASSERT_TRUE(shim.running());
+
+    Listener listener(dir / "s");
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok()) << "the shim did not retry the connection";
+    auto hello = connection.hello();
+    ASSERT_TRUE(hello);
+    EXPECT_TRUE(hello->exited);
+    EXPECT_EQ(hello->exit_code, 3);
+    EXPECT_EQ(hello->oldest, 0u);
+    EXPECT_EQ(hello->produced, std::string("early\r\nbird\r\n").size());
+
+    connection.send(encode_resume(0));
+    Transcript transcript;
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    EXPECT_EQ(transcript.all, "early\r\nbird\r\n");
+    EXPECT_EQ(transcript.exit_code, 3);
+    finish(connection, shim, 3);
+}
+
+TEST(ShimIntegration, ReconnectResumesWithoutDuplicatesOrGaps) {
+    TempDir dir;
+    Listener listener(dir / "s");
+    ShimProcess shim(shim_args(dir / "s", {},
+        {"sh", "-c", "i=0; while [ $i -lt 300 ]; do echo line$i; i=$((i+1)); sleep 0.003; done"}));
+    std::string expected;
+    for (int i = 0; i < 300; ++i) expected += "line" + std::to_string(i) + "\n";
+
+    Transcript transcript;
+    {
+        Connection first(listener.accept());
+        ASSERT_TRUE(first.ok());
+        ASSERT_TRUE(first.hello());
+        first.send(encode_resume(0));
+        ASSERT_TRUE(first.read_until(transcript, [](const Transcript& t) { return t.all.size() >= 200; }));
+        ASSERT_FALSE(transcript.exit_code) << "the program should still be running";
+    } // handlerd goes away mid-stream, possibly with output in flight
+
+    const std::uint64_t had = transcript.next_offset;
+    {
+        Connection second(listener.accept());
+        ASSERT_TRUE(second.ok()) << "the shim did not reconnect";
+        auto hello = second.hello();
+        ASSERT_TRUE(hello);
+        EXPECT_GE(hello->produced, had);
+        EXPECT_LE(hello->produced, expected.size());
+        EXPECT_EQ(hello->oldest, 0u);
+        second.send(encode_resume(had));
+        ASSERT_TRUE(second.read_until_exit(transcript));
+        EXPECT_EQ(transcript.all, expected);
+        EXPECT_EQ(transcript.exit_code, 0);
+    } // gone again before acknowledging the exit
+
+    Connection third(listener.accept());
+    ASSERT_TRUE(third.ok()) << "the shim did not reconnect after its program exited";
+    auto hello = third.hello();
+    ASSERT_TRUE(hello);
+    EXPECT_TRUE(hello->exited);
+    EXPECT_EQ(hello->produced, expected.size());
+    third.send(encode_resume(hello->produced));
+    Transcript rest;
+    rest.next_offset = hello->produced;
+    ASSERT_TRUE(third.read_until_exit(rest));
+    EXPECT_TRUE(rest.all.empty()) << "resuming at produced must send no output";
+    EXPECT_EQ(rest.exit_code, 0);
+    finish(third, shim, 0);
+}
+
+TEST(ShimIntegration, PipeModeKeepsStreamsApartAndInputEofEndsStdin) {
+    TempDir dir;
+    Listener listener(dir / "s");
+    ShimProcess shim(shim_args(dir / "s", {},
+                               {"sh", "-c", "echo out; echo err >&2; cat; echo after"}));
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok());
+    auto hello = connection.hello();
+    ASSERT_TRUE(hello);
+    EXPECT_FALSE(hello->tty);
+    connection.send(encode_resume(0));
+    std::string frames;
+    append_frame(frames, FrameType::input, "xyz\n");
+    append_frame(frames, FrameType::input, "more");
+    frames += encode_empty(FrameType::input_eof);
+    connection.send(frames);
+    Transcript transcript;
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    EXPECT_EQ(transcript.out, "out\nxyz\nmoreafter\n");
+    EXPECT_EQ(transcript.err, "err\n");
+    EXPECT_TRUE(transcript.terminal.empty());
+    EXPECT_EQ(transcript.exit_code, 0);
+    finish(connection, shim, 0);
+}
+
+TEST(ShimIntegration, ExecFailureIsShownToTheUserAndExits127) {
+    for (bool tty : {true, false}) {
+        SCOPED_TRACE(tty ? "tty" : "pipes");
+        TempDir dir;
+        Listener listener(dir / "s");
+        ShimProcess shim(shim_args(dir / "s", tty ? std::vector<std::string>{"--tty"}
+                                                  : std::vector<std::string>{},
+                                   {"/nonexistent/handler-no-such-program", "arg"}));
+        Connection connection(listener.accept());
+        ASSERT_TRUE(connection.ok());
+        ASSERT_TRUE(connection.hello());
+        connection.send(encode_resume(0));
+        Transcript transcript;
+        ASSERT_TRUE(connection.read_until_exit(transcript));
+        const auto& shown = tty ? transcript.terminal : transcript.err;
+        EXPECT_NE(shown.find("handler-shim: cannot run '/nonexistent/handler-no-such-program': "
+                             "No such file or directory"),
+                  std::string::npos)
+            << transcript.all;
+        if (!tty) {
+            EXPECT_TRUE(transcript.out.empty());
+        }
+        EXPECT_EQ(transcript.exit_code, 127);
+        finish(connection, shim, 127);
+    }
+}
+
+TEST(ShimIntegration, ResizeChangesTheTerminalSize) {
+    TempDir dir;
+    Listener listener(dir / "s");
+    ShimProcess shim(shim_args(dir / "s", {"--tty", "--rows", "30", "--cols", "100"},
+                               {"sh", "-c", "stty size; read x; stty size"}));
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok());
+    ASSERT_TRUE(connection.hello());
+    connection.send(encode_resume(0));
+    Transcript transcript;
+    ASSERT_TRUE(connection.read_until_contains(transcript, "30 100"));
+    std::string frames = encode_resize(40, 120);
+    append_frame(frames, FrameType::input, "\n");
+    connection.send(frames);
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    EXPECT_TRUE(transcript.contains("40 120")) << transcript.all;
+    EXPECT_EQ(transcript.exit_code, 0);
+    finish(connection, shim, 0);
+}
+
+TEST(ShimIntegration, TermDefaultsAndWorkdirApplies) {
+    TempDir dir;
+    Listener listener(dir / "s");
+    ShimProcess shim(shim_args(dir / "s", {"--tty", "--workdir", "/"},
+                               {"sh", "-c", "echo \"[$TERM][$(pwd)]\""}));
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok());
+    ASSERT_TRUE(connection.hello());
+    connection.send(encode_resume(0));
+    Transcript transcript;
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    EXPECT_TRUE(transcript.contains("[xterm-256color][/]")) << transcript.all;
+    finish(connection, shim, 0);
+}
+
+TEST(ShimIntegration, SignalFramesReachTheProgramAndBadNumbersAreIgnored) {
+    TempDir dir;
+    Listener listener(dir / "s");
+    ShimProcess shim(shim_args(dir / "s", {}, {"sh", "-c", "echo ready; exec sleep 30"}));
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok());
+    ASSERT_TRUE(connection.hello());
+    connection.send(encode_resume(0));
+    Transcript transcript;
+    ASSERT_TRUE(connection.read_until_contains(transcript, "ready"));
+    connection.send(encode_i32(FrameType::signal, 0) + encode_i32(FrameType::signal, 65) +
+                    encode_i32(FrameType::signal, -9));
+    std::this_thread::sleep_for(100ms);
+    EXPECT_FALSE(transcript.exit_code);
+    connection.send(encode_i32(FrameType::signal, SIGTERM));
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    EXPECT_EQ(transcript.exit_code, 128 + SIGTERM);
+    finish(connection, shim, 128 + SIGTERM);
+}
+
+TEST(ShimIntegration, SigtermToTheShimIsForwardedToTheProgram) {
+    TempDir dir;
+    Listener listener(dir / "s");
+    ShimProcess shim(shim_args(dir / "s", {}, {"sh", "-c", "echo ready; exec sleep 30"}));
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok());
+    ASSERT_TRUE(connection.hello());
+    connection.send(encode_resume(0));
+    Transcript transcript;
+    ASSERT_TRUE(connection.read_until_contains(transcript, "ready"));
+    kill(shim.pid(), SIGTERM);
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    EXPECT_EQ(transcript.exit_code, 128 + SIGTERM);
+    finish(connection, shim, 128 + SIGTERM);
+}
+
+TEST(ShimIntegration, RedrawSendsSigwinchToTheForegroundGroup) {
+    TempDir dir;
+    Listener listener(dir / "s");
+    ShimProcess shim(shim_args(dir / "s", {"--tty"},
+        {"sh", "-c", "trap 'echo winched' WINCH; echo ready; while :; do sleep 0.05; done"}));
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok());
+    ASSERT_TRUE(connection.hello());
+    connection.send(encode_resume(0));
+    Transcript transcript;
+    ASSERT_TRUE(connection.read_until_contains(transcript, "ready"));
+    EXPECT_FALSE(transcript.contains("winched"));
+    connection.send(encode_empty(FrameType::redraw));
+    ASSERT_TRUE(connection.read_until_contains(transcript, "winched"));
+    connection.send(encode_i32(FrameType::signal, SIGKILL));
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    EXPECT_EQ(transcript.exit_code, 128 + SIGKILL);
+    finish(connection, shim, 128 + SIGKILL);
+}
+
+TEST(ShimIntegration, StopsReadingTheProgramWhileHandlerdDoesNotRead) {
+    TempDir dir;
+    Listener listener(dir / "s");
+    const std::string marker = dir / "finished";
+    constexpr std::size_t kBytes = 4'000'000; // far beyond every buffer on the way
+    ShimProcess shim(shim_args(dir / "s", {},
+        {"sh", "-c", "head -c " + std::to_string(kBytes) + " /dev/zero; touch " + marker}));
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok());
+    ASSERT_TRUE(connection.hello());
+    connection.send(encode_resume(0));
+    std::this_thread::sleep_for(1s);
+    EXPECT_FALSE(fs::exists(marker)) << "the program was not held back";
+    Transcript transcript;
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    EXPECT_EQ(transcript.out.size(), kBytes);
+    EXPECT_EQ(transcript.out.find_first_not_of('\0'), std::string::npos);
+    EXPECT_TRUE(fs::exists(marker));
+    finish(connection, shim, 0);
+}
+
+TEST(ShimIntegration, WhileDisconnectedTheRingKeepsOnlyTheNewestBytes) {
+    TempDir dir;
+    const std::string marker = dir / "ran";
+    ShimProcess shim(shim_args(dir / "s", {"--ring-bytes", "1000"},
+                               {"sh", "-c", "yes abcd | head -c 5000; touch " + marker}));
+    ASSERT_TRUE(wait_for_file(marker));
+    std::this_thread::sleep_for(300ms);
+    Listener listener(dir / "s");
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok());
+    auto hello = connection.hello();
+    ASSERT_TRUE(hello);
+    EXPECT_TRUE(hello->exited);
+    EXPECT_EQ(hello->produced, 5000u);
+    EXPECT_EQ(hello->oldest, 4000u);
+    connection.send(encode_resume(0));
+    Transcript transcript;
+    transcript.next_offset = 4000; // replay starts at oldest, not at the 0 asked for
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    std::string expected;
+    while (expected.size() < 5000) expected += "abcd\n";
+    EXPECT_EQ(transcript.out, expected.substr(4000, 1000));
+    finish(connection, shim, 0);
+}
+
+TEST(ShimIntegration, OutputWrittenJustBeforeExitIsComplete) {
+    TempDir dir;
+    Listener listener(dir / "s");
+    constexpr std::size_t kBytes = 300'000;
+    ShimProcess shim(shim_args(dir / "s", {"--tty"},
+        {"sh", "-c", "head -c " + std::to_string(kBytes) + " /dev/zero | tr '\\0' x; exit 5"}));
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok());
+    ASSERT_TRUE(connection.hello());
+    connection.send(encode_resume(0));
+    Transcript transcript;
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    EXPECT_EQ(transcript.terminal.size(), kBytes);
+    EXPECT_EQ(transcript.terminal.find_first_not_of('x'), std::string::npos);
+    EXPECT_EQ(transcript.exit_code, 5);
+    finish(connection, shim, 5);
+}
+
+TEST(ShimIntegration, BackgroundProcessesHoldingTheOutputDoNotDelayTheExit) {
+    for (bool tty : {true, false}) {
+        SCOPED_TRACE(tty ? "tty" : "pipes");
+        TempDir dir;
+        Listener listener(dir / "s");
+        ShimProcess shim(shim_args(dir / "s", tty ? std::vector<std::string>{"--tty"}
+                                                  : std::vector<std::string>{},
+                                   {"sh", "-c", "sleep 5 & echo bye"}));
+        Connection connection(listener.accept());
+        ASSERT_TRUE(connection.ok());
+        ASSERT_TRUE(connection.hello());
+        const auto start = Clock::now();
+        connection.send(encode_resume(0));
+        Transcript transcript;
+        ASSERT_TRUE(connection.read_until_exit(transcript));
+        // ~100 ms (the drain window); the hard limit would be 2 s, the sleep 5 s.
+        EXPECT_LT(Clock::now() - start, 1500ms) << "the shim waited for the background sleep";
+        EXPECT_TRUE(transcript.contains("bye")) << transcript.all;
+        EXPECT_EQ(transcript.exit_code, 0);
+        finish(connection, shim, 0);
+    }
+}
+
+TEST(ShimIntegration, ResumePastProducedSendsOnlyWhatComesAfterIt) {
+    TempDir dir;
+    Listener listener(dir / "s");
+    ShimProcess shim(shim_args(dir / "s", {}, {"sh", "-c", "read x; echo 0123456789; echo abc"}));
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok());
+    auto hello = connection.hello();
+    ASSERT_TRUE(hello);
+    EXPECT_EQ(hello->produced, 0u);
+    connection.send(encode_resume(13)); // handlerd claims more than was ever produced
+    std::string input;
+    append_frame(input, FrameType::input, "go\n");
+    connection.send(input);
+    Transcript transcript;
+    transcript.next_offset = 13;
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    EXPECT_EQ(transcript.out, "c\n");
+    finish(connection, shim, 0);
+}
+
+TEST(ShimIntegration, ProtocolErrorsDropTheConnectionAndTheShimComesBack) {
+    TempDir dir;
+    Listener listener(dir / "s");
+    ShimProcess shim(shim_args(dir / "s", {}, {"sh", "-c", "read x; echo got:$x"}));
+    std::string unknown_type;
+    unknown_type.push_back('\x63');
+    unknown_type.append(std::string(4, '\0'));
+    std::string short_resize;
+    append_frame(short_resize, FrameType::resize, "abc");
+    std::string oversize;
+    oversize.push_back(static_cast<char>(FrameType::input));
+    oversize.append("\x7f\xff\xff\xff");
+    for (const auto& bad : {unknown_type, short_resize, oversize, encode_resume(0) + encode_resume(0),
+                            encode_empty(FrameType::hello)}) {
+        Connection connection(listener.accept());
+        ASSERT_TRUE(connection.ok());
+        ASSERT_TRUE(connection.hello());
+        connection.send(bad);
+        while (connection.next()) {} // anything until the shim hangs up
+        EXPECT_TRUE(connection.closed()) << "the shim kept a connection after a protocol error";
+    }
+    Connection connection(listener.accept());
+    ASSERT_TRUE(connection.ok());
+    ASSERT_TRUE(connection.hello());
+    connection.send(encode_resume(0));
+    std::string input;
+    append_frame(input, FrameType::input, "still here\n");
+    connection.send(input);
+    Transcript transcript;
+    ASSERT_TRUE(connection.read_until_exit(transcript));
+    EXPECT_EQ(transcript.out, "got:still here\n");
+    finish(connection, shim, 0);
+}
+
+TEST(ShimIntegration, EndsAfterTheGracePeriodWhenNobodyListens) {
+    TempDir dir;
+    ShimProcess shim(shim_args(dir / "s", {"--exit-grace-ms", "300"}, {"sh", "-c", "exit 4"}));
+    EXPECT_EQ(shim.wait(5s), 4);
+}
+
+TEST(ShimIntegration, BadUsageExits125NamingTheProblem) {
+    TempDir dir;
+    const std::string log = dir / "stderr";
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ShimProcess shim({"--connect", dir / "s", "--rows", "lots", "--", "true"}, fd);
+    close(fd);
+    EXPECT_EQ(shim.wait(), 125);
+    std::string text;
+    std::FILE* file = std::fopen(log.c_str(), "r");
+    ASSERT_TRUE(file);
+    char buffer[1024];
+    while (std::size_t count = std::fread(buffer, 1, sizeof buffer, file)) text.append(buffer, count);
+    std::fclose(file);
+    EXPECT_NE(text.find("option '--rows' wants a whole number"), std::string::npos) << text;
+}
+
+} // namespace
+} // namespace handler::shim
+
+int main(int argc, char** argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: %s PATH_TO_HANDLER_SHIM [gtest flags]\n", argv[0]);
+        return 2;
+    }
+    handler::shim::g_shim_path = argv[1];
+    return RUN_ALL_TESTS();
+}

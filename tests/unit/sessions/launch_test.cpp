@@ -1,0 +1,77 @@
+// The container a session gets from what its harness asked for.
+#include "sessions/launch.hpp"
+
+#include "support/fakes.hpp"
+
+#include <gtest/gtest.h>
+
+namespace handler::sessions {
+namespace {
+
+using handler::testing::contains;
+
+LaunchContext context(bool tty) {
+    LaunchContext c;
+    c.session_id = "s_abc123";
+    c.project_path = "/srv/project";
+    c.default_image = "localhost/handler-base:1";
+    c.control_dir = "/run/user/1000/handler/sessions/s_abc123";
+    c.helper_dir = "/usr/libexec/handler";
+    c.tty = tty;
+    c.rows = 40;
+    c.cols = 100;
+    return c;
+}
+
+TEST(LaunchSpec, WrapsTheProgramInTheShimWithATerminal) {
+    plugins::LaunchSpec launch;
+    launch.arguments = {"bash", "-l"};
+    launch.env = {{"TERM", "dumb"}, {"A", "1"}};
+    auto spec = container_spec(launch, context(true));
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    const std::vector<std::string> argv = {"/opt/handler/handler-shim", "--connect",
+                                           "/run/handler/control.sock", "--tty", "--rows", "40",
+                                           "--cols", "100", "--", "bash", "-l"};
+    EXPECT_EQ(spec->argv, argv);
+    EXPECT_EQ(spec->image, "localhost/handler-base:1");
+    EXPECT_EQ(spec->workdir, "/srv/project");
+    EXPECT_EQ(spec->network, runtime::NetworkMode::none);
+    EXPECT_FALSE(spec->tty) << "the shim owns the terminal, not podman";
+    // TERM defaults first, so the harness's own value (later) wins.
+    ASSERT_EQ(spec->env.size(), 3u);
+    EXPECT_EQ(spec->env[0].name, "TERM");
+    EXPECT_EQ(spec->env[1].value, "dumb");
+}
+
+TEST(LaunchSpec, HeadlessRunsGetPipesAndTheHarnessMayNameImageAndWorkdir) {
+    plugins::LaunchSpec launch;
+    launch.arguments = {"bash", "-lc", "true"};
+    launch.image = "localhost/other:2";
+    launch.workdir = "/srv/project/sub";
+    auto spec = container_spec(launch, context(false));
+    ASSERT_TRUE(spec.ok());
+    const std::vector<std::string> argv = {"/opt/handler/handler-shim", "--connect",
+                                           "/run/handler/control.sock", "--", "bash", "-lc",
+                                           "true"};
+    EXPECT_EQ(spec->argv, argv);
+    EXPECT_EQ(spec->image, "localhost/other:2");
+    EXPECT_EQ(spec->workdir, "/srv/project/sub");
+    EXPECT_TRUE(spec->env.empty());
+}
+
+TEST(LaunchSpec, RefusesWhatItCannotHonour) {
+    plugins::LaunchSpec empty;
+    auto refused = container_spec(empty, context(true));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(contains(refused.error().message, "no program"));
+
+    plugins::LaunchSpec with_secret;
+    with_secret.arguments = {"claude"};
+    with_secret.secret_env = {{"ANTHROPIC_API_KEY", "anthropic"}};
+    refused = container_spec(with_secret, context(true));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(contains(refused.error().message, "anthropic")) << refused.error().message;
+}
+
+} // namespace
+} // namespace handler::sessions

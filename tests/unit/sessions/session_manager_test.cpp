@@ -1,0 +1,450 @@
+// The session service with a fake container runtime and a test double of handler-shim
+// that speaks the real protocol over the real control socket: start, output fan-out and
+// replay, input, exit codes, stop, remove, and re-adoption by a second manager (a
+// restarted handlerd) of what the first one left running.
+#include "sessions/session_manager.hpp"
+
+#include "store/store.hpp"
+#include "support/fake_container_runtime.hpp"
+#include "support/fakes.hpp"
+
+#include <handler/shim_protocol.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+namespace handler::sessions {
+namespace {
+
+namespace fs = std::filesystem;
+using handler::testing::contains;
+using handler::testing::FakeClock;
+using handler::testing::FakeContainerRuntime;
+using handler::testing::TempDir;
+using store::SessionState;
+
+constexpr const char* kImage = "localhost/handler-base:test";
+
+// handler-shim's side of the control socket, driven by the test.
+class ShimDouble {
+public:
+    ~ShimDouble() { close(); }
+
+    bool connect(const fs::path& socket) {
+        close();
+        fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket.c_str());
+        return ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+    }
+    void close() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+        decoder_ = shim::FrameDecoder();
+    }
+    void send(const std::string& bytes) const {
+        ASSERT_EQ(::write(fd_, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    }
+    void hello(std::uint64_t produced, std::uint64_t oldest = 0) const {
+        shim::Hello hello;
+        hello.produced = produced;
+        hello.oldest = oldest;
+        hello.tty = true;
+        send(shim::encode_hello(hello));
+    }
+    void output(std::uint64_t offset, std::string_view data) const {
+        std::string frames;
+        shim::append_output(frames, offset, shim::Stream::terminal, data);
+        send(frames);
+    }
+    // Frames the manager has sent so far (does not wait).
+    // True once the other end has closed the connection.
+    bool closed_by_peer() const {
+        pollfd ready{fd_, POLLIN, 0};
+        if (::poll(&ready, 1, 0) <= 0) return false;
+        char byte = 0;
+        return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+    }
+    std::vector<shim::Frame> received() {
+        std::vector<shim::Frame> frames;
+        char buffer[4096];
+        pollfd ready{fd_, POLLIN, 0};
+        while (::poll(&ready, 1, 0) > 0 && (ready.revents & POLLIN) != 0) {
+            const ssize_t got = ::read(fd_, buffer, sizeof buffer);
+            if (got <= 0) break;
+            decoder_.feed(std::string_view(buffer, static_cast<std::size_t>(got)));
+        }
+        while (auto frame = decoder_.next()) frames.push_back(std::move(*frame));
+        return frames;
+    }
+
+private:
+    int fd_ = -1;
+    shim::FrameDecoder decoder_;
+};
+
+class RecordingClient final : public api::TerminalClient {
+public:
+    void output(api::OutputStream, std::uint64_t offset,
+                const std::shared_ptr<const std::string>& bytes) override {
+        if (offsets.empty() || offset >= next) text += *bytes;
+        offsets.push_back(offset);
+        next = offset + bytes->size();
+    }
+    void exited(std::int64_t code) override { exit_code = code; }
+    void ended(const std::string& why) override { reason = why; }
+
+    std::string text;
+    std::vector<std::uint64_t> offsets;
+    std::uint64_t next = 0;
+    std::optional<std::int64_t> exit_code;
+    std::optional<std::string> reason;
+};
+
+class SessionManagerTest : public ::testing::Test {
+protected:
+    SessionManagerTest() {
+        fs::create_directories(dir_ / "project/sub");
+        auto opened = store::Store::open(dir_ / "data/handler.db", clock_);
+        EXPECT_TRUE(opened.ok());
+        store_ = std::move(*opened);
+        auto project = store_->create_project({"project", (dir_ / "project").string(), {}});
+        EXPECT_TRUE(project.ok()) << project.error().message;
+        project_id_ = project->id;
+        runtime_.images.insert(kImage);
+        make_manager();
+    }
+
+    void make_manager() {
+        SessionManagerOptions options;
+        options.control_root = dir_ / "run/sessions";
+        options.output_root = dir_ / "data/sessions";
+        options.helper_dir = dir_ / "libexec";
+        options.default_image = kImage;
+        options.replay_bytes = 64;
+        options.lost_link_check = std::chrono::milliseconds(50);
+        fs::create_directories(options.helper_dir);
+        manager_.reset();
+        manager_ = std::make_unique<SessionManager>(
+            io_, *store_, runtime_,
+            [this](std::string_view harness, const plugins::LaunchRequest& request)
+                -> Result<plugins::LaunchSpec> {
+                requests_.push_back(request);
+                if (harness != "shell") return make_error(ErrorCode::not_found, "no harness");
+                plugins::LaunchSpec spec;
+                spec.arguments = {"bash", "-l"};
+                return spec;
+            },
+            [](std::string_view harness) { return harness == "shell"; }, events_, clock_,
+            options);
+    }
+
+    // Runs the io_context (and so the worker's results) until `done` or 5 s.
+    bool pump_until(const std::function<bool()>& done) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (std::chrono::steady_clock::now() < deadline) {
+            io_.restart();
+            io_.run_for(std::chrono::milliseconds(5));
+            if (done()) return true;
+        }
+        return done();
+    }
+
+    SessionState state(const std::string& id) { return store_->get_session(id)->state; }
+
+    fs::path socket(const std::string& id) { return dir_ / "run/sessions" / id / "control.sock"; }
+
+    std::string start_shell() {
+        api::StartRequest request;
+        request.harness = "shell";
+        request.directory = (dir_ / "project/sub").string();
+        auto started = manager_->start(request);
+        EXPECT_TRUE(started.ok()) << started.error().message;
+        if (!started) return {};
+        EXPECT_EQ(started->state, SessionState::starting);
+        const std::string id = started->id;
+        EXPECT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+        return id;
+    }
+
+    // Connects the shim double and waits for handlerd's RESUME.
+    std::uint64_t connect_shim(ShimDouble& shim, const std::string& id, std::uint64_t produced,
+                               std::uint64_t oldest = 0) {
+        EXPECT_TRUE(shim.connect(socket(id)));
+        shim.hello(produced, oldest);
+        std::optional<std::uint64_t> from;
+        EXPECT_TRUE(pump_until([&] {
+            for (const auto& frame : shim.received())
+                if (frame.type == shim::FrameType::resume) from = shim::decode_u64(frame.payload);
+            return from.has_value();
+        }));
+        return from.value_or(~0ull);
+    }
+
+    TempDir dir_;
+    FakeClock clock_;
+    std::unique_ptr<store::Store> store_;
+    std::int64_t project_id_ = 0;
+    FakeContainerRuntime runtime_;
+    api::EventHub events_;
+    boost::asio::io_context io_;
+    std::vector<plugins::LaunchRequest> requests_;
+    std::unique_ptr<SessionManager> manager_;
+};
+
+TEST_F(SessionManagerTest, StartsOneLabelledContainerRunningTheShim) {
+    const std::string id = start_shell();
+    ASSERT_EQ(runtime_.containers.size(), 1u);
+    const auto& spec = runtime_.containers.begin()->second.spec;
+    EXPECT_EQ(spec.session_id, id);
+    EXPECT_EQ(spec.image, kImage);
+    EXPECT_EQ(spec.project_path, dir_ / "project");
+    EXPECT_EQ(spec.control_dir, dir_ / "run/sessions" / id);
+    EXPECT_EQ(spec.network, runtime::NetworkMode::none);
+    ASSERT_GE(spec.argv.size(), 3u);
+    EXPECT_EQ(spec.argv[0], "/opt/handler/handler-shim");
+    EXPECT_EQ(spec.argv[spec.argv.size() - 2], "bash");
+    ASSERT_EQ(requests_.size(), 1u);
+    EXPECT_EQ(requests_[0].session_id, id);
+    EXPECT_EQ(requests_[0].mode, plugins::LaunchMode::interactive);
+    auto session = store_->get_session(id);
+    EXPECT_EQ(session->container_id, runtime_.containers.begin()->first);
+    EXPECT_TRUE(session->tty);
+    EXPECT_TRUE(fs::exists(socket(id)));
+}
+
+TEST_F(SessionManagerTest, OutputReachesEveryClientAndInputReachesTheShim) {
+    const std::string id = start_shell();
+    ShimDouble shim;
+    EXPECT_EQ(connect_shim(shim, id, 0), 0u);
+
+    auto first = std::make_shared<RecordingClient>();
+    auto second = std::make_shared<RecordingClient>();
+    auto a = manager_->attach(id, first, {});
+    auto b = manager_->attach(id, second, {});
+    ASSERT_TRUE(a.ok() && b.ok());
+    shim.output(0, "$ echo hi\r\nhi\r\n");
+    ASSERT_TRUE(pump_until([&] { return second->text.size() == 15; }));
+    EXPECT_EQ(first->text, "$ echo hi\r\nhi\r\n");
+    EXPECT_EQ(second->text, first->text);
+
+    manager_->input(a->attach_id, "typed by a\r");
+    manager_->input(b->attach_id, "typed by b\r");
+    manager_->resize(b->attach_id, 50, 120);
+    std::string input;
+    std::optional<shim::Size> size;
+    ASSERT_TRUE(pump_until([&] {
+        for (const auto& frame : shim.received()) {
+            if (frame.type == shim::FrameType::input) input += frame.payload;
+            if (frame.type == shim::FrameType::resize) size = shim::decode_resize(frame.payload);
+        }
+        return size.has_value() && input.size() == 22;
+    }));
+    EXPECT_EQ(input, "typed by a\rtyped by b\r");
+    EXPECT_EQ(size->rows, 50);
+    EXPECT_EQ(size->cols, 120);
+}
+
+TEST_F(SessionManagerTest, ALateClientGetsTheRecentOutputReplayed) {
+    const std::string id = start_shell();
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    shim.output(0, std::string(100, 'a'));
+    shim.output(100, "current screen");
+    auto log_end = [&] { return manager_->log(id)->end; };
+    ASSERT_TRUE(pump_until([&] { return log_end() == 114; }));
+
+    auto late = std::make_shared<RecordingClient>();
+    auto attached = manager_->attach(id, late, {});
+    ASSERT_TRUE(attached.ok());
+    EXPECT_EQ(attached->produced, 114u);
+    // The replay buffer holds 64 bytes here; the newest output is always in it.
+    EXPECT_TRUE(late->text.ends_with("current screen")) << late->text;
+    // ...and a client that already has everything up to 110 gets only the rest.
+    auto resumed = std::make_shared<RecordingClient>();
+    ASSERT_TRUE(manager_->attach(id, resumed, {std::uint64_t{110}, true}).ok());
+    EXPECT_EQ(resumed->text, "reen");
+    // The whole output is in the log.
+    EXPECT_EQ(manager_->log(id)->text, std::string(100, 'a') + "current screen");
+}
+
+TEST_F(SessionManagerTest, TheExitCodeIsRecordedAndTheContainerRemoved) {
+    const std::string id = start_shell();
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    auto client = std::make_shared<RecordingClient>();
+    ASSERT_TRUE(manager_->attach(id, client, {}).ok());
+    shim.output(0, "bye\r\n");
+    shim.send(shim::encode_i32(shim::FrameType::exit, 7));
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::exited; }));
+    EXPECT_EQ(store_->get_session(id)->exit_code, 7);
+    ASSERT_TRUE(pump_until([&] { return client->exit_code.has_value(); }));
+    EXPECT_EQ(*client->exit_code, 7);
+    bool acked = false;
+    ASSERT_TRUE(pump_until([&] {
+        for (const auto& frame : shim.received())
+            acked = acked || frame.type == shim::FrameType::exit_ack;
+        return acked && runtime_.containers.empty();
+    }));
+    // Attaching now replays the end and says how it ended.
+    auto late = std::make_shared<RecordingClient>();
+    ASSERT_TRUE(manager_->attach(id, late, {}).ok());
+    EXPECT_EQ(late->text, "bye\r\n");
+    EXPECT_EQ(late->exit_code, 7);
+}
+
+TEST_F(SessionManagerTest, AMissingImageFailsTheSessionWithTheFix) {
+    runtime_.images.clear();
+    api::StartRequest request;
+    request.name = "shell"; // not an agent, so the harness
+    request.directory = (dir_ / "project").string();
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    const std::string id = started->id;
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::failed; }));
+    EXPECT_TRUE(contains(*store_->get_session(id)->message, "handler setup"));
+    EXPECT_TRUE(runtime_.containers.empty());
+    EXPECT_FALSE(fs::exists(socket(id)));
+}
+
+TEST_F(SessionManagerTest, RefusesWhatItCannotResolve) {
+    api::StartRequest request;
+    request.directory = "/somewhere/else";
+    auto outside = manager_->start(request);
+    ASSERT_FALSE(outside.ok());
+    EXPECT_TRUE(contains(outside.error().message, "handler project add")) << outside.error().message;
+
+    request.directory = (dir_ / "project").string();
+    request.name = "nobody";
+    auto unknown = manager_->start(request);
+    ASSERT_FALSE(unknown.ok());
+    EXPECT_EQ(unknown.error().code, ErrorCode::not_found);
+    EXPECT_TRUE(store_->list_sessions()->empty()) << "nothing is recorded for a refused request";
+}
+
+TEST_F(SessionManagerTest, WithoutANameTheProjectsOnlyAgentOrTheShellRuns) {
+    api::StartRequest request;
+    request.directory = (dir_ / "project").string();
+    auto shell = manager_->start(request);
+    ASSERT_TRUE(shell.ok()) << shell.error().message;
+    EXPECT_EQ(shell->harness, "shell");
+    EXPECT_FALSE(shell->agent_id.has_value());
+
+    store::NewAgent agent;
+    agent.project_id = project_id_;
+    agent.name = "helper";
+    agent.harness = "shell";
+    auto made = store_->create_agent(agent);
+    ASSERT_TRUE(made.ok()) << made.error().message;
+    auto by_agent = manager_->start(request);
+    ASSERT_TRUE(by_agent.ok()) << by_agent.error().message;
+    EXPECT_EQ(by_agent->agent_id, made->id);
+}
+
+TEST_F(SessionManagerTest, StopStopsTheContainerAndRecordsItsStatus) {
+    const std::string id = start_shell();
+    auto stopping = manager_->stop(id);
+    ASSERT_TRUE(stopping.ok()) << stopping.error().message;
+    // No shim reports an exit here, so podman's status is what is recorded.
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::exited; }));
+    EXPECT_EQ(store_->get_session(id)->exit_code, 143);
+    EXPECT_FALSE(manager_->stop(id).ok());
+}
+
+TEST_F(SessionManagerTest, RemoveRefusesARunningSessionAndDeletesAnEndedOne) {
+    const std::string id = start_shell();
+    auto refused = manager_->remove(id);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(contains(refused.error().message, "handler session stop")) << refused.error().message;
+    ASSERT_TRUE(manager_->stop(id).ok());
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::exited; }));
+    ASSERT_TRUE(manager_->remove(id).ok());
+    EXPECT_FALSE(store_->get_session(id).ok());
+    EXPECT_FALSE(fs::exists(dir_ / "data/sessions" / id));
+}
+
+TEST_F(SessionManagerTest, ARestartedManagerReadoptsAndResumesWithoutGapsOrRepeats) {
+    const std::string id = start_shell();
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    shim.output(0, "before restart\r\n");
+    ASSERT_TRUE(pump_until([&] { return manager_->log(id)->end == 16; }));
+
+    // handlerd goes away (as after kill -9, nothing is recorded as ended)...
+    manager_.reset();
+    shim.close();
+    EXPECT_EQ(state(id), SessionState::running);
+    // ...and the next one finds the container still running.
+    make_manager();
+    bool reconciled = false;
+    manager_->reconcile([&] { reconciled = true; });
+    ASSERT_TRUE(pump_until([&] { return reconciled; }));
+    EXPECT_EQ(state(id), SessionState::running);
+
+    // A client attaching before the shim is back sees the screen from the log.
+    auto early = std::make_shared<RecordingClient>();
+    ASSERT_TRUE(manager_->attach(id, early, {}).ok());
+    EXPECT_EQ(early->text, "before restart\r\n");
+
+    // The shim produced more meanwhile; it is asked for exactly what the log lacks.
+    EXPECT_EQ(connect_shim(shim, id, 35), 16u);
+    shim.output(7, "restart\r\nduring gap\r\n"); // overlaps what handlerd has
+    shim.output(28, "after\r\n");
+    ASSERT_TRUE(pump_until([&] { return manager_->log(id)->end == 35; }));
+    EXPECT_EQ(manager_->log(id)->text, "before restart\r\nduring gap\r\nafter\r\n");
+    EXPECT_EQ(early->text, "before restart\r\nduring gap\r\nafter\r\n");
+}
+
+TEST_F(SessionManagerTest, ReconcileRecordsWhatHappenedWhileNoHandlerdWatched) {
+    const std::string ended = start_shell();
+    const std::string vanished = start_shell();
+    manager_.reset();
+    for (auto& [container_id, container] : runtime_.containers)
+        if (container.spec.session_id == ended) runtime_.exit_container(container_id, 42);
+    for (auto it = runtime_.containers.begin(); it != runtime_.containers.end();)
+        it = it->second.spec.session_id == vanished ? runtime_.containers.erase(it) : std::next(it);
+
+    make_manager();
+    bool reconciled = false;
+    manager_->reconcile([&] { reconciled = true; });
+    ASSERT_TRUE(pump_until([&] { return reconciled; }));
+    EXPECT_EQ(state(ended), SessionState::exited);
+    EXPECT_EQ(store_->get_session(ended)->exit_code, 42);
+    EXPECT_EQ(state(vanished), SessionState::lost);
+    EXPECT_TRUE(contains(*store_->get_session(vanished)->message, "gone"));
+    ASSERT_TRUE(pump_until([&] { return runtime_.containers.empty(); }));
+}
+
+TEST_F(SessionManagerTest, AContainerThatDiesWithItsShimIsNoticed) {
+    const std::string id = start_shell();
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    runtime_.exit_container(runtime_.containers.begin()->first, 137);
+    shim.close(); // no exit frame: the shim was killed along with everything else
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::exited; }));
+    EXPECT_EQ(store_->get_session(id)->exit_code, 137);
+}
+
+TEST_F(SessionManagerTest, AMisbehavingShimIsDisconnectedNotBelieved) {
+    const std::string id = start_shell();
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    // A frame longer than the protocol allows.
+    shim.send(std::string("\x02\x7f\xff\xff\xff", 5));
+    ASSERT_TRUE(pump_until([&] { return shim.closed_by_peer(); }));
+    // The connection was dropped; the session still runs and a reconnect works.
+    EXPECT_EQ(state(id), SessionState::running);
+    EXPECT_EQ(connect_shim(shim, id, 0), 0u);
+}
+
+} // namespace
+} // namespace handler::sessions
