@@ -55,20 +55,27 @@ public:
                R"("launch_modes":["interactive","headless"],"events":"text"})";
     }
 
-    // The base image already has bash; image_recipe adds nothing (the default).
+    // bash where the image has it (the base image does), else the image's POSIX sh, so a
+    // minimal image (busybox) still gets a shell. /bin/sh picks, then execs: no extra
+    // process stays between the shim and the shell.
+    static constexpr const char* kInteractive =
+        "command -v bash >/dev/null 2>&1 && exec bash -l \"$@\"; exec /bin/sh -l \"$@\"";
+    // $0 is the prompt; the extra arguments are its $1, $2, ...
+    static constexpr const char* kHeadless =
+        "command -v bash >/dev/null 2>&1 && exec bash -lc \"$0\" bash \"$@\"; "
+        "exec /bin/sh -c \"$0\" sh \"$@\"";
 
     void launch(const LaunchRequest& request, LaunchBuilder& launch) override {
         if (request.interactive()) {
-            // `handler terminal shell -- ARGS` passes ARGS to bash itself.
-            launch.arguments({"bash", "-l"}).arguments(request.extra_args);
+            // `handler terminal shell -- ARGS` passes ARGS to the shell itself.
+            launch.arguments({"/bin/sh", "-c", kInteractive, "sh"}).arguments(request.extra_args);
         } else {
             if (request.prompt.empty())
                 throw PluginError(HD_STATUS_INVALID_ARGUMENT,
                                   "the shell harness runs a headless session as `bash -lc PROMPT`; "
                                   "give it a command to run (handler run shell -p \"make test\")");
-            // "bash" fills $0, so extra arguments are the command's $1, $2, ...
-            launch.arguments({"bash", "-lc"}).argument(request.prompt);
-            if (!request.extra_args.empty()) launch.argument("bash").arguments(request.extra_args);
+            launch.arguments({"/bin/sh", "-c", kHeadless}).argument(request.prompt);
+            launch.arguments(request.extra_args);
         }
         if (!request.project_path.empty()) launch.workdir(request.project_path);
     }

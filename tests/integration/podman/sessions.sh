@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Sessions end to end on REAL rootless podman, through the real handlerd, handler CLI,
+# handler-shim and shell plugin from this build (the relocatable prefix/ next to this
+# script): isolation seen from inside a session, exit codes, two clients on one terminal,
+# kill -9 of handlerd with the session surviving and re-attachable, a program that exits
+# while no handlerd runs, stop and rm.
+#
+# Everything lives in a private HOME (podman storage included), so the account's own
+# Handler data and containers are never touched. Runs as a non-root user with working
+# rootless podman; FAILS, never skips, when podman cannot run.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+prefix="$here/prefix"
+test_name=podman-sessions
+image=localhost/handler-test-busybox:latest
+fail() { echo "FAIL ($test_name): $*" >&2; exit 1; }
+[ "$(id -u)" -ne 0 ] || fail "run as a non-root user (scripts/test.sh runs the podman tests as handler-ci)"
+[ -x "$prefix/bin/handlerd" ] && [ -x "$prefix/libexec/handler/handler-shim" ] ||
+  fail "$prefix lacks handlerd or handler-shim; build the podman_test_prefix target"
+
+real_home=$HOME
+work=$(mktemp -d "$real_home/handler-it-sessions-XXXXXX")
+export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_DATA_HOME="$work/home/.local/share"
+export XDG_RUNTIME_DIR="$work/run" PATH="$prefix/bin:$PATH"
+mkdir -p "$HOME/.config" "$XDG_DATA_HOME" && install -d -m 0700 "$XDG_RUNTIME_DIR"
+# The account's podman settings (runc, storage driver) apply here too; the storage itself
+# is private to this test.
+[ -d "$real_home/.config/containers" ] && cp -r "$real_home/.config/containers" "$HOME/.config/"
+
+log="$XDG_DATA_HOME/handler/handlerd.log"
+pid_file="$XDG_RUNTIME_DIR/handler/handlerd.pid"
+kill_handlerd() { # SIGNAL
+  local pid
+  pid=$(cat "$pid_file" 2>/dev/null) || return 0
+  kill "-$1" "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+}
+cleanup() {
+  local code=$?
+  if [ $code -ne 0 ]; then
+    echo "--- handlerd.log" >&2; tail -n 40 "$log" >&2 2>/dev/null || true
+    echo "--- podman ps -a" >&2; podman ps -a >&2 2>/dev/null || true
+  fi
+  kill_handlerd TERM
+  podman ps -aq --filter label=io.handler.managed=1 | xargs -r podman rm -f -t 0 >/dev/null 2>&1 || true
+  # Image layers belong to subordinate ids; only inside the user namespace can they go.
+  podman unshare rm -rf "$work" 2>/dev/null || rm -rf "$work" 2>/dev/null || true
+  exit $code
+}
+trap cleanup EXIT
+
+podman info >/dev/null 2>&1 || { podman info >&2 || true; fail "rootless podman does not work for $(id -un)"; }
+bash "$here/make_test_image.sh" "$image" >/dev/null || fail "could not build the test image"
+
+mkdir -p "$XDG_CONFIG_HOME/handler"
+cat > "$XDG_CONFIG_HOME/handler/config.toml" <<TOML
+format = 2
+[api]
+tcp = true
+port = 0
+[sessions]
+image = "$image"
+TOML
+
+project="$work/projects/alpha"
+other="$work/projects/beta"
+mkdir -p "$project" "$other" "$HOME/.ssh"
+echo secret > "$other/other-project-file"
+echo key > "$HOME/.ssh/id_test"
+
+handlerd --detach >/dev/null || fail "handlerd did not start"
+handler project add "$project" >/dev/null
+cd "$project"
+
+state_of() { handler session list --json | python3 -c "import json,sys; print(next(s['$2'] for s in json.load(sys.stdin) if s['id']=='$1'))"; }
+wait_state() { # ID STATE
+  for _ in $(seq 1 100); do
+    [ "$(state_of "$1" state)" = "$2" ] && return 0
+    sleep 0.1
+  done
+  fail "session $1 did not reach state $2 (it is $(state_of "$1" state))"
+}
+
+echo "== isolation, seen from inside a session"
+# The project is mounted at its own path, so its parent folders exist inside, but hold
+# nothing except the way to it.
+inside=$(handler run shell -p "
+  echo real-home-holds=\$(ls -A '$real_home' | tr '\n' ' ')
+  echo work-holds=\$(ls -A '$work' | tr '\n' ' ')
+  for path in '$HOME' '$HOME/.ssh' '$other' '$XDG_DATA_HOME/handler' \
+              '$XDG_RUNTIME_DIR/handler/handlerd.sock' '$XDG_CONFIG_HOME/handler'; do
+    if [ -e \"\$path\" ]; then echo \"VISIBLE \$path\"; fi
+  done
+  echo pwd=\$(pwd) uid=\$(id -u) home=\$HOME
+  touch made-inside && echo made") || fail "the isolation session failed: $inside"
+echo "$inside"
+case "$inside" in *VISIBLE*) fail "host paths are visible inside: $inside";; esac
+grep -qx "real-home-holds=$(basename "$work")" <<<"$inside" || fail "the home folder shows more than the way to the project: $inside"
+grep -qx "work-holds=projects" <<<"$inside" || fail "the test folder shows more than the projects: $inside"
+case "$inside" in *"pwd=$project uid=$(id -u) home=/home/agent"*) ;; *) fail "unexpected identity: $inside";; esac
+[ "$(stat -c %u "$project/made-inside")" = "$(id -u)" ] || fail "a file made inside is not owned by $(id -un) on the host"
+
+echo "== exit codes and stderr"
+set +e
+out=$(handler run shell -p 'echo to-out; echo to-err >&2; exit 7' 2>"$work/err")
+code=$?
+set -e
+[ $code -eq 7 ] || fail "handler run exited $code; the command exited 7"
+[ "$out" = "to-out" ] || fail "stdout was '$out'"
+grep -q to-err "$work/err" || fail "stderr did not reach stderr: $(cat "$work/err")"
+
+echo "== two clients on one terminal"
+id=$(handler run shell --detach) || fail "handler run --detach failed"
+case "$id" in s_*) ;; *) fail "--detach printed '$id', not a session id";; esac
+[ "$(state_of "$id" state)" = running ] || fail "session $id is not running after --detach"
+python3 "$here/terminal_clients.py" share "$id"
+
+echo "== kill -9 handlerd: the session keeps running and is re-adopted"
+kill_handlerd KILL
+[ "$(podman container inspect --format '{{.State.Running}}' "handler-$id")" = true ] ||
+  fail "the session's container did not survive handlerd"
+handlerd --detach >/dev/null || fail "handlerd did not start again"
+wait_state "$id" running
+python3 "$here/terminal_clients.py" reattach "$id"
+wait_state "$id" exited
+[ "$(state_of "$id" exit_code)" = 5 ] || fail "exit code $(state_of "$id" exit_code), not 5"
+handler logs "$id" | grep -q after-restart-64 || fail "handler logs lacks the output"
+
+echo "== a program that ends while no handlerd runs"
+id=$(handler run shell --detach -p 'sleep 2; echo finished-alone; exit 9')
+kill_handlerd KILL
+sleep 4
+handlerd --detach >/dev/null || fail "handlerd did not start again"
+wait_state "$id" exited
+[ "$(state_of "$id" exit_code)" = 9 ] || fail "exit code $(state_of "$id" exit_code), not 9"
+handler logs "$id" | grep -q finished-alone || fail "the output made while handlerd was down is missing"
+
+echo "== stop and rm"
+id=$(handler run shell --detach)
+handler session rm "$id" 2>"$work/err" && fail "rm of a running session succeeded"
+grep -q "stop it first" "$work/err" || fail "rm's refusal does not say what to do: $(cat "$work/err")"
+handler session stop "$id" >/dev/null
+wait_state "$id" exited
+handler session rm "$id" >/dev/null
+handler session list --json | grep -q "$id" && fail "session $id is still listed after rm"
+for _ in $(seq 1 50); do
+  [ -z "$(podman ps -aq --filter "label=io.handler.session=$id")" ] && break
+  sleep 0.1
+done
+[ -z "$(podman ps -aq --filter "label=io.handler.session=$id")" ] || fail "its container is still there"
+echo "PASS ($test_name)"
