@@ -110,6 +110,7 @@ int run_daemon(const DaemonOptions& options) {
     api::Server* server_ptr = nullptr;
     const std::int64_t started_at = clock.now_ms();
 
+    std::string session_image; // set below, before the API answers
     api::DaemonInfo info;
     info.home_dir = [] {
         const char* home = std::getenv("HOME");
@@ -132,6 +133,7 @@ int run_daemon(const DaemonOptions& options) {
             {"pid", ::getpid()},
             {"started_at", started_at},
             {"socket", paths->socket_file().string()},
+            {"sessions", {{"image", session_image}}},
             {"settings_format", settings::kCurrentFormat},
             {"plugins",
              {{"loaded", loaded_count},
@@ -159,6 +161,7 @@ int run_daemon(const DaemonOptions& options) {
         if (reference) session_options.default_image = *reference;
         else spdlog::warn("no base image reference: {}", reference.error().message);
     }
+    session_image = session_options.default_image;
     for (const auto& dir : {session_options.control_root, session_options.output_root})
         if (auto made = ensure_private_dir(dir); !made) return refuse(readiness, made.error().message);
     sessions::Launcher launcher = [&registry](std::string_view harness,
