@@ -51,14 +51,23 @@ run_as_user() {
 # A handlerd from an earlier install is stopped first, so the new build serves.
 run_as_user "
   if pid=\$($prefix/bin/handler status --json 2>/dev/null |
-             python3 -c 'import json,sys; print(json.load(sys.stdin)[\"pid\"])'); then
+             python3 -c 'import json,sys; print(json.load(sys.stdin)[\"pid\"])' 2>/dev/null); then
     echo \"install: stopping the running handlerd (pid \$pid)\"
     kill \$pid
     for _ in \$(seq 1 50); do kill -0 \$pid 2>/dev/null || break; sleep 0.1; done
   fi
   setsid $prefix/bin/handlerd --detach"
 for _ in $(seq 1 50); do
-  if run_as_user "$prefix/bin/handler status" ; then
+  if run_as_user "$prefix/bin/handler status" >/dev/null 2>&1; then
+    # Sessions need the machine checked, the user's podman settings fixed and the base
+    # image built (no registry: mmdebstrap from the Debian mirror, a minute or two the
+    # first time, nothing when it exists). A problem here leaves handlerd running and
+    # says what to fix; `handler setup` can be run again at any time.
+    echo "install: running handler setup as '$user'"
+    run_as_user "$prefix/bin/handler setup" ||
+      echo "install: handler setup reported a problem (above); sessions need it fixed" >&2
+    echo
+    run_as_user "$prefix/bin/handler status"
     echo
     echo "install: handlerd runs as '$user'."
     [ "$(id -un)" = "$user" ] || echo "install: use it as that user, e.g. su - $user -c 'handler status'"

@@ -547,5 +547,113 @@ TEST_F(RoutesTest, AFailingSubscriberDoesNotFailTheWrite) {
     EXPECT_EQ(rows("contexts"), 1);
 }
 
+// ---- session routes over a fake session service -----------------------------------
+
+class RecordingSessions final : public SessionControl {
+public:
+    Result<store::Session> start(const StartRequest& request) override {
+        started.push_back(request);
+        if (request.name && *request.name == "nobody")
+            return make_error(ErrorCode::not_found, "no agent named 'nobody'");
+        store::Session session;
+        session.id = "s_00000a";
+        session.project_id = 1;
+        session.harness = "shell";
+        return session;
+    }
+    Result<store::Session> stop(std::string_view id) override {
+        if (id != "s_00000a") return make_error(ErrorCode::conflict, "session s_x is not running (exited)");
+        store::Session session;
+        session.id = std::string(id);
+        session.state = store::SessionState::running;
+        return session;
+    }
+    Result<void> remove(std::string_view id) override {
+        removed.emplace_back(id);
+        return {};
+    }
+    Result<SessionLog> log(std::string_view) override {
+        return SessionLog{"line 1\nline 2\n", 1014, true};
+    }
+    Result<Attached> attach(std::string_view, std::weak_ptr<TerminalClient>, const AttachOptions&) override {
+        return make_error(ErrorCode::unavailable, "-");
+    }
+    void detach(std::uint64_t) override {}
+    void input(std::uint64_t, std::string_view) override {}
+    void input_eof(std::uint64_t) override {}
+    void resize(std::uint64_t, std::uint16_t, std::uint16_t) override {}
+
+    std::vector<StartRequest> started;
+    std::vector<std::string> removed;
+};
+
+class SessionRoutesTest : public RoutesTest {
+protected:
+    void SetUp() override {
+        RoutesTest::SetUp();
+        auto with_sessions = info();
+        with_sessions.sessions = &sessions_;
+        routes_ = std::make_unique<Routes>(*store_, hub_, clock_, with_sessions);
+    }
+    RecordingSessions sessions_;
+};
+
+TEST_F(SessionRoutesTest, StartTakesTheFieldsItNeedsAndAnswersCreated) {
+    auto response = call("POST", "/api/v1/sessions",
+                         R"({"name":"reviewer","directory":"/srv/app","prompt":"make test",)"
+                         R"("args":["-x"],"rows":40,"cols":100})");
+    EXPECT_EQ(response.status, 201u) << response.body;
+    EXPECT_EQ(response.headers["Location"], "/api/v1/sessions/s_00000a");
+    ASSERT_EQ(sessions_.started.size(), 1u);
+    const auto& request = sessions_.started[0];
+    EXPECT_EQ(request.name, "reviewer");
+    EXPECT_EQ(request.directory, "/srv/app");
+    EXPECT_EQ(request.prompt, "make test");
+    EXPECT_EQ(request.args, std::vector<std::string>{"-x"});
+    EXPECT_EQ(request.rows, 40);
+    EXPECT_EQ(request.cols, 100);
+}
+
+TEST_F(SessionRoutesTest, StartRefusesBadBodiesWithTheField) {
+    const std::pair<std::string, std::string> cases[] = {
+        {R"({"prompt":"x"})", "'directory'"},
+        {R"({"directory":"/a","agent":"a","harness":"shell"})", "at most one"},
+        {R"({"directory":"/a","rows":0})", "'rows'"},
+        {R"({"directory":"/a","cols":"wide"})", "'cols'"},
+        {R"({"directory":"/a","colour":"red"})", "colour"},
+        {R"({"directory":"/a","args":"-x"})", "'args'"},
+    };
+    for (const auto& [body, expected] : cases) {
+        auto response = call("POST", "/api/v1/sessions", body);
+        EXPECT_EQ(response.status, 400u) << body;
+        EXPECT_NE(message(response).find(expected), std::string::npos) << body << ": " << message(response);
+    }
+    EXPECT_TRUE(sessions_.started.empty());
+    auto unknown = call("POST", "/api/v1/sessions", R"({"directory":"/a","name":"nobody"})");
+    EXPECT_EQ(unknown.status, 404u);
+}
+
+TEST_F(SessionRoutesTest, StopDeleteAndLog) {
+    EXPECT_EQ(call("POST", "/api/v1/sessions/s_00000a/stop").status, 202u);
+    auto not_running = call("POST", "/api/v1/sessions/s_00000b/stop");
+    EXPECT_EQ(not_running.status, 409u);
+    EXPECT_EQ(call("DELETE", "/api/v1/sessions/s_00000a").status, 204u);
+    EXPECT_EQ(sessions_.removed, std::vector<std::string>{"s_00000a"});
+    auto log = call("GET", "/api/v1/sessions/s_00000a/log");
+    EXPECT_EQ(log.status, 200u);
+    EXPECT_EQ(log.body, "line 1\nline 2\n");
+    EXPECT_EQ(log.content_type, "application/octet-stream");
+    EXPECT_EQ(log.headers["X-Handler-Log-End"], "1014");
+    EXPECT_EQ(log.headers["X-Handler-Log-Truncated"], "1");
+    EXPECT_EQ(call("GET", "/api/v1/sessions/s_00000a/terminal").status, 400u);
+    EXPECT_EQ(call("GET", "/api/v1/sessions/s_00000a/nothing").status, 404u);
+}
+
+TEST_F(RoutesTest, WithoutASessionServiceTheSessionActionsAre503) {
+    EXPECT_EQ(call("POST", "/api/v1/sessions", R"({"directory":"/a"})").status, 503u);
+    EXPECT_EQ(call("POST", "/api/v1/sessions/s_1/stop").status, 503u);
+    EXPECT_EQ(call("GET", "/api/v1/sessions/s_1/log").status, 503u);
+}
+
 } // namespace
 } // namespace handler::api

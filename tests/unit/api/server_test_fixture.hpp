@@ -105,10 +105,11 @@ public:
         return options;
     }
 
-    explicit RunningServer(std::function<void(ServerOptions&)> adjust = {}) {
+    explicit RunningServer(std::function<void(ServerOptions&)> adjust = {},
+                           SessionControl* sessions = nullptr) {
         options_ = default_options(folder_.path());
         if (adjust) adjust(options_);
-        server_ = std::make_unique<Server>(io_, options_, handler_, hub_);
+        server_ = std::make_unique<Server>(io_, options_, handler_, hub_, sessions);
         auto started = server_->start();
         if (!started) throw std::runtime_error("server did not start: " + started.error().message);
         thread_ = std::thread([this] { io_.run(); });
@@ -341,6 +342,21 @@ public:
     void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
 
     // A masked close frame, as a client must send it.
+    // A client text frame (masked with a zero key, which leaves the payload as it is).
+    bool send_text(std::string_view text) {
+        std::string frame = {'\x81'};
+        if (text.size() < 126) {
+            frame.push_back(static_cast<char>(0x80 | text.size()));
+        } else {
+            frame.push_back(static_cast<char>(0x80 | 126));
+            frame.push_back(static_cast<char>(text.size() >> 8));
+            frame.push_back(static_cast<char>(text.size() & 0xff));
+        }
+        frame.append(4, '\0');
+        frame.append(text);
+        return send(frame);
+    }
+
     bool send_close(unsigned code) {
         const char frame[] = {'\x88', '\x82', 0, 0, 0, 0, static_cast<char>(code >> 8),
                               static_cast<char>(code & 0xff)};
@@ -386,8 +402,9 @@ inline std::string bearer(const std::string& token = kTestToken) {
     return "Authorization: Bearer " + token + "\r\n";
 }
 
-inline std::string websocket_upgrade(const std::string& host, const std::string& extra_headers) {
-    return "GET /api/v1/events HTTP/1.1\r\nHost: " + host +
+inline std::string websocket_upgrade(const std::string& host, const std::string& extra_headers,
+                                     const std::string& target = "/api/v1/events") {
+    return "GET " + target + " HTTP/1.1\r\nHost: " + host +
            "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" +
            extra_headers + "\r\n";
