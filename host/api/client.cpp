@@ -125,6 +125,32 @@ private:
     bool connected_ = false;
 };
 
+enum class Stage { connect = 1, handshake };
+
+// Connects to handlerd's socket and opens the WebSocket at `target`; `done(error, stage)`
+// says how far it got. Connecting and the handshake must finish within timeout_ms (the
+// websocket's own timer bounds the handshake); once open, the stream may be quiet for
+// hours, so there is no idle limit.
+template <class Done>
+void open_websocket(websocket::stream<Stream>& ws, const std::filesystem::path& socket,
+                    std::string target, unsigned timeout_ms,
+                    websocket::response_type& response, Done done) {
+    auto& lowest = beast::get_lowest_layer(ws);
+    lowest.expires_after(std::chrono::milliseconds(timeout_ms));
+    lowest.async_connect(Local::endpoint(socket.native()),
+                         [&ws, target = std::move(target), &response, timeout_ms,
+                          done](beast::error_code error) mutable {
+        if (error) return done(error, Stage::connect);
+        beast::get_lowest_layer(ws).expires_never();
+        ws.set_option(websocket::stream_base::timeout{std::chrono::milliseconds(timeout_ms),
+                                                      websocket::stream_base::none(), false});
+        ws.async_handshake(response, "localhost", target,
+                           [done](beast::error_code handshake_error) mutable {
+                               done(handshake_error, Stage::handshake);
+                           });
+    });
+}
+
 // The events stream; the lambdas chain connect → handshake → read → read ...
 class EventStream {
 public:
@@ -133,22 +159,13 @@ public:
         : socket_(socket), on_event_(on_event), timeout_ms_(connect_timeout_ms), ws_(io_) {}
 
     Result<void> run() {
-        auto& lowest = beast::get_lowest_layer(ws_);
-        lowest.expires_after(std::chrono::milliseconds(timeout_ms_));
-        lowest.async_connect(Local::endpoint(socket_.native()), [this](beast::error_code error) {
-            if (error) return fail(error);
-            connected_ = true;
-            // From here the websocket's own timer bounds the handshake; once open, the
-            // stream may be quiet for hours, so no idle limit.
-            beast::get_lowest_layer(ws_).expires_never();
-            ws_.set_option(websocket::stream_base::timeout{
-                std::chrono::milliseconds(timeout_ms_), websocket::stream_base::none(), false});
-            ws_.async_handshake(handshake_response_, "localhost", "/api/v1/events",
-                                [this](beast::error_code handshake_error) {
-                                    if (handshake_error) return on_handshake_error(handshake_error);
-                                    read();
-                                });
-        });
+        open_websocket(ws_, socket_, "/api/v1/events", timeout_ms_, handshake_response_,
+                       [this](beast::error_code error, Stage stage) {
+                           connected_ = stage == Stage::handshake;
+                           if (!error) return read();
+                           if (stage == Stage::connect) return fail(error);
+                           on_handshake_error(error);
+                       });
         io_.run();
         if (error_) return std::move(*error_);
         return {};
@@ -266,20 +283,14 @@ public:
           ws_(io_), winch_(io_) {}
 
     Result<TerminalEnd> run() {
-        auto& lowest = beast::get_lowest_layer(ws_);
-        lowest.expires_after(std::chrono::milliseconds(timeout_ms_));
-        lowest.async_connect(Local::endpoint(socket_.native()), [this](beast::error_code error) {
-            if (error) return fail(error);
-            connected_ = true;
-            beast::get_lowest_layer(ws_).expires_never();
-            ws_.set_option(websocket::stream_base::timeout{
-                std::chrono::milliseconds(timeout_ms_), websocket::stream_base::none(), false});
-            ws_.read_message_max(std::size_t{64} << 20);
-            ws_.async_handshake(response_, "localhost", target_, [this](beast::error_code handshake_error) {
-                if (handshake_error) return on_handshake_error(handshake_error);
-                on_open();
-            });
-        });
+        ws_.read_message_max(std::size_t{64} << 20);
+        open_websocket(ws_, socket_, target_, timeout_ms_, response_,
+                       [this](beast::error_code error, Stage stage) {
+                           connected_ = stage == Stage::handshake;
+                           if (!error) return on_open();
+                           if (stage == Stage::connect) return fail(error);
+                           on_handshake_error(error);
+                       });
         io_.run();
         if (pump_) pump_->stop();
         if (error_) return std::move(*error_);

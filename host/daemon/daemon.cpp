@@ -161,6 +161,11 @@ int run_daemon(const DaemonOptions& options) {
         if (reference) session_options.default_image = *reference;
         else spdlog::warn("no base image reference: {}", reference.error().message);
     }
+    if (::geteuid() == 0)
+        session_options.refuse_sessions =
+            "handlerd runs as root, and sessions never do (rootless podman is the isolation, "
+            "and it does not work as root here); run handlerd as a normal user, e.g. the one "
+            "scripts/install.sh creates: su - handler -c 'handler run'";
     session_image = session_options.default_image;
     for (const auto& dir : {session_options.control_root, session_options.output_root})
         if (auto made = ensure_private_dir(dir); !made) return refuse(readiness, made.error().message);
@@ -211,7 +216,7 @@ int run_daemon(const DaemonOptions& options) {
     readiness.ready(ready);
     spdlog::info("sessions use image {} and helpers from {}", session_options.default_image,
                  session_options.helper_dir.string());
-    session_manager.reconcile();
+    if (session_options.refuse_sessions.empty()) session_manager.reconcile();
 
     io.run();
 

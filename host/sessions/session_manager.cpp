@@ -238,7 +238,13 @@ public:
     }
 
     void input(std::string_view bytes) {
-        if (!resumed()) return; // nobody to type to yet; a terminal drops it too
+        if (!resumed()) {
+            // The shim is (re)connecting, e.g. right after a handlerd restart: keep what
+            // is typed meanwhile, up to a bound, rather than lose it.
+            if (pending_input_.size() + bytes.size() <= kPendingInputBytes) pending_input_.append(bytes);
+            else spdlog::warn("session {}: input while its shim is away is over {} bytes; dropped", id_, kPendingInputBytes);
+            return;
+        }
         std::string frames;
         while (!bytes.empty()) {
             const auto piece = bytes.substr(0, shim::kMaxPayload);
@@ -250,6 +256,7 @@ public:
 
     void input_eof() {
         if (resumed()) send(shim::encode_empty(shim::FrameType::input_eof));
+        else pending_eof_ = true;
     }
 
     void resize(std::uint16_t rows, std::uint16_t cols) {
@@ -348,6 +355,8 @@ private:
             link_->resumed = true;
             send(shim::encode_resume(from));
             if (size_) send(shim::encode_resize(size_->rows, size_->cols));
+            if (!pending_input_.empty()) input(std::exchange(pending_input_, std::string()));
+            if (std::exchange(pending_eof_, false)) input_eof();
             return true;
         }
         case shim::FrameType::output: {
@@ -447,6 +456,9 @@ private:
     std::map<std::uint64_t, Client> clients_;
     std::optional<shim::Size> size_;
     std::optional<std::int64_t> exit_code_;
+    std::string pending_input_;
+    bool pending_eof_ = false;
+    static constexpr std::size_t kPendingInputBytes = 64 * 1024;
 };
 
 // ---- Impl -----------------------------------------------------------------------------
@@ -644,6 +656,8 @@ void SessionManager::reconcile(std::function<void()> done) {
 Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     Impl& impl = *impl_;
     if (impl.stopped) return make_error(ErrorCode::unavailable, "handlerd is stopping");
+    if (!impl.options.refuse_sessions.empty())
+        return make_error(ErrorCode::forbidden, impl.options.refuse_sessions);
     if (int{request.agent.has_value()} + int{request.harness.has_value()} +
             int{request.name.has_value()} > 1)
         return make_error(ErrorCode::invalid_argument,

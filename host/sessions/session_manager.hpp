@@ -61,6 +61,8 @@ struct SessionManagerOptions {
     // After the shim's connection drops without an exit, how long until the container
     // is inspected (a container that died with its shim sends no exit).
     std::chrono::milliseconds lost_link_check{1'500};
+    // Non-empty: start() refuses with this (handlerd running as root: agents never do).
+    std::string refuse_sessions;
 };
 
 class SessionManager final : public api::SessionControl {

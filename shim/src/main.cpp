@@ -4,7 +4,9 @@
 // shim/include/handler/shim_protocol.hpp; README.md says why the shim dials out.
 //
 // One poll() loop, one thread; signals arrive through a signalfd so they are ordinary
-// events in that loop.
+// events in that loop. With --proxy-port the same loop also runs the egress bridge
+// (bridge.hpp), the session's only way out of the container.
+#include "bridge.hpp"
 #include "options.hpp"
 #include "program.hpp"
 #include "ring.hpp"
@@ -26,6 +28,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,9 +101,10 @@ private:
 
 class Shim {
 public:
-    Shim(Options options, const Program& program, int signal_fd)
+    Shim(Options options, const Program& program, int signal_fd, Bridge& bridge)
         : options_(std::move(options)), ring_(options_.ring_bytes), pid_(program.pid),
-          terminal_fd_(program.terminal_fd), signal_fd_(signal_fd), buffer_(kReadBytes) {
+          terminal_fd_(program.terminal_fd), signal_fd_(signal_fd), bridge_(bridge),
+          buffer_(kReadBytes) {
         if (options_.tty) {
             sources_.push_back({terminal_fd_, Stream::terminal, false});
             input_fd_ = terminal_fd_;
@@ -163,6 +167,7 @@ private:
     pid_t pid_;
     int terminal_fd_;
     int signal_fd_;
+    Bridge& bridge_; // idle unless --proxy-port
     std::vector<Source> sources_;
     int input_fd_ = -1;
     SendBuffer pending_input_;
@@ -213,6 +218,8 @@ int Shim::run() {
         if (pending_input_.size() < kPendingInputCapBytes) socket_events |= POLLIN;
         if (!outgoing_.empty()) socket_events |= POLLOUT;
         fds.push_back({socket_events == 0 ? -1 : sock_, socket_events, 0});
+        const std::size_t bridge_index = fds.size();
+        bridge_.add_pollfds(fds);
 
         // Sleep until the next deadline at the latest: a reconnect attempt, the end of the
         // drain window, or the end of the exit grace period.
@@ -252,6 +259,7 @@ int Shim::run() {
         if (socket_polled.fd >= 0 && socket_polled.fd == sock_ &&
             (socket_polled.revents & (POLLIN | POLLERR | POLLHUP)) != 0)
             on_socket_readable();
+        bridge_.handle(std::span<const pollfd>(fds).subspan(bridge_index));
     }
     return exit_code_;
 }
@@ -578,11 +586,21 @@ int main(int argc, char** argv) {
         return kShimErrorExitCode;
     }
 
+    // Listening before the program starts, so it can use the proxy from its first
+    // instruction. The program does not inherit these fds (close-on-exec).
+    Bridge bridge(parsed.options.proxy_socket, say);
+    if (parsed.options.proxy_port != 0) {
+        if (auto error = bridge.listen(parsed.options.proxy_port); !error.empty()) {
+            say(error);
+            return kShimErrorExitCode;
+        }
+    }
+
     auto started = start_program(parsed.options);
     if (!started.error.empty()) {
         say("cannot start '" + parsed.options.command[0] + "': " + started.error);
         return kShimErrorExitCode;
     }
-    Shim shim(std::move(parsed.options), started.program, signal_fd);
+    Shim shim(std::move(parsed.options), started.program, signal_fd, bridge);
     return shim.run();
 }

@@ -19,11 +19,21 @@ std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t m
     return value;
 }
 
+// sun_path holds the path and its terminating NUL; a longer path would be silently cut
+// by connect(), so it is refused here. Returns the complaint, or "".
+std::string check_socket_path(std::string_view path) {
+    if (path.size() < sizeof(sockaddr_un{}.sun_path)) return {};
+    return "socket path '" + std::string(path) + "' is longer than " +
+           std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) +
+           " bytes, the limit for a unix socket";
+}
+
 } // namespace
 
 std::string usage_text() {
     return "usage: handler-shim --connect SOCKET_PATH [--tty] [--rows N] [--cols N]\n"
            "                    [--ring-bytes N] [--exit-grace-ms N] [--workdir DIR]\n"
+           "                    [--proxy-port PORT --proxy-socket PROXY_SOCKET_PATH]\n"
            "                    -- PROGRAM [ARGS...]\n";
 }
 
@@ -64,7 +74,8 @@ ParseResult parse_options(const std::vector<std::string_view>& args) {
         }
         const bool known = name == "--connect" || name == "--rows" || name == "--cols" ||
                            name == "--ring-bytes" || name == "--exit-grace-ms" ||
-                           name == "--workdir";
+                           name == "--workdir" || name == "--proxy-port" ||
+                           name == "--proxy-socket";
         if (!known) return fail("unknown option '" + std::string(name) + "'");
         if (!value) {
             if (index == args.size()) return fail("option '" + std::string(name) + "' needs a value");
@@ -80,14 +91,19 @@ ParseResult parse_options(const std::vector<std::string_view>& args) {
             return parsed.value_or(0);
         };
         if (name == "--connect") {
-            // sun_path holds the path and its terminating NUL; a longer path would be
-            // silently cut by connect(), so refuse it here.
             if (value->empty()) return fail("option '--connect' needs a socket path");
-            if (value->size() >= sizeof(sockaddr_un{}.sun_path))
-                return fail("socket path '" + std::string(*value) + "' is longer than " +
-                            std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) +
-                            " bytes, the limit for a unix socket");
+            if (auto error = check_socket_path(*value); !error.empty()) return fail(error);
             options.socket_path = std::string(*value);
+        } else if (name == "--proxy-port") {
+            options.proxy_port = static_cast<std::uint16_t>(number(1, 65535));
+        } else if (name == "--proxy-socket") {
+            // Absolute: a relative path would mean whatever directory podman happened
+            // to start the shim in.
+            if (value->empty() || value->front() != '/')
+                return fail("option '--proxy-socket' needs an absolute socket path, got '" +
+                            std::string(*value) + "'");
+            if (auto error = check_socket_path(*value); !error.empty()) return fail(error);
+            options.proxy_socket = std::string(*value);
         } else if (name == "--rows") {
             options.rows = static_cast<std::uint16_t>(number(1, 65535));
         } else if (name == "--cols") {
@@ -104,6 +120,9 @@ ParseResult parse_options(const std::vector<std::string_view>& args) {
     }
 
     if (options.socket_path.empty()) return fail("missing '--connect SOCKET_PATH'");
+    if ((options.proxy_port == 0) != options.proxy_socket.empty())
+        return fail("options '--proxy-port' and '--proxy-socket' go together: give both or "
+                    "neither");
     if (!saw_separator || index == args.size())
         return fail("no program given: put it after '--', as in '-- PROGRAM [ARGS...]'");
     for (; index < args.size(); ++index) options.command.emplace_back(args[index]);

@@ -24,6 +24,10 @@ struct Options {
     std::size_t ring_bytes = 1024 * 1024;
     std::uint64_t exit_grace_ms = 30'000;
     std::string workdir; // empty: inherit the shim's
+    // The egress bridge (bridge.hpp): TCP on loopback at this port, each connection
+    // passed on to the unix socket at proxy_socket. Both set, or neither (port 0).
+    std::uint16_t proxy_port = 0;
+    std::string proxy_socket;
     std::vector<std::string> command; // PROGRAM ARGS..., never empty once parsed
 };
 

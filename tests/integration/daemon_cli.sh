@@ -62,6 +62,21 @@ expect_eq "$(json_get "$(handler agent list --all --json)" "len(d)")" 1
 handler agent rm reviewer >/dev/null
 expect_eq "$(json_get "$(handler agent list --json)" "len(d)")" 0
 
+# Sessions: unknown names and folders outside every project are refused with the fix;
+# as root (CI runs this file as root) no session starts at all, and nothing is recorded.
+set +e; out=$(handler run nobody -p true 2>&1); code=$?; set -e
+if [ "$(id -u)" -eq 0 ]; then
+  expect_eq "$code" 1 "run as root"
+  case "$out" in *"runs as root"*) ;; *) fail "run as root did not say why: $out";; esac
+else
+  expect_eq "$code" 1 "run of an unknown agent"
+  case "$out" in *"no agent named 'nobody'"*) ;; *) fail "unexpected message: $out";; esac
+fi
+expect_eq "$(json_get "$(handler session list --json)" "len(d)")" 0 "sessions recorded by refused runs"
+set +e; out=$(handler attach s_000000 2>&1); code=$?; set -e
+expect_eq "$code" 1 "attach to a missing session"
+case "$out" in *"s_000000"*) ;; *) fail "attach did not name the session: $out";; esac
+
 # A clean stop removes the socket and pid file.
 kill -TERM "$daemon_pid"; wait "$daemon_pid" || fail "handlerd exited non-zero on SIGTERM"
 daemon_pid=""

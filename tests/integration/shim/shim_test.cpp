@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace handler::shim {
@@ -98,6 +99,16 @@ public:
     explicit Connection(int fd) : fd_(fd) {}
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
+    // Leaves `other` closed, so the fd still has exactly one owner.
+    Connection& operator=(Connection&& other) noexcept {
+        if (this != &other) {
+            close();
+            fd_ = std::exchange(other.fd_, -1);
+            decoder_ = std::move(other.decoder_);
+            closed_ = other.closed_;
+        }
+        return *this;
+    }
     ~Connection() { close(); }
 
     bool ok() const { return fd_ >= 0; }
@@ -273,155 +284,191 @@ bool wait_for_file(const std::string& path) {
     return true;
 }
 
-// Acknowledges the exit and checks the shim then ends with the program's code.
-void finish(Connection& connection, ShimProcess& shim, int expected_code) {
-    connection.send(encode_empty(FrameType::exit_ack));
-    EXPECT_EQ(shim.wait(), expected_code);
+std::vector<std::string> tty_flags(bool tty) {
+    if (tty) return {"--tty"};
+    return {};
 }
 
-TEST(ShimIntegration, TerminalModeEchoesInputAndReportsTheExitCode) {
+// handlerd's side of one run of the shim. The members are declared in the order they have to
+// come up, so they go down in reverse: the connection and the shim before the socket.
+struct ShimRun {
+    // Whether handlerd listens before the shim starts (as it usually does) or only later.
+    enum class Listen { first, later };
+
+    ShimRun(std::vector<std::string> flags, std::vector<std::string> command,
+            Listen when = Listen::first)
+        : listener(when == Listen::first ? std::optional<Listener>(std::in_place, dir / "s")
+                                         : std::optional<Listener>()),
+          shim(shim_args(dir / "s", std::move(flags), std::move(command))),
+          connection(listener ? listener->accept() : -1) {}
+
+    // For ASSERT_TRUE: without the connection nothing else in a test can work.
+    ::testing::AssertionResult connected() const {
+        if (connection.ok()) return ::testing::AssertionSuccess();
+        return ::testing::AssertionFailure() << "no connection from the shim";
+    }
+
+    // Checks the connection first, as waiting for a HELLO on none would only time out.
+    std::optional<Hello> hello() {
+        if (auto result = connected(); !result) {
+            ADD_FAILURE() << result.message();
+            return std::nullopt;
+        }
+        return connection.hello();
+    }
+
+    // How most tests begin: HELLO taken, then all the output asked for from the start.
+    ::testing::AssertionResult handshake() {
+        if (!hello()) return ::testing::AssertionFailure() << "no usable HELLO";
+        connection.send(encode_resume(0));
+        return ::testing::AssertionSuccess();
+    }
+
+    // handlerd coming up after the shim started (Listen::later).
+    ::testing::AssertionResult listen() {
+        listener.emplace(dir / "s");
+        connection = Connection(listener->accept());
+        return connected();
+    }
+
+    // handlerd going away and coming back. The old connection is closed before accepting, as
+    // the shim only tries again once it sees it dropped.
+    ::testing::AssertionResult reconnect() {
+        connection.close();
+        connection = Connection(listener->accept());
+        return connected();
+    }
+
+    // Acknowledges the exit and checks the shim then ends with the program's code.
+    void finish(int expected_code) {
+        connection.send(encode_empty(FrameType::exit_ack));
+        EXPECT_EQ(shim.wait(), expected_code);
+    }
+    // The same, for tests that also want the code the EXIT frame carried.
+    void finish(const Transcript& transcript, int expected_code) {
+        EXPECT_EQ(transcript.exit_code, expected_code);
+        finish(expected_code);
+    }
+
     TempDir dir;
-    Listener listener(dir / "s");
-    ShimProcess shim(shim_args(dir / "s", {"--tty"},
-                               {"sh", "-c", "echo hello; read x; echo got:$x; exit 7"}));
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok()) << "the shim never connected";
-    auto hello = connection.hello();
+    std::optional<Listener> listener;
+    ShimProcess shim;
+    Connection connection;
+};
+
+TEST(ShimIntegration, TerminalModeEchoesInputAndReportsTheExitCode) {
+    ShimRun run({"--tty"}, {"sh", "-c", "echo hello; read x; echo got:$x; exit 7"});
+    auto hello = run.hello();
     ASSERT_TRUE(hello);
     EXPECT_TRUE(hello->tty);
     EXPECT_FALSE(hello->exited);
 
-    connection.send(encode_resume(0));
+    run.connection.send(encode_resume(0));
     Transcript transcript;
-    ASSERT_TRUE(connection.read_until_contains(transcript, "hello"));
+    ASSERT_TRUE(run.connection.read_until_contains(transcript, "hello"));
     std::string input;
     append_frame(input, FrameType::input, "abc\n");
-    connection.send(input);
-    ASSERT_TRUE(connection.read_until_exit(transcript));
+    run.connection.send(input);
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
     EXPECT_TRUE(transcript.contains("got:abc")) << transcript.all;
     EXPECT_EQ(transcript.exit_code, 7);
     EXPECT_EQ(transcript.terminal, transcript.all) << "tty output is all Stream::terminal";
     // The shim waits for the acknowledgement before it ends.
     std::this_thread::sleep_for(200ms);
-    EXPECT_TRUE(shim.running());
-    finish(connection, shim, 7);
+    EXPECT_TRUE(run.shim.running());
+    run.finish(7);
 }
 
 TEST(ShimIntegration, StartsBeforeHandlerdListensAndReplaysEverythingLater) {
-    TempDir dir;
-    const std::string marker = dir / "ran";
-    ShimProcess shim(shim_args(dir / "s", {"--tty"},
-                               {"sh", "-c", "echo early; echo bird; touch " + marker + "; exit 3"}));
+    TempDir scratch; // the command names the marker before the run's own directory exists
+    const std::string marker = scratch / "ran";
+    ShimRun run({"--tty"}, {"sh", "-c", "echo early; echo bird; touch " + marker + "; exit 3"},
+                ShimRun::Listen::later);
     // The program runs and ends meanwhile; the shim keeps retrying.
     ASSERT_TRUE(wait_for_file(marker));
     std::this_thread::sleep_for(300ms);
-    ASSERT_TRUE(shim.running());
+    ASSERT_TRUE(run.shim.running());
 
-    Listener listener(dir / "s");
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok()) << "the shim did not retry the connection";
-    auto hello = connection.hello();
+    ASSERT_TRUE(run.listen()) << "the shim did not retry the connection";
+    auto hello = run.connection.hello();
     ASSERT_TRUE(hello);
     EXPECT_TRUE(hello->exited);
     EXPECT_EQ(hello->exit_code, 3);
     EXPECT_EQ(hello->oldest, 0u);
     EXPECT_EQ(hello->produced, std::string("early\r\nbird\r\n").size());
 
-    connection.send(encode_resume(0));
+    run.connection.send(encode_resume(0));
     Transcript transcript;
-    ASSERT_TRUE(connection.read_until_exit(transcript));
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
     EXPECT_EQ(transcript.all, "early\r\nbird\r\n");
-    EXPECT_EQ(transcript.exit_code, 3);
-    finish(connection, shim, 3);
+    run.finish(transcript, 3);
 }
 
 TEST(ShimIntegration, ReconnectResumesWithoutDuplicatesOrGaps) {
-    TempDir dir;
-    Listener listener(dir / "s");
-    ShimProcess shim(shim_args(dir / "s", {},
-        {"sh", "-c", "i=0; while [ $i -lt 300 ]; do echo line$i; i=$((i+1)); sleep 0.003; done"}));
+    ShimRun run({},
+        {"sh", "-c", "i=0; while [ $i -lt 300 ]; do echo line$i; i=$((i+1)); sleep 0.003; done"});
     std::string expected;
     for (int i = 0; i < 300; ++i) expected += "line" + std::to_string(i) + "\n";
 
     Transcript transcript;
-    {
-        Connection first(listener.accept());
-        ASSERT_TRUE(first.ok());
-        ASSERT_TRUE(first.hello());
-        first.send(encode_resume(0));
-        ASSERT_TRUE(first.read_until(transcript, [](const Transcript& t) { return t.all.size() >= 200; }));
-        ASSERT_FALSE(transcript.exit_code) << "the program should still be running";
-    } // handlerd goes away mid-stream, possibly with output in flight
+    ASSERT_TRUE(run.handshake());
+    ASSERT_TRUE(run.connection.read_until(transcript,
+                                          [](const Transcript& t) { return t.all.size() >= 200; }));
+    ASSERT_FALSE(transcript.exit_code) << "the program should still be running";
 
+    // handlerd goes away mid-stream, possibly with output in flight.
+    ASSERT_TRUE(run.reconnect()) << "the shim did not reconnect";
     const std::uint64_t had = transcript.next_offset;
-    {
-        Connection second(listener.accept());
-        ASSERT_TRUE(second.ok()) << "the shim did not reconnect";
-        auto hello = second.hello();
-        ASSERT_TRUE(hello);
-        EXPECT_GE(hello->produced, had);
-        EXPECT_LE(hello->produced, expected.size());
-        EXPECT_EQ(hello->oldest, 0u);
-        second.send(encode_resume(had));
-        ASSERT_TRUE(second.read_until_exit(transcript));
-        EXPECT_EQ(transcript.all, expected);
-        EXPECT_EQ(transcript.exit_code, 0);
-    } // gone again before acknowledging the exit
+    auto hello = run.connection.hello();
+    ASSERT_TRUE(hello);
+    EXPECT_GE(hello->produced, had);
+    EXPECT_LE(hello->produced, expected.size());
+    EXPECT_EQ(hello->oldest, 0u);
+    run.connection.send(encode_resume(had));
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
+    EXPECT_EQ(transcript.all, expected);
+    EXPECT_EQ(transcript.exit_code, 0);
 
-    Connection third(listener.accept());
-    ASSERT_TRUE(third.ok()) << "the shim did not reconnect after its program exited";
-    auto hello = third.hello();
+    // Gone again before acknowledging the exit.
+    ASSERT_TRUE(run.reconnect()) << "the shim did not reconnect after its program exited";
+    hello = run.connection.hello();
     ASSERT_TRUE(hello);
     EXPECT_TRUE(hello->exited);
     EXPECT_EQ(hello->produced, expected.size());
-    third.send(encode_resume(hello->produced));
+    run.connection.send(encode_resume(hello->produced));
     Transcript rest;
     rest.next_offset = hello->produced;
-    ASSERT_TRUE(third.read_until_exit(rest));
+    ASSERT_TRUE(run.connection.read_until_exit(rest));
     EXPECT_TRUE(rest.all.empty()) << "resuming at produced must send no output";
-    EXPECT_EQ(rest.exit_code, 0);
-    finish(third, shim, 0);
+    run.finish(rest, 0);
 }
 
 TEST(ShimIntegration, PipeModeKeepsStreamsApartAndInputEofEndsStdin) {
-    TempDir dir;
-    Listener listener(dir / "s");
-    ShimProcess shim(shim_args(dir / "s", {},
-                               {"sh", "-c", "echo out; echo err >&2; cat; echo after"}));
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok());
-    auto hello = connection.hello();
+    ShimRun run({}, {"sh", "-c", "echo out; echo err >&2; cat; echo after"});
+    auto hello = run.hello();
     ASSERT_TRUE(hello);
     EXPECT_FALSE(hello->tty);
-    connection.send(encode_resume(0));
+    run.connection.send(encode_resume(0));
     std::string frames;
     append_frame(frames, FrameType::input, "xyz\n");
     append_frame(frames, FrameType::input, "more");
     frames += encode_empty(FrameType::input_eof);
-    connection.send(frames);
+    run.connection.send(frames);
     Transcript transcript;
-    ASSERT_TRUE(connection.read_until_exit(transcript));
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
     EXPECT_EQ(transcript.out, "out\nxyz\nmoreafter\n");
     EXPECT_EQ(transcript.err, "err\n");
     EXPECT_TRUE(transcript.terminal.empty());
-    EXPECT_EQ(transcript.exit_code, 0);
-    finish(connection, shim, 0);
+    run.finish(transcript, 0);
 }
 
 TEST(ShimIntegration, ExecFailureIsShownToTheUserAndExits127) {
     for (bool tty : {true, false}) {
         SCOPED_TRACE(tty ? "tty" : "pipes");
-        TempDir dir;
-        Listener listener(dir / "s");
-        ShimProcess shim(shim_args(dir / "s", tty ? std::vector<std::string>{"--tty"}
-                                                  : std::vector<std::string>{},
-                                   {"/nonexistent/handler-no-such-program", "arg"}));
-        Connection connection(listener.accept());
-        ASSERT_TRUE(connection.ok());
-        ASSERT_TRUE(connection.hello());
-        connection.send(encode_resume(0));
+        ShimRun run(tty_flags(tty), {"/nonexistent/handler-no-such-program", "arg"});
+        ASSERT_TRUE(run.handshake());
         Transcript transcript;
-        ASSERT_TRUE(connection.read_until_exit(transcript));
+        ASSERT_TRUE(run.connection.read_until_exit(transcript));
         const auto& shown = tty ? transcript.terminal : transcript.err;
         EXPECT_NE(shown.find("handler-shim: cannot run '/nonexistent/handler-no-such-program': "
                              "No such file or directory"),
@@ -430,213 +477,157 @@ TEST(ShimIntegration, ExecFailureIsShownToTheUserAndExits127) {
         if (!tty) {
             EXPECT_TRUE(transcript.out.empty());
         }
-        EXPECT_EQ(transcript.exit_code, 127);
-        finish(connection, shim, 127);
+        run.finish(transcript, 127);
     }
 }
 
 TEST(ShimIntegration, ResizeChangesTheTerminalSize) {
-    TempDir dir;
-    Listener listener(dir / "s");
-    ShimProcess shim(shim_args(dir / "s", {"--tty", "--rows", "30", "--cols", "100"},
-                               {"sh", "-c", "stty size; read x; stty size"}));
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok());
-    ASSERT_TRUE(connection.hello());
-    connection.send(encode_resume(0));
+    ShimRun run({"--tty", "--rows", "30", "--cols", "100"},
+                {"sh", "-c", "stty size; read x; stty size"});
+    ASSERT_TRUE(run.handshake());
     Transcript transcript;
-    ASSERT_TRUE(connection.read_until_contains(transcript, "30 100"));
+    ASSERT_TRUE(run.connection.read_until_contains(transcript, "30 100"));
     std::string frames = encode_resize(40, 120);
     append_frame(frames, FrameType::input, "\n");
-    connection.send(frames);
-    ASSERT_TRUE(connection.read_until_exit(transcript));
+    run.connection.send(frames);
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
     EXPECT_TRUE(transcript.contains("40 120")) << transcript.all;
-    EXPECT_EQ(transcript.exit_code, 0);
-    finish(connection, shim, 0);
+    run.finish(transcript, 0);
 }
 
 TEST(ShimIntegration, TermDefaultsAndWorkdirApplies) {
-    TempDir dir;
-    Listener listener(dir / "s");
-    ShimProcess shim(shim_args(dir / "s", {"--tty", "--workdir", "/"},
-                               {"sh", "-c", "echo \"[$TERM][$(pwd)]\""}));
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok());
-    ASSERT_TRUE(connection.hello());
-    connection.send(encode_resume(0));
+    ShimRun run({"--tty", "--workdir", "/"}, {"sh", "-c", "echo \"[$TERM][$(pwd)]\""});
+    ASSERT_TRUE(run.handshake());
     Transcript transcript;
-    ASSERT_TRUE(connection.read_until_exit(transcript));
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
     EXPECT_TRUE(transcript.contains("[xterm-256color][/]")) << transcript.all;
-    finish(connection, shim, 0);
+    run.finish(0);
 }
 
 TEST(ShimIntegration, SignalFramesReachTheProgramAndBadNumbersAreIgnored) {
-    TempDir dir;
-    Listener listener(dir / "s");
-    ShimProcess shim(shim_args(dir / "s", {}, {"sh", "-c", "echo ready; exec sleep 30"}));
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok());
-    ASSERT_TRUE(connection.hello());
-    connection.send(encode_resume(0));
+    ShimRun run({}, {"sh", "-c", "echo ready; exec sleep 30"});
+    ASSERT_TRUE(run.handshake());
     Transcript transcript;
-    ASSERT_TRUE(connection.read_until_contains(transcript, "ready"));
-    connection.send(encode_i32(FrameType::signal, 0) + encode_i32(FrameType::signal, 65) +
-                    encode_i32(FrameType::signal, -9));
+    ASSERT_TRUE(run.connection.read_until_contains(transcript, "ready"));
+    run.connection.send(encode_i32(FrameType::signal, 0) + encode_i32(FrameType::signal, 65) +
+                        encode_i32(FrameType::signal, -9));
     std::this_thread::sleep_for(100ms);
     EXPECT_FALSE(transcript.exit_code);
-    connection.send(encode_i32(FrameType::signal, SIGTERM));
-    ASSERT_TRUE(connection.read_until_exit(transcript));
-    EXPECT_EQ(transcript.exit_code, 128 + SIGTERM);
-    finish(connection, shim, 128 + SIGTERM);
+    run.connection.send(encode_i32(FrameType::signal, SIGTERM));
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
+    run.finish(transcript, 128 + SIGTERM);
 }
 
 TEST(ShimIntegration, SigtermToTheShimIsForwardedToTheProgram) {
-    TempDir dir;
-    Listener listener(dir / "s");
-    ShimProcess shim(shim_args(dir / "s", {}, {"sh", "-c", "echo ready; exec sleep 30"}));
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok());
-    ASSERT_TRUE(connection.hello());
-    connection.send(encode_resume(0));
+    ShimRun run({}, {"sh", "-c", "echo ready; exec sleep 30"});
+    ASSERT_TRUE(run.handshake());
     Transcript transcript;
-    ASSERT_TRUE(connection.read_until_contains(transcript, "ready"));
-    kill(shim.pid(), SIGTERM);
-    ASSERT_TRUE(connection.read_until_exit(transcript));
-    EXPECT_EQ(transcript.exit_code, 128 + SIGTERM);
-    finish(connection, shim, 128 + SIGTERM);
+    ASSERT_TRUE(run.connection.read_until_contains(transcript, "ready"));
+    kill(run.shim.pid(), SIGTERM);
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
+    run.finish(transcript, 128 + SIGTERM);
 }
 
 TEST(ShimIntegration, RedrawSendsSigwinchToTheForegroundGroup) {
-    TempDir dir;
-    Listener listener(dir / "s");
-    ShimProcess shim(shim_args(dir / "s", {"--tty"},
-        {"sh", "-c", "trap 'echo winched' WINCH; echo ready; while :; do sleep 0.05; done"}));
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok());
-    ASSERT_TRUE(connection.hello());
-    connection.send(encode_resume(0));
+    ShimRun run({"--tty"},
+        {"sh", "-c", "trap 'echo winched' WINCH; echo ready; while :; do sleep 0.05; done"});
+    ASSERT_TRUE(run.handshake());
     Transcript transcript;
-    ASSERT_TRUE(connection.read_until_contains(transcript, "ready"));
+    ASSERT_TRUE(run.connection.read_until_contains(transcript, "ready"));
     EXPECT_FALSE(transcript.contains("winched"));
-    connection.send(encode_empty(FrameType::redraw));
-    ASSERT_TRUE(connection.read_until_contains(transcript, "winched"));
-    connection.send(encode_i32(FrameType::signal, SIGKILL));
-    ASSERT_TRUE(connection.read_until_exit(transcript));
-    EXPECT_EQ(transcript.exit_code, 128 + SIGKILL);
-    finish(connection, shim, 128 + SIGKILL);
+    run.connection.send(encode_empty(FrameType::redraw));
+    ASSERT_TRUE(run.connection.read_until_contains(transcript, "winched"));
+    run.connection.send(encode_i32(FrameType::signal, SIGKILL));
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
+    run.finish(transcript, 128 + SIGKILL);
 }
 
 TEST(ShimIntegration, StopsReadingTheProgramWhileHandlerdDoesNotRead) {
-    TempDir dir;
-    Listener listener(dir / "s");
-    const std::string marker = dir / "finished";
+    TempDir scratch; // the command names the marker before the run's own directory exists
+    const std::string marker = scratch / "finished";
     constexpr std::size_t kBytes = 4'000'000; // far beyond every buffer on the way
-    ShimProcess shim(shim_args(dir / "s", {},
-        {"sh", "-c", "head -c " + std::to_string(kBytes) + " /dev/zero; touch " + marker}));
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok());
-    ASSERT_TRUE(connection.hello());
-    connection.send(encode_resume(0));
+    ShimRun run({},
+        {"sh", "-c", "head -c " + std::to_string(kBytes) + " /dev/zero; touch " + marker});
+    ASSERT_TRUE(run.handshake());
     std::this_thread::sleep_for(1s);
     EXPECT_FALSE(fs::exists(marker)) << "the program was not held back";
     Transcript transcript;
-    ASSERT_TRUE(connection.read_until_exit(transcript));
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
     EXPECT_EQ(transcript.out.size(), kBytes);
     EXPECT_EQ(transcript.out.find_first_not_of('\0'), std::string::npos);
     EXPECT_TRUE(fs::exists(marker));
-    finish(connection, shim, 0);
+    run.finish(0);
 }
 
 TEST(ShimIntegration, WhileDisconnectedTheRingKeepsOnlyTheNewestBytes) {
-    TempDir dir;
-    const std::string marker = dir / "ran";
-    ShimProcess shim(shim_args(dir / "s", {"--ring-bytes", "1000"},
-                               {"sh", "-c", "yes abcd | head -c 5000; touch " + marker}));
+    TempDir scratch; // the command names the marker before the run's own directory exists
+    const std::string marker = scratch / "ran";
+    ShimRun run({"--ring-bytes", "1000"},
+                {"sh", "-c", "yes abcd | head -c 5000; touch " + marker}, ShimRun::Listen::later);
     ASSERT_TRUE(wait_for_file(marker));
     std::this_thread::sleep_for(300ms);
-    Listener listener(dir / "s");
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok());
-    auto hello = connection.hello();
+    ASSERT_TRUE(run.listen());
+    auto hello = run.connection.hello();
     ASSERT_TRUE(hello);
     EXPECT_TRUE(hello->exited);
     EXPECT_EQ(hello->produced, 5000u);
     EXPECT_EQ(hello->oldest, 4000u);
-    connection.send(encode_resume(0));
+    run.connection.send(encode_resume(0));
     Transcript transcript;
     transcript.next_offset = 4000; // replay starts at oldest, not at the 0 asked for
-    ASSERT_TRUE(connection.read_until_exit(transcript));
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
     std::string expected;
     while (expected.size() < 5000) expected += "abcd\n";
     EXPECT_EQ(transcript.out, expected.substr(4000, 1000));
-    finish(connection, shim, 0);
+    run.finish(0);
 }
 
 TEST(ShimIntegration, OutputWrittenJustBeforeExitIsComplete) {
-    TempDir dir;
-    Listener listener(dir / "s");
     constexpr std::size_t kBytes = 300'000;
-    ShimProcess shim(shim_args(dir / "s", {"--tty"},
-        {"sh", "-c", "head -c " + std::to_string(kBytes) + " /dev/zero | tr '\\0' x; exit 5"}));
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok());
-    ASSERT_TRUE(connection.hello());
-    connection.send(encode_resume(0));
+    ShimRun run({"--tty"},
+        {"sh", "-c", "head -c " + std::to_string(kBytes) + " /dev/zero | tr '\\0' x; exit 5"});
+    ASSERT_TRUE(run.handshake());
     Transcript transcript;
-    ASSERT_TRUE(connection.read_until_exit(transcript));
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
     EXPECT_EQ(transcript.terminal.size(), kBytes);
     EXPECT_EQ(transcript.terminal.find_first_not_of('x'), std::string::npos);
-    EXPECT_EQ(transcript.exit_code, 5);
-    finish(connection, shim, 5);
+    run.finish(transcript, 5);
 }
 
 TEST(ShimIntegration, BackgroundProcessesHoldingTheOutputDoNotDelayTheExit) {
     for (bool tty : {true, false}) {
         SCOPED_TRACE(tty ? "tty" : "pipes");
-        TempDir dir;
-        Listener listener(dir / "s");
-        ShimProcess shim(shim_args(dir / "s", tty ? std::vector<std::string>{"--tty"}
-                                                  : std::vector<std::string>{},
-                                   {"sh", "-c", "sleep 5 & echo bye"}));
-        Connection connection(listener.accept());
-        ASSERT_TRUE(connection.ok());
-        ASSERT_TRUE(connection.hello());
+        ShimRun run(tty_flags(tty), {"sh", "-c", "sleep 5 & echo bye"});
+        ASSERT_TRUE(run.hello());
         const auto start = Clock::now();
-        connection.send(encode_resume(0));
+        run.connection.send(encode_resume(0));
         Transcript transcript;
-        ASSERT_TRUE(connection.read_until_exit(transcript));
+        ASSERT_TRUE(run.connection.read_until_exit(transcript));
         // ~100 ms (the drain window); the hard limit would be 2 s, the sleep 5 s.
         EXPECT_LT(Clock::now() - start, 1500ms) << "the shim waited for the background sleep";
         EXPECT_TRUE(transcript.contains("bye")) << transcript.all;
-        EXPECT_EQ(transcript.exit_code, 0);
-        finish(connection, shim, 0);
+        run.finish(transcript, 0);
     }
 }
 
 TEST(ShimIntegration, ResumePastProducedSendsOnlyWhatComesAfterIt) {
-    TempDir dir;
-    Listener listener(dir / "s");
-    ShimProcess shim(shim_args(dir / "s", {}, {"sh", "-c", "read x; echo 0123456789; echo abc"}));
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok());
-    auto hello = connection.hello();
+    ShimRun run({}, {"sh", "-c", "read x; echo 0123456789; echo abc"});
+    auto hello = run.hello();
     ASSERT_TRUE(hello);
     EXPECT_EQ(hello->produced, 0u);
-    connection.send(encode_resume(13)); // handlerd claims more than was ever produced
+    run.connection.send(encode_resume(13)); // handlerd claims more than was ever produced
     std::string input;
     append_frame(input, FrameType::input, "go\n");
-    connection.send(input);
+    run.connection.send(input);
     Transcript transcript;
     transcript.next_offset = 13;
-    ASSERT_TRUE(connection.read_until_exit(transcript));
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
     EXPECT_EQ(transcript.out, "c\n");
-    finish(connection, shim, 0);
+    run.finish(0);
 }
 
 TEST(ShimIntegration, ProtocolErrorsDropTheConnectionAndTheShimComesBack) {
-    TempDir dir;
-    Listener listener(dir / "s");
-    ShimProcess shim(shim_args(dir / "s", {}, {"sh", "-c", "read x; echo got:$x"}));
+    ShimRun run({}, {"sh", "-c", "read x; echo got:$x"});
     std::string unknown_type;
     unknown_type.push_back('\x63');
     unknown_type.append(std::string(4, '\0'));
@@ -647,24 +638,21 @@ TEST(ShimIntegration, ProtocolErrorsDropTheConnectionAndTheShimComesBack) {
     oversize.append("\x7f\xff\xff\xff");
     for (const auto& bad : {unknown_type, short_resize, oversize, encode_resume(0) + encode_resume(0),
                             encode_empty(FrameType::hello)}) {
-        Connection connection(listener.accept());
-        ASSERT_TRUE(connection.ok());
-        ASSERT_TRUE(connection.hello());
-        connection.send(bad);
-        while (connection.next()) {} // anything until the shim hangs up
-        EXPECT_TRUE(connection.closed()) << "the shim kept a connection after a protocol error";
+        ASSERT_TRUE(run.hello());
+        run.connection.send(bad);
+        while (run.connection.next()) {} // anything until the shim hangs up
+        EXPECT_TRUE(run.connection.closed())
+            << "the shim kept a connection after a protocol error";
+        ASSERT_TRUE(run.reconnect());
     }
-    Connection connection(listener.accept());
-    ASSERT_TRUE(connection.ok());
-    ASSERT_TRUE(connection.hello());
-    connection.send(encode_resume(0));
+    ASSERT_TRUE(run.handshake());
     std::string input;
     append_frame(input, FrameType::input, "still here\n");
-    connection.send(input);
+    run.connection.send(input);
     Transcript transcript;
-    ASSERT_TRUE(connection.read_until_exit(transcript));
+    ASSERT_TRUE(run.connection.read_until_exit(transcript));
     EXPECT_EQ(transcript.out, "got:still here\n");
-    finish(connection, shim, 0);
+    run.finish(0);
 }
 
 TEST(ShimIntegration, EndsAfterTheGracePeriodWhenNobodyListens) {

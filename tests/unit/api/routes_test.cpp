@@ -2,6 +2,7 @@
 
 #include "store/store.hpp"
 #include "support/fakes.hpp"
+#include "support/records.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -13,15 +14,7 @@
 namespace handler::api {
 namespace {
 
-// NewSession by its first fields (GCC 12 warns on partial aggregate initialisation).
-[[maybe_unused]] store::NewSession session_of(std::optional<std::int64_t> agent, std::int64_t project,
-                                              std::string harness) {
-    store::NewSession session;
-    session.agent_id = agent;
-    session.project_id = project;
-    session.harness = std::move(harness);
-    return session;
-}
+using handler::testing::session_of;
 
 
 namespace fs = std::filesystem;

@@ -84,12 +84,17 @@ public:
             decoder_.feed(std::string_view(buffer, static_cast<std::size_t>(got)));
         }
         while (auto frame = decoder_.next()) frames.push_back(std::move(*frame));
+        frames.insert(frames.begin(), put_back_.begin(), put_back_.end());
+        put_back_.clear();
         return frames;
     }
+    // Frames a caller read but did not use: received() returns them first next time.
+    void put_back(std::vector<shim::Frame> frames) { put_back_ = std::move(frames); }
 
 private:
     int fd_ = -1;
     shim::FrameDecoder decoder_;
+    std::vector<shim::Frame> put_back_;
 };
 
 class RecordingClient final : public api::TerminalClient {
@@ -124,8 +129,9 @@ protected:
         make_manager();
     }
 
-    void make_manager() {
+    void make_manager(std::string refuse = {}) {
         SessionManagerOptions options;
+        options.refuse_sessions = std::move(refuse);
         options.control_root = dir_ / "run/sessions";
         options.output_root = dir_ / "data/sessions";
         options.helper_dir = dir_ / "libexec";
@@ -183,8 +189,13 @@ protected:
         shim.hello(produced, oldest);
         std::optional<std::uint64_t> from;
         EXPECT_TRUE(pump_until([&] {
-            for (const auto& frame : shim.received())
-                if (frame.type == shim::FrameType::resume) from = shim::decode_u64(frame.payload);
+            auto frames = shim.received();
+            for (auto it = frames.begin(); it != frames.end(); ++it)
+                if (it->type == shim::FrameType::resume) {
+                    from = shim::decode_u64(it->payload);
+                    shim.put_back({std::next(it), frames.end()});
+                    break;
+                }
             return from.has_value();
         }));
         return from.value_or(~0ull);
@@ -252,6 +263,23 @@ TEST_F(SessionManagerTest, OutputReachesEveryClientAndInputReachesTheShim) {
     EXPECT_EQ(input, "typed by a\rtyped by b\r");
     EXPECT_EQ(size->rows, 50);
     EXPECT_EQ(size->cols, 120);
+}
+
+// Right after a handlerd restart a client may type before the shim has reconnected.
+TEST_F(SessionManagerTest, InputTypedBeforeTheShimConnectsIsDeliveredWhenItDoes) {
+    const std::string id = start_shell();
+    auto client = std::make_shared<RecordingClient>();
+    auto attached = manager_->attach(id, client, {});
+    ASSERT_TRUE(attached.ok());
+    manager_->input(attached->attach_id, "early\r");
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    std::string input;
+    ASSERT_TRUE(pump_until([&] {
+        for (const auto& frame : shim.received())
+            if (frame.type == shim::FrameType::input) input += frame.payload;
+        return input == "early\r";
+    })) << input;
 }
 
 TEST_F(SessionManagerTest, ALateClientGetsTheRecentOutputReplayed) {
@@ -329,6 +357,18 @@ TEST_F(SessionManagerTest, RefusesWhatItCannotResolve) {
     ASSERT_FALSE(unknown.ok());
     EXPECT_EQ(unknown.error().code, ErrorCode::not_found);
     EXPECT_TRUE(store_->list_sessions()->empty()) << "nothing is recorded for a refused request";
+}
+
+TEST_F(SessionManagerTest, AManagerToldToRefuseStartsNothing) {
+    make_manager("handlerd runs as root");
+    api::StartRequest request;
+    request.directory = (dir_ / "project").string();
+    auto refused = manager_->start(request);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::forbidden);
+    EXPECT_EQ(refused.error().message, "handlerd runs as root");
+    EXPECT_TRUE(runtime_.calls.empty());
+    EXPECT_TRUE(store_->list_sessions()->empty());
 }
 
 TEST_F(SessionManagerTest, WithoutANameTheProjectsOnlyAgentOrTheShellRuns) {

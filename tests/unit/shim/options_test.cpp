@@ -20,6 +20,8 @@ TEST(ShimOptions, MinimalCommandLineGetsDefaults) {
     EXPECT_EQ(options.ring_bytes, 1024u * 1024u);
     EXPECT_EQ(options.exit_grace_ms, 30'000u);
     EXPECT_TRUE(options.workdir.empty());
+    EXPECT_EQ(options.proxy_port, 0) << "no egress bridge unless asked for";
+    EXPECT_TRUE(options.proxy_socket.empty());
     EXPECT_EQ(options.command, (std::vector<std::string>{"sh", "-c", "echo hi"}));
 }
 
@@ -83,6 +85,56 @@ TEST(ShimOptions, RefusesASocketPathTooLongForSunPath) {
     EXPECT_TRUE(parse({"--connect", fits, "--", "sh"}).ok());
     const std::string too_long(108, 'a');
     expect_refused({"--connect", too_long, "--", "sh"}, "longer than 107 bytes");
+}
+
+TEST(ShimOptions, EgressBridgeTakesAPortAndAnAbsoluteSocketPath) {
+    auto result = parse({"--connect", "/s", "--proxy-port", "3128", "--proxy-socket",
+                         "/run/handler/proxy.sock", "--", "sh"});
+    ASSERT_TRUE(result.ok()) << result.error;
+    EXPECT_EQ(result.options.proxy_port, 3128);
+    EXPECT_EQ(result.options.proxy_socket, "/run/handler/proxy.sock");
+
+    result = parse({"--proxy-socket=/p", "--connect", "/s", "--proxy-port=65535", "--", "sh"});
+    ASSERT_TRUE(result.ok()) << result.error;
+    EXPECT_EQ(result.options.proxy_port, 65535);
+    EXPECT_EQ(result.options.proxy_socket, "/p");
+
+    result = parse({"--connect", "/s", "--proxy-port", "1", "--proxy-socket", "/p", "--", "sh"});
+    ASSERT_TRUE(result.ok()) << result.error;
+    EXPECT_EQ(result.options.proxy_port, 1);
+}
+
+TEST(ShimOptions, EgressBridgeRefusesHalfOrBadSettings) {
+    // One without the other.
+    expect_refused({"--connect", "/s", "--proxy-port", "3128", "--", "sh"}, "go together");
+    expect_refused({"--connect", "/s", "--proxy-socket", "/p", "--", "sh"}, "go together");
+    // The port.
+    expect_refused({"--connect", "/s", "--proxy-port", "0", "--proxy-socket", "/p", "--", "sh"},
+                   "'--proxy-port' wants a whole number from 1 to 65535, got '0'");
+    expect_refused({"--connect", "/s", "--proxy-port", "65536", "--proxy-socket", "/p", "--",
+                    "sh"},
+                   "got '65536'");
+    expect_refused({"--connect", "/s", "--proxy-port", "http", "--proxy-socket", "/p", "--", "sh"},
+                   "got 'http'");
+    expect_refused({"--connect", "/s", "--proxy-port=", "--proxy-socket", "/p", "--", "sh"},
+                   "got ''");
+    expect_refused({"--connect", "/s", "--proxy-port"}, "'--proxy-port' needs a value");
+    // The socket path.
+    expect_refused({"--connect", "/s", "--proxy-port", "3128", "--proxy-socket", "proxy.sock",
+                    "--", "sh"},
+                   "absolute socket path, got 'proxy.sock'");
+    expect_refused({"--connect", "/s", "--proxy-port", "3128", "--proxy-socket=", "--", "sh"},
+                   "absolute socket path");
+    expect_refused({"--connect", "/s", "--proxy-port", "3128", "--proxy-socket"},
+                   "'--proxy-socket' needs a value");
+    const std::string fits = "/" + std::string(106, 'a');
+    EXPECT_TRUE(parse({"--connect", "/s", "--proxy-port", "3128", "--proxy-socket", fits, "--",
+                       "sh"})
+                    .ok());
+    const std::string too_long = "/" + std::string(107, 'a');
+    expect_refused({"--connect", "/s", "--proxy-port", "3128", "--proxy-socket", too_long, "--",
+                    "sh"},
+                   "longer than 107 bytes");
 }
 
 } // namespace

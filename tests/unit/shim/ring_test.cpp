@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <string_view>
 #include <vector>
 
 namespace handler::shim {
@@ -23,6 +25,17 @@ std::vector<Range> replay(const OutputRing& ring, std::uint64_t from) {
     return ranges;
 }
 
+struct Append {
+    Stream stream;
+    std::string_view bytes;
+};
+
+OutputRing ring_with(std::size_t capacity, std::initializer_list<Append> appends) {
+    OutputRing ring(capacity);
+    for (const auto& [stream, bytes] : appends) ring.append(stream, bytes);
+    return ring;
+}
+
 std::string joined(const std::vector<Range>& ranges) {
     std::string text;
     for (const auto& range : ranges) text += range.bytes;
@@ -37,10 +50,8 @@ TEST(OutputRing, StartsEmpty) {
 }
 
 TEST(OutputRing, KeepsEverythingUnderCapacityAndMergesOneStream) {
-    OutputRing ring(100);
-    ring.append(Stream::terminal, "hello ");
-    ring.append(Stream::terminal, "world");
-    ring.append(Stream::terminal, "");
+    const auto ring = ring_with(
+        100, {{Stream::terminal, "hello "}, {Stream::terminal, "world"}, {Stream::terminal, ""}});
     EXPECT_EQ(ring.produced(), 11u);
     EXPECT_EQ(ring.oldest(), 0u);
     EXPECT_EQ(ring.chunk_count(), 1u);
@@ -48,9 +59,7 @@ TEST(OutputRing, KeepsEverythingUnderCapacityAndMergesOneStream) {
 }
 
 TEST(OutputRing, DropsOldestBytesWhenOverCapacity) {
-    OutputRing ring(10);
-    ring.append(Stream::stdout_, "0123456");
-    ring.append(Stream::stderr_, "789ab");
+    const auto ring = ring_with(10, {{Stream::stdout_, "0123456"}, {Stream::stderr_, "789ab"}});
     EXPECT_EQ(ring.produced(), 12u);
     EXPECT_EQ(ring.oldest(), 2u);
     EXPECT_EQ(ring.retained(), 10u);
@@ -60,25 +69,20 @@ TEST(OutputRing, DropsOldestBytesWhenOverCapacity) {
 }
 
 TEST(OutputRing, AnAppendLargerThanCapacityKeepsItsTail) {
-    OutputRing ring(4);
-    ring.append(Stream::stdout_, "ab");
-    ring.append(Stream::stderr_, "0123456789");
+    const auto ring = ring_with(4, {{Stream::stdout_, "ab"}, {Stream::stderr_, "0123456789"}});
     EXPECT_EQ(ring.produced(), 12u);
     EXPECT_EQ(ring.oldest(), 8u);
     EXPECT_EQ(replay(ring, 0), (std::vector<Range>{{8, Stream::stderr_, "6789"}}));
 }
 
 TEST(OutputRing, ResumeFromBeforeOldestStartsAtOldest) {
-    OutputRing ring(5);
-    ring.append(Stream::terminal, "abcdefgh");
+    const auto ring = ring_with(5, {{Stream::terminal, "abcdefgh"}});
     EXPECT_EQ(replay(ring, 1), (std::vector<Range>{{3, Stream::terminal, "defgh"}}));
 }
 
 TEST(OutputRing, ResumeFromTheMiddleOfAChunkTrimsIt) {
-    OutputRing ring(100);
-    ring.append(Stream::stdout_, "abc");
-    ring.append(Stream::stderr_, "defg");
-    ring.append(Stream::stdout_, "hi");
+    const auto ring = ring_with(
+        100, {{Stream::stdout_, "abc"}, {Stream::stderr_, "defg"}, {Stream::stdout_, "hi"}});
     EXPECT_EQ(replay(ring, 5), (std::vector<Range>{{5, Stream::stderr_, "fg"},
                                                    {7, Stream::stdout_, "hi"}}));
     // Exactly at a chunk boundary: no empty range for the chunk before.
@@ -88,8 +92,7 @@ TEST(OutputRing, ResumeFromTheMiddleOfAChunkTrimsIt) {
 }
 
 TEST(OutputRing, ResumeAtOrPastProducedYieldsNothing) {
-    OutputRing ring(100);
-    ring.append(Stream::terminal, "abc");
+    const auto ring = ring_with(100, {{Stream::terminal, "abc"}});
     EXPECT_TRUE(replay(ring, 3).empty());
     EXPECT_TRUE(replay(ring, 1000).empty());
 }

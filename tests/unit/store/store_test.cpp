@@ -3,6 +3,7 @@
 #include "store/migrations.hpp"
 #include "store/validation.hpp"
 #include "support/fakes.hpp"
+#include "support/records.hpp"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -15,15 +16,7 @@
 namespace handler::store {
 namespace {
 
-// NewSession by its first fields (GCC 12 warns on partial aggregate initialisation).
-[[maybe_unused]] store::NewSession session_of(std::optional<std::int64_t> agent, std::int64_t project,
-                                              std::string harness) {
-    store::NewSession session;
-    session.agent_id = agent;
-    session.project_id = project;
-    session.harness = std::move(harness);
-    return session;
-}
+using handler::testing::session_of;
 
 store::SessionChanges exited_with(std::int64_t code) {
     store::SessionChanges changes;

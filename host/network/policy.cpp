@@ -1,0 +1,268 @@
+#include "network/policy.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+namespace handler::network {
+namespace {
+
+std::string lower(std::string_view text) {
+    std::string out(text);
+    std::transform(out.begin(), out.end(), out.begin(), [](char c) {
+        return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    });
+    return out;
+}
+
+bool is_label(std::string_view label) {
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-')
+        return false;
+    return std::all_of(label.begin(), label.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    });
+}
+
+// A DNS name of LDH labels whose last label is not all digits: "1.2.3" or "2130706433"
+// would be taken as an address by inet_aton-style resolvers.
+bool is_name(std::string_view host) {
+    if (host.empty() || host.size() > 253) return false;
+    std::string_view last;
+    for (std::size_t start = 0;;) {
+        const auto dot = host.find('.', start);
+        last = host.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+        if (!is_label(last)) return false;
+        if (dot == std::string_view::npos) break;
+        start = dot + 1;
+    }
+    const bool numeric = std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool hexish = last.size() > 2 && last[0] == '0' && last[1] == 'x';
+    return !numeric && !hexish;
+}
+
+// Host and port of "host:port" / "[v6]:port" / "host" / "v6"; port 0 when absent.
+Result<std::pair<std::string, std::uint16_t>> split_port(std::string_view text) {
+    std::string_view host = text;
+    std::string_view port;
+    if (text.starts_with('[')) {
+        const auto close = text.find(']');
+        if (close == std::string_view::npos) return make_error(ErrorCode::invalid_argument, "unclosed '['");
+        host = text.substr(1, close - 1);
+        const auto rest = text.substr(close + 1);
+        if (!rest.empty()) {
+            if (rest.front() != ':') return make_error(ErrorCode::invalid_argument, "text after ']'");
+            port = rest.substr(1);
+            if (port.empty()) return make_error(ErrorCode::invalid_argument, "empty port");
+        }
+    } else if (std::count(text.begin(), text.end(), ':') == 1) {
+        const auto colon = text.find(':');
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if (port.empty()) return make_error(ErrorCode::invalid_argument, "empty port");
+    }
+    unsigned value = 0;
+    if (!port.empty()) {
+        const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
+        if (error != std::errc() || end != port.data() + port.size() || value < 1 || value > 65535)
+            return make_error(ErrorCode::invalid_argument, "the port must be a number from 1 to 65535");
+    }
+    return std::make_pair(lower(host), static_cast<std::uint16_t>(value));
+}
+
+bool matches(const HostRule& rule, const Target& target) {
+    if (rule.port != 0 && rule.port != target.port) return false;
+    if (rule.ip || !rule.wildcard) {
+        if (rule.ip != target.ip) return false;
+        if (rule.ip) {
+            auto a = parse_address(rule.host);
+            auto b = parse_address(target.host);
+            return a && b && a->v6 == b->v6 && a->bytes == b->bytes;
+        }
+        return rule.host == target.host;
+    }
+    // "*.example.com" matches its subdomains at any depth, not example.com itself.
+    return !target.ip && target.host.size() > rule.host.size() + 1 &&
+           target.host.ends_with(rule.host) &&
+           target.host[target.host.size() - rule.host.size() - 1] == '.';
+}
+
+const HostRule* first_match(const std::vector<HostRule>& rules, const Target& target) {
+    for (const auto& rule : rules)
+        if (matches(rule, target)) return &rule;
+    return nullptr;
+}
+
+std::string authority(const Target& target) {
+    const bool v6 = target.ip && target.host.find(':') != std::string::npos;
+    return (v6 ? "[" + target.host + "]" : target.host) + ":" + std::to_string(target.port);
+}
+
+} // namespace
+
+std::string_view to_string(Mode mode) {
+    switch (mode) {
+    case Mode::none: return "none";
+    case Mode::filtered: return "filtered";
+    case Mode::open: return "open";
+    case Mode::learn: return "learn";
+    }
+    return "unknown";
+}
+
+std::optional<Mode> parse_mode(std::string_view text) {
+    for (Mode mode : {Mode::none, Mode::filtered, Mode::open, Mode::learn})
+        if (text == to_string(mode)) return mode;
+    return std::nullopt;
+}
+
+Result<HostRule> parse_rule(std::string_view text) {
+    auto refuse = [&](const std::string& why) -> Error {
+        return make_error(ErrorCode::invalid_argument,
+                          "host rule '" + std::string(text) + "' is not usable: " + why +
+                              " (use 'host', '*.domain' or an IP address, optionally with ':port')");
+    };
+    auto split = split_port(text);
+    if (!split) return refuse(split.error().message);
+    HostRule rule;
+    rule.text = std::string(text);
+    rule.port = split->second;
+    std::string host = std::move(split->first);
+    if (parse_address(host)) {
+        rule.ip = true;
+        rule.host = to_string(*parse_address(host));
+        return rule;
+    }
+    if (host.starts_with("*.")) {
+        rule.wildcard = true;
+        host.erase(0, 2);
+    }
+    if (!is_name(host)) return refuse("'" + host + "' is not a host name");
+    rule.host = std::move(host);
+    return rule;
+}
+
+Result<Target> parse_target(std::string_view host_text, std::uint16_t port) {
+    if (port == 0) return make_error(ErrorCode::invalid_argument, "port 0 is not a destination");
+    std::string host = lower(host_text);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    while (!host.empty() && host.back() == '.') host.pop_back(); // "example.com." is example.com
+    Target target;
+    target.port = port;
+    if (auto address = parse_address(host)) {
+        target.ip = true;
+        target.host = to_string(*address);
+        return target;
+    }
+    if (!is_name(host))
+        return make_error(ErrorCode::invalid_argument,
+                          "'" + std::string(host_text) +
+                              "' is not a host name or an IP address in its usual form");
+    target.host = std::move(host);
+    return target;
+}
+
+Decision decide(const Policy& policy, const Target& target, std::int64_t now_ms) {
+    Decision decision;
+    if (const auto* rule = first_match(policy.model_hosts, target)) {
+        decision.verdict = Verdict::allow;
+        decision.rule = "model host " + rule->text;
+        decision.exact = !rule->wildcard;
+        return decision;
+    }
+    const HostRule* listed = policy.mode == Mode::none ? nullptr : first_match(policy.allow, target);
+    if (listed != nullptr) {
+        decision.verdict = Verdict::allow;
+        decision.rule = listed->text;
+        decision.exact = !listed->wildcard;
+        return decision;
+    }
+    if (policy.mode == Mode::open) {
+        decision.verdict = Verdict::allow;
+        decision.rule = "mode open";
+        return decision;
+    }
+    if (policy.mode == Mode::learn && now_ms < policy.learn_until_ms) {
+        decision.verdict = Verdict::learned;
+        decision.rule = "learn mode";
+        return decision;
+    }
+    const std::string who = policy.agent.empty() ? std::string("this session") : "agent " + policy.agent;
+    const std::string mode = policy.mode == Mode::learn ? "filtered (learning has ended)"
+                                                        : std::string(to_string(policy.mode));
+    decision.reason = authority(target) + " is not allowed for " + who + " (network mode " + mode +
+                      (policy.mode == Mode::none ? ": only the harness's model hosts"
+                                                 : ": no rule matches") +
+                      ")";
+    if (!policy.agent.empty())
+        decision.reason += "; allow it with: handler network allow " + policy.agent + " " +
+                           (target.ip && target.host.find(':') != std::string::npos
+                                ? "[" + target.host + "]"
+                                : target.host);
+    return decision;
+}
+
+std::optional<Address> parse_address(std::string_view text) {
+    const std::string copy(text);
+    Address address;
+    in_addr v4{};
+    // inet_pton takes only the dotted quad; "127.1" or "0x7f.0.0.1" are not addresses here.
+    if (::inet_pton(AF_INET, copy.c_str(), &v4) == 1) {
+        std::memcpy(address.bytes.data(), &v4, 4);
+        return address;
+    }
+    in6_addr v6{};
+    if (copy.find('%') == std::string::npos && ::inet_pton(AF_INET6, copy.c_str(), &v6) == 1) {
+        address.v6 = true;
+        std::memcpy(address.bytes.data(), &v6, 16);
+        return address;
+    }
+    return std::nullopt;
+}
+
+std::string to_string(const Address& address) {
+    char text[INET6_ADDRSTRLEN] = {};
+    ::inet_ntop(address.v6 ? AF_INET6 : AF_INET, address.bytes.data(), text, sizeof text);
+    return text;
+}
+
+bool is_special(const Address& address) {
+    const auto& b = address.bytes;
+    if (!address.v6) {
+        const unsigned a0 = b[0], a1 = b[1];
+        return a0 == 0 || a0 == 10 || a0 == 127 || (a0 == 169 && a1 == 254) ||
+               (a0 == 172 && (a1 & 0xf0) == 16) || (a0 == 192 && a1 == 168) ||
+               (a0 == 100 && (a1 & 0xc0) == 64) || a0 >= 224 || // multicast, reserved, broadcast
+               (a0 == 192 && a1 == 0 && b[2] == 0);              // IETF protocol assignments
+    }
+    const bool zero_prefix = std::all_of(b.begin(), b.begin() + 10, [](unsigned char c) { return c == 0; });
+    if (zero_prefix && ((b[10] == 0xff && b[11] == 0xff) || (b[10] == 0 && b[11] == 0))) {
+        // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible, which covers :: and ::1 too)
+        Address v4;
+        std::copy(b.begin() + 12, b.end(), v4.bytes.begin());
+        return is_special(v4) || (b[10] == 0 && b[11] == 0);
+    }
+    if ((b[0] & 0xfe) == 0xfc) return true;                  // fc00::/7 unique local
+    if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return true;  // fe80::/10 link-local
+    if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return true;  // fec0::/10 site-local (old)
+    if (b[0] == 0xff) return true;                           // multicast
+    if (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b) return true; // 64:ff9b:: NAT64
+    if (b[0] == 0x20 && b[1] == 0x02) return true;           // 2002::/16 6to4 wraps any v4
+    return false;
+}
+
+std::optional<std::string> check_address(const Decision& decision, const Target& target,
+                                         const Address& address,
+                                         const std::vector<Address>& own_addresses) {
+    const bool own = std::any_of(own_addresses.begin(), own_addresses.end(), [&](const Address& mine) {
+        return mine.v6 == address.v6 && mine.bytes == address.bytes;
+    });
+    if (!own && !is_special(address)) return std::nullopt;
+    if (decision.exact) return std::nullopt;
+    return authority(target) + " resolves to " + to_string(address) + ", " +
+           (own ? "an address of this machine" : "a loopback, private or link-local address") +
+           ", which a session may reach only through a rule naming that host or address exactly";
+}
+
+} // namespace handler::network

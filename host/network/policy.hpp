@@ -1,0 +1,103 @@
+// The egress policy of one session, and the decisions made from it (docs/network.md).
+// Pure: no sockets, no clock of its own, no DNS; the proxy asks, this answers. The
+// decision is made twice per connection, in this order:
+//   1. by name and port (decide), before anything is resolved, so a refused host costs
+//      no DNS query and learns the agent nothing;
+//   2. by address (check_address), after handlerd has resolved the name: loopback,
+//      private, link-local and the host's own addresses are refused unless an exact rule
+//      names that host or address. A wildcard never licenses them, or `*.nip.io` would
+//      reach handlerd's own API at 127.0.0.1 (DNS rebinding).
+#pragma once
+
+#include "core/result.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace handler::network {
+
+enum class Mode {
+    none = 1, // only the harness's model-provider hosts
+    filtered, // those plus the allow-list
+    open,     // anything public
+    learn,    // open until learn_until, recording what filtered would have refused
+};
+
+std::string_view to_string(Mode mode);
+std::optional<Mode> parse_mode(std::string_view text);
+
+// One allow-list entry. `host` is a lower-case name, a `*.suffix` wildcard, or an IP
+// literal (IPv6 without brackets); port 0 means any.
+struct HostRule {
+    std::string host;
+    std::uint16_t port = 0;
+    bool wildcard = false;
+    bool ip = false;
+    std::string text; // as stored, for messages ("*.npmjs.org:443")
+};
+
+// "github.com", "*.npmjs.org", "api.example.com:8443", "10.0.0.5", "[fd00::1]:443".
+Result<HostRule> parse_rule(std::string_view text);
+
+struct Policy {
+    Mode mode = Mode::filtered;
+    std::vector<HostRule> model_hosts; // the harness's own (model API); allowed but in none? always
+    std::vector<HostRule> allow;       // the agent's list, plus what addons add
+    std::int64_t learn_until_ms = 0;   // learn: open until then, then filtered
+    std::string agent;                 // named in the "allow it with" hint; may be empty
+};
+
+// A requested host after normalisation: a lower-case name or an IP literal.
+struct Target {
+    std::string host;
+    std::uint16_t port = 0;
+    bool ip = false;
+};
+
+// Lower-cases and checks a host as it came in a request (CONNECT authority or URL
+// host; IPv6 in brackets). Names that a resolver would read as numbers ("2130706433",
+// "0x7f.1") are refused: IP literals are only ever the canonical forms.
+Result<Target> parse_target(std::string_view host, std::uint16_t port);
+
+enum class Verdict {
+    allow = 1,
+    deny,
+    learned, // passes only because the session is learning; recorded for promotion
+};
+
+struct Decision {
+    Verdict verdict = Verdict::deny;
+    std::string rule;   // the matching rule ("github.com", "model host api.anthropic.com",
+                        // "mode open", "learn mode"), or "" when nothing matched
+    std::string reason; // for a deny: a sentence naming the host, why, and the command
+                        // that would allow it
+    bool exact = false; // matched by an exact host or IP rule (licenses special addresses)
+};
+
+Decision decide(const Policy& policy, const Target& target, std::int64_t now_ms);
+
+// A resolved address in network byte order (4 or 16 bytes used).
+struct Address {
+    bool v6 = false;
+    std::array<unsigned char, 16> bytes{};
+};
+
+std::optional<Address> parse_address(std::string_view text);
+std::string to_string(const Address& address);
+
+// Loopback, unspecified, private (10/8, 172.16/12, 192.168/16, 100.64/10 CGNAT, fc00::/7),
+// link-local (169.254/16, fe80::/10), multicast, broadcast, and IPv4-mapped/compatible
+// forms of those.
+bool is_special(const Address& address);
+
+// After resolution: nullopt when `address` may be connected to under `decision`;
+// otherwise the reason it may not. `own_addresses` are the host's interfaces.
+std::optional<std::string> check_address(const Decision& decision, const Target& target,
+                                         const Address& address,
+                                         const std::vector<Address>& own_addresses);
+
+} // namespace handler::network
