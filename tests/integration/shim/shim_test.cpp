@@ -319,7 +319,8 @@ struct ShimRun {
 
     // How most tests begin: HELLO taken, then all the output asked for from the start.
     ::testing::AssertionResult handshake() {
-        if (!hello()) return ::testing::AssertionFailure() << "no usable HELLO";
+        if (auto result = connected(); !result) return result;
+        if (!connection.hello()) return ::testing::AssertionFailure() << "no usable HELLO";
         connection.send(encode_resume(0));
         return ::testing::AssertionSuccess();
     }

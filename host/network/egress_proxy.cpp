@@ -1,0 +1,513 @@
+#include "network/egress_proxy.hpp"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference" // Asio false positives (server_state.hpp)
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/url/parse.hpp>
+#pragma GCC diagnostic pop
+
+#include <spdlog/spdlog.h>
+
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
+#include <array>
+#include <charconv>
+#include <cstring>
+#include <list>
+#include <sstream>
+#include <optional>
+
+namespace handler::network {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using local = net::local::stream_protocol;
+using tcp = net::ip::tcp;
+
+Address from_asio(const net::ip::address& address) {
+    Address out;
+    if (address.is_v4()) {
+        const auto bytes = address.to_v4().to_bytes();
+        std::copy(bytes.begin(), bytes.end(), out.bytes.begin());
+    } else {
+        out.v6 = true;
+        const auto bytes = address.to_v6().to_bytes();
+        std::copy(bytes.begin(), bytes.end(), out.bytes.begin());
+    }
+    return out;
+}
+
+net::ip::address to_asio(const Address& address) {
+    if (!address.v6) {
+        net::ip::address_v4::bytes_type bytes;
+        std::copy_n(address.bytes.begin(), 4, bytes.begin());
+        return net::ip::address_v4(bytes);
+    }
+    net::ip::address_v6::bytes_type bytes;
+    std::copy_n(address.bytes.begin(), 16, bytes.begin());
+    return net::ip::address_v6(bytes);
+}
+
+class SystemResolver final : public Resolver {
+public:
+    SystemResolver(net::io_context& io, std::map<std::string, std::vector<Address>> overrides)
+        : io_(io), overrides_(std::move(overrides)) {}
+
+    void resolve(const std::string& host, Done done) override {
+        if (auto found = overrides_.find(host); found != overrides_.end()) {
+            net::post(io_, [addresses = found->second, done = std::move(done)] { done(addresses); });
+            return;
+        }
+        auto resolver = std::make_shared<tcp::resolver>(io_);
+        resolver->async_resolve(
+            host, "0", tcp::resolver::numeric_service,
+            [resolver, host, done = std::move(done)](const boost::system::error_code& error,
+                                                     const tcp::resolver::results_type& results) {
+                if (error) {
+                    done(make_error(ErrorCode::not_found,
+                                    "cannot resolve " + host + ": " + error.message()));
+                    return;
+                }
+                std::vector<Address> addresses;
+                for (const auto& entry : results) addresses.push_back(from_asio(entry.endpoint().address()));
+                done(std::move(addresses));
+            });
+    }
+
+private:
+    net::io_context& io_;
+    std::map<std::string, std::vector<Address>> overrides_;
+};
+
+std::string text_response(unsigned status, const char* reason, const std::string& body) {
+    return "HTTP/1.1 " + std::to_string(status) + " " + reason +
+           "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
+           std::to_string(body.size() + 1) + "\r\nConnection: close\r\n\r\n" + body + "\n";
+}
+
+} // namespace
+
+// One client connection: read the head, decide, connect, tunnel.
+class ProxyConnection;
+
+struct EgressProxy::Impl : std::enable_shared_from_this<Impl> {
+    Impl(net::io_context& io_context, ProxyOptions proxy_options, PolicySource source,
+         Resolver& name_resolver, AuditSink& audit_sink, Now clock,
+         std::vector<Address> own)
+        : io(io_context), options(std::move(proxy_options)), policy(std::move(source)),
+          resolver(name_resolver), audit(audit_sink), now(std::move(clock)),
+          own_addresses(std::move(own)), acceptor(io_context) {}
+
+    void accept();
+
+    net::io_context& io;
+    const ProxyOptions options;
+    PolicySource policy;
+    Resolver& resolver;
+    AuditSink& audit;
+    Now now;
+    const std::vector<Address> own_addresses;
+    local::acceptor acceptor;
+    std::list<std::weak_ptr<ProxyConnection>> connections;
+    bool stopped = false;
+};
+
+class ProxyConnection : public std::enable_shared_from_this<ProxyConnection> {
+public:
+    ProxyConnection(EgressProxy::Impl& owner, local::socket client)
+        : owner_(owner), client_(std::move(client)), upstream_(owner.io), timer_(owner.io) {}
+
+    void start() {
+        parser_.header_limit(static_cast<std::uint32_t>(owner_.options.header_limit_bytes));
+        arm_timer(owner_.options.header_timeout, "the request head did not arrive in time");
+        http::async_read_header(client_, buffer_, parser_,
+                                [self = shared_from_this()](beast::error_code error, std::size_t) {
+                                    self->on_header(error);
+                                });
+    }
+
+    // Decide again under the current policy (it changed); cut if now refused.
+    void reevaluate() {
+        if (!tunnelling_ || closed_) return;
+        const Decision decision = decide(owner_.policy(), target_, owner_.now());
+        if (decision.verdict != Verdict::deny) return;
+        spdlog::info("session {}: cutting the tunnel to {}:{}: {}", owner_.options.session_id,
+                     target_.host, target_.port, decision.reason);
+        cut_reason_ = "cut: " + decision.reason;
+        close();
+    }
+
+    void close() {
+        if (closed_) return;
+        closed_ = true;
+        boost::system::error_code ignored;
+        timer_.cancel();
+        client_.close(ignored);
+        upstream_.close(ignored);
+        if (audit_id_ != 0)
+            owner_.audit.finish(audit_id_, bytes_up_, bytes_down_, cut_reason_);
+        audit_id_ = 0;
+    }
+
+private:
+    void arm_timer(std::chrono::milliseconds limit, const char* why) {
+        timer_.expires_after(limit);
+        timer_.async_wait([weak = weak_from_this(), why](const boost::system::error_code& error) {
+            if (error) return;
+            if (auto self = weak.lock()) {
+                spdlog::debug("proxy: {}", why);
+                self->close();
+            }
+        });
+    }
+
+    void on_header(beast::error_code error) {
+        timer_.cancel();
+        if (error) {
+            if (error == http::error::header_limit)
+                return refuse(431, "Request Header Fields Too Large",
+                              "the request head is over " +
+                                  std::to_string(owner_.options.header_limit_bytes) + " bytes");
+            if (error != http::error::end_of_stream && error != net::error::eof &&
+                error != net::error::operation_aborted)
+                return refuse(400, "Bad Request", "malformed request: " + error.message());
+            return close();
+        }
+        auto& request = parser_.get();
+        method_ = std::string(request.method_string());
+        std::string host;
+        std::uint16_t port = 0;
+        if (request.method() == http::verb::connect) {
+            // authority-form: host:port, [v6]:port
+            const std::string authority(request.target());
+            const auto colon = authority.rfind(':');
+            const auto close_bracket = authority.rfind(']');
+            if (colon == std::string::npos || (close_bracket != std::string::npos && colon < close_bracket))
+                return refuse(400, "Bad Request", "CONNECT needs host:port, got '" + authority + "'");
+            host = authority.substr(0, colon);
+            const std::string port_text = authority.substr(colon + 1);
+            unsigned value = 0;
+            auto [end, parse_error] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
+            if (parse_error != std::errc() || end != port_text.data() + port_text.size() || value == 0 || value > 65535)
+                return refuse(400, "Bad Request", "CONNECT port '" + port_text + "' is not 1 to 65535");
+            port = static_cast<std::uint16_t>(value);
+        } else {
+            auto url = boost::urls::parse_absolute_uri(request.target());
+            if (!url || url->scheme() != "http" || !url->has_authority())
+                return refuse(400, "Bad Request",
+                              "this is a proxy: send CONNECT host:port, or a request for an "
+                              "absolute http:// URL (https goes through CONNECT)");
+            host = std::string(url->encoded_host());
+            port = url->has_port() ? url->port_number() : 80;
+            if (port == 0) return refuse(400, "Bad Request", "the URL's port is not 1 to 65535");
+            path_ = std::string(url->encoded_path());
+            if (path_.empty()) path_ = "/";
+            if (url->has_query()) path_ += "?" + std::string(url->encoded_query());
+            // The upstream sees an ordinary origin-form request for one exchange; nothing
+            // of the proxy's own headers goes on.
+            request.target(path_);
+            request.erase(http::field::proxy_authorization);
+            request.erase("Proxy-Connection");
+            request.set(http::field::connection, "close");
+            if (request.find(http::field::host) == request.end()) request.set(http::field::host, host);
+        }
+        auto parsed = parse_target(host, port);
+        if (!parsed) {
+            target_.host = host;
+            target_.port = port;
+            return deny("", parsed.error().message, 400, "Bad Request");
+        }
+        target_ = *parsed;
+        decision_ = decide(owner_.policy(), target_, owner_.now());
+        if (decision_.verdict == Verdict::deny) return deny(decision_.rule, decision_.reason, 403, "Forbidden");
+        if (target_.ip) return connect({*parse_address(target_.host)});
+        // Strong: while the name resolves, nothing else holds this connection.
+        owner_.resolver.resolve(target_.host, [self = shared_from_this()](Result<std::vector<Address>> addresses) {
+            if (self->closed_) return;
+            if (!addresses) return self->deny(self->decision_.rule, addresses.error().message, 502, "Bad Gateway");
+            self->connect(std::move(*addresses));
+        });
+    }
+
+    void connect(std::vector<Address> addresses) {
+        std::vector<tcp::endpoint> endpoints;
+        std::string refusal;
+        for (const auto& address : addresses) {
+            if (auto why = check_address(decision_, target_, address, owner_.own_addresses)) {
+                refusal = *why;
+                continue;
+            }
+            endpoints.emplace_back(to_asio(address), target_.port);
+        }
+        if (endpoints.empty())
+            return deny(decision_.rule, refusal.empty() ? target_.host + " has no address" : refusal, 403,
+                        "Forbidden");
+        record(decision_.verdict, decision_.rule, "");
+        arm_timer(owner_.options.connect_timeout, "connecting upstream timed out");
+        net::async_connect(upstream_, endpoints,
+                           [self = shared_from_this()](const boost::system::error_code& error,
+                                                       const tcp::endpoint&) {
+                               self->timer_.cancel();
+                               if (self->closed_) return;
+                               if (error)
+                                   return self->fail_upstream("cannot connect to " + self->target_.host + ":" +
+                                                              std::to_string(self->target_.port) + ": " +
+                                                              error.message());
+                               self->on_connected();
+                           });
+    }
+
+    void on_connected() {
+        boost::system::error_code ignored;
+        upstream_.set_option(tcp::no_delay(true), ignored);
+        std::string first;
+        if (parser_.get().method() == http::verb::connect) {
+            static constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
+            auto reply = std::make_shared<std::string>(kEstablished);
+            net::async_write(client_, net::buffer(*reply),
+                             [self = shared_from_this(), reply](const boost::system::error_code& error, std::size_t) {
+                                 if (error) return self->close();
+                                 self->begin_tunnel();
+                             });
+            return;
+        }
+        // Plain HTTP: the rewritten head, then whatever body bytes came with it.
+        std::ostringstream head;
+        head << parser_.get().base();
+        auto bytes = std::make_shared<std::string>(head.str());
+        bytes_up_ += bytes->size();
+        net::async_write(upstream_, net::buffer(*bytes),
+                         [self = shared_from_this(), bytes](const boost::system::error_code& error, std::size_t) {
+                             if (error) return self->close();
+                             self->begin_tunnel();
+                         });
+    }
+
+    // Bytes both ways until both sides are done. Bytes that arrived with the head (a
+    // client may send its TLS hello right behind CONNECT) go first.
+    void begin_tunnel() {
+        tunnelling_ = true;
+        if (buffer_.size() > 0) {
+            auto early = std::make_shared<std::string>(static_cast<const char*>(buffer_.data().data()),
+                                                       buffer_.size());
+            buffer_.consume(buffer_.size());
+            bytes_up_ += early->size();
+            net::async_write(upstream_, net::buffer(*early),
+                             [self = shared_from_this(), early](const boost::system::error_code& error, std::size_t) {
+                                 if (error) return self->close();
+                                 self->pump_up();
+                             });
+        } else {
+            pump_up();
+        }
+        pump_down();
+    }
+
+    void pump_up() {
+        client_.async_read_some(net::buffer(up_), [self = shared_from_this()](const boost::system::error_code& error,
+                                                                             std::size_t n) {
+            if (self->closed_) return;
+            if (error) {
+                boost::system::error_code ignored;
+                self->upstream_.shutdown(tcp::socket::shutdown_send, ignored);
+                self->up_done_ = true;
+                return self->maybe_finish();
+            }
+            self->bytes_up_ += n;
+            net::async_write(self->upstream_, net::buffer(self->up_.data(), n),
+                             [self](const boost::system::error_code& write_error, std::size_t) {
+                                 if (write_error) return self->close();
+                                 self->pump_up();
+                             });
+        });
+    }
+
+    void pump_down() {
+        upstream_.async_read_some(net::buffer(down_), [self = shared_from_this()](const boost::system::error_code& error,
+                                                                                 std::size_t n) {
+            if (self->closed_) return;
+            if (error) {
+                boost::system::error_code ignored;
+                self->client_.shutdown(local::socket::shutdown_send, ignored);
+                self->down_done_ = true;
+                return self->maybe_finish();
+            }
+            self->bytes_down_ += n;
+            net::async_write(self->client_, net::buffer(self->down_.data(), n),
+                             [self](const boost::system::error_code& write_error, std::size_t) {
+                                 if (write_error) return self->close();
+                                 self->pump_down();
+                             });
+        });
+    }
+
+    void maybe_finish() {
+        if (up_done_ && down_done_) close();
+    }
+
+    void record(Verdict verdict, const std::string& rule, const std::string& reason) {
+        AuditEntry entry;
+        entry.session_id = owner_.options.session_id;
+        entry.at_ms = owner_.now();
+        entry.host = target_.host;
+        entry.port = target_.port;
+        entry.method = method_;
+        entry.path = path_;
+        entry.verdict = verdict;
+        entry.rule = rule;
+        entry.reason = reason;
+        audit_id_ = owner_.audit.record(entry);
+    }
+
+    void deny(const std::string& rule, const std::string& reason, unsigned status, const char* status_text) {
+        record(Verdict::deny, rule, reason);
+        const auto id = std::exchange(audit_id_, 0);
+        owner_.audit.finish(id, 0, 0, reason);
+        refuse(status, status_text, "handler: " + reason);
+    }
+
+    void fail_upstream(const std::string& reason) {
+        cut_reason_ = reason;
+        refuse(502, "Bad Gateway", "handler: " + reason);
+    }
+
+    void refuse(unsigned status, const char* status_text, const std::string& body) {
+        auto reply = std::make_shared<std::string>(text_response(status, status_text, body));
+        net::async_write(client_, net::buffer(*reply),
+                         [self = shared_from_this(), reply](const boost::system::error_code&, std::size_t) {
+                             boost::system::error_code ignored;
+                             self->client_.shutdown(local::socket::shutdown_send, ignored);
+                             self->close();
+                         });
+    }
+
+    EgressProxy::Impl& owner_;
+    local::socket client_;
+    tcp::socket upstream_;
+    net::steady_timer timer_;
+    beast::flat_buffer buffer_;
+    http::request_parser<http::empty_body> parser_;
+    std::array<char, 64 * 1024> up_{};
+    std::array<char, 64 * 1024> down_{};
+    Target target_;
+    Decision decision_;
+    std::string method_;
+    std::string path_;
+    std::string cut_reason_;
+    std::int64_t audit_id_ = 0;
+    std::uint64_t bytes_up_ = 0;
+    std::uint64_t bytes_down_ = 0;
+    bool tunnelling_ = false;
+    bool up_done_ = false;
+    bool down_done_ = false;
+    bool closed_ = false;
+};
+
+void EgressProxy::Impl::accept() {
+    acceptor.async_accept([weak = weak_from_this()](const boost::system::error_code& error, local::socket socket) {
+        auto self = weak.lock();
+        if (!self || self->stopped || error == net::error::operation_aborted) return;
+        if (!error) {
+            self->connections.remove_if([](const auto& entry) { return entry.expired(); });
+            if (self->connections.size() >= self->options.max_connections) {
+                spdlog::warn("session {}: over {} proxy connections; refusing more", self->options.session_id,
+                             self->options.max_connections);
+            } else {
+                auto connection = std::make_shared<ProxyConnection>(*self, std::move(socket));
+                self->connections.push_back(connection);
+                connection->start();
+            }
+        }
+        self->accept();
+    });
+}
+
+EgressProxy::EgressProxy(net::io_context& io, ProxyOptions options, PolicySource policy, Resolver& resolver,
+                         AuditSink& audit, Now now, std::vector<Address> own)
+    : impl_(std::make_shared<Impl>(io, std::move(options), std::move(policy), resolver, audit, std::move(now),
+                                   std::move(own))) {}
+
+EgressProxy::~EgressProxy() { stop(); }
+
+Result<void> EgressProxy::start() {
+    auto& impl = *impl_;
+    std::error_code ignored;
+    std::filesystem::remove(impl.options.socket_path, ignored);
+    boost::system::error_code error;
+    impl.acceptor.open(local(), error);
+    if (!error) impl.acceptor.bind(local::endpoint(impl.options.socket_path.string()), error);
+    if (!error) impl.acceptor.listen(net::socket_base::max_listen_connections, error);
+    if (error)
+        return make_error(ErrorCode::internal, "session " + impl.options.session_id + ": cannot listen on " +
+                                                   impl.options.socket_path.string() + ": " + error.message());
+    impl.accept();
+    return {};
+}
+
+void EgressProxy::stop() {
+    auto& impl = *impl_;
+    if (impl.stopped) return;
+    impl.stopped = true;
+    boost::system::error_code ignored;
+    impl.acceptor.close(ignored);
+    for (auto& entry : impl.connections)
+        if (auto connection = entry.lock()) connection->close();
+    impl.connections.clear();
+    std::error_code ignored_fs;
+    std::filesystem::remove(impl.options.socket_path, ignored_fs);
+}
+
+void EgressProxy::reevaluate() {
+    for (auto& entry : impl_->connections)
+        if (auto connection = entry.lock()) connection->reevaluate();
+}
+
+std::size_t EgressProxy::open_connections() const {
+    std::size_t count = 0;
+    for (const auto& entry : impl_->connections)
+        if (!entry.expired()) ++count;
+    return count;
+}
+
+std::unique_ptr<Resolver> make_system_resolver(net::io_context& io,
+                                               std::map<std::string, std::vector<Address>> overrides) {
+    return std::make_unique<SystemResolver>(io, std::move(overrides));
+}
+
+std::vector<Address> own_addresses() {
+    std::vector<Address> addresses;
+    ifaddrs* list = nullptr;
+    if (::getifaddrs(&list) != 0) return addresses;
+    for (ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+        if (entry->ifa_addr == nullptr) continue;
+        Address address;
+        if (entry->ifa_addr->sa_family == AF_INET) {
+            const auto* in = reinterpret_cast<const sockaddr_in*>(entry->ifa_addr);
+            std::memcpy(address.bytes.data(), &in->sin_addr, 4);
+        } else if (entry->ifa_addr->sa_family == AF_INET6) {
+            const auto* in6 = reinterpret_cast<const sockaddr_in6*>(entry->ifa_addr);
+            address.v6 = true;
+            std::memcpy(address.bytes.data(), &in6->sin6_addr, 16);
+        } else {
+            continue;
+        }
+        addresses.push_back(address);
+    }
+    ::freeifaddrs(list);
+    return addresses;
+}
+
+} // namespace handler::network

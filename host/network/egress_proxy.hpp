@@ -1,0 +1,112 @@
+// One session's egress proxy (docs/network.md). handlerd listens on
+// <runtime>/sessions/<id>/proxy.sock, which the container sees read-only at
+// /run/handler/proxy.sock; handler-shim bridges 127.0.0.1:3128 inside the container to
+// it, and HTTP(S)_PROXY point there. The session has no other network, so every
+// connection it makes out passes through here, and the socket says which session it is.
+//
+// Per connection: read the request head (CONNECT host:port, or an absolute-form
+// http:// request), decide by name from the live policy, resolve on the host side,
+// decide by address, connect, then tunnel bytes both ways, counting them. A refusal is a
+// 403 whose body names the host, the rule and the command that would allow it. Every
+// decision goes to the audit sink. When the policy changes, open tunnels are decided
+// again and those now refused are cut.
+//
+// Threading: everything on the io thread. This header is free of Asio (pimpl).
+#pragma once
+
+#include "core/result.hpp"
+#include "network/policy.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace boost::asio {
+class io_context;
+} // namespace boost::asio
+
+namespace handler::network {
+
+// One decision, as the audit log keeps it.
+struct AuditEntry {
+    std::string session_id;
+    std::int64_t at_ms = 0;
+    std::string host;
+    std::uint16_t port = 0;
+    std::string method; // CONNECT, GET, ...
+    std::string path;   // plain HTTP only; a tunnel's path is inside TLS
+    Verdict verdict = Verdict::deny;
+    std::string rule;
+    std::string reason; // why it was refused (or cut)
+    std::uint64_t bytes_up = 0;
+    std::uint64_t bytes_down = 0;
+};
+
+// Where decisions go: record() when decided (returns an id), finish() with the byte
+// counts when the connection ends. The daemon writes them to SQLite.
+class AuditSink {
+public:
+    virtual ~AuditSink() = default;
+    virtual std::int64_t record(const AuditEntry& entry) = 0;
+    virtual void finish(std::int64_t id, std::uint64_t bytes_up, std::uint64_t bytes_down,
+                        const std::string& reason) = 0;
+};
+
+// Names to addresses, on the host. Asynchronous; `done` runs on the io thread.
+class Resolver {
+public:
+    using Done = std::function<void(Result<std::vector<Address>>)>;
+    virtual ~Resolver() = default;
+    virtual void resolve(const std::string& host, Done done) = 0;
+};
+
+// getaddrinfo through Asio. `overrides` maps names to fixed addresses, like
+// curl --resolve: the test setting [network] resolve (docs/configuration.md).
+std::unique_ptr<Resolver> make_system_resolver(boost::asio::io_context& io,
+                                               std::map<std::string, std::vector<Address>> overrides);
+
+struct ProxyOptions {
+    std::filesystem::path socket_path;
+    std::string session_id;
+    std::size_t header_limit_bytes = 16 * 1024;
+    std::chrono::milliseconds header_timeout{30'000};
+    std::chrono::milliseconds connect_timeout{10'000};
+    std::size_t max_connections = 512;
+};
+
+class EgressProxy {
+public:
+    using PolicySource = std::function<Policy()>;
+    using Now = std::function<std::int64_t()>;
+
+    // `resolver`, `audit` must outlive the proxy; `policy` is asked on every connection
+    // (and on reevaluate()), so changes apply at once.
+    EgressProxy(boost::asio::io_context& io, ProxyOptions options, PolicySource policy,
+                Resolver& resolver, AuditSink& audit, Now now,
+                std::vector<Address> own_addresses);
+    ~EgressProxy();
+    EgressProxy(const EgressProxy&) = delete;
+    EgressProxy& operator=(const EgressProxy&) = delete;
+
+    Result<void> start();
+    // Closes the listener and every connection.
+    void stop();
+    // The policy changed: decide every open tunnel again; cut those now refused.
+    void reevaluate();
+    std::size_t open_connections() const;
+
+    struct Impl;
+
+private:
+    std::shared_ptr<Impl> impl_;
+};
+
+// This machine's own interface addresses (refused like loopback; check_address).
+std::vector<Address> own_addresses();
+
+} // namespace handler::network

@@ -1,0 +1,336 @@
+// The egress proxy over real sockets: a client on its unix socket, a real upstream on
+// 127.0.0.1 (reachable only through an exact rule, with the resolver override mapping a
+// test name to it), the audit trail, live policy changes cutting open tunnels, and the
+// requests an agent might send to get around it.
+#include "network/egress_proxy.hpp"
+
+#include "support/fakes.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+
+namespace handler::network {
+namespace {
+
+using handler::testing::contains;
+using handler::testing::TempDir;
+using namespace std::chrono_literals;
+
+bool eventually(const std::function<bool()>& condition) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(10ms);
+    }
+    return true;
+}
+
+class RecordingAudit final : public AuditSink {
+public:
+    std::int64_t record(const AuditEntry& entry) override {
+        std::lock_guard lock(mutex_);
+        entries_.push_back(entry);
+        return static_cast<std::int64_t>(entries_.size());
+    }
+    void finish(std::int64_t id, std::uint64_t up, std::uint64_t down, const std::string& reason) override {
+        std::lock_guard lock(mutex_);
+        auto& entry = entries_.at(static_cast<std::size_t>(id - 1));
+        entry.bytes_up = up;
+        entry.bytes_down = down;
+        if (!reason.empty()) entry.reason = reason;
+        ++finished_;
+    }
+    std::vector<AuditEntry> entries() {
+        std::lock_guard lock(mutex_);
+        return entries_;
+    }
+    int finished() {
+        std::lock_guard lock(mutex_);
+        return finished_;
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<AuditEntry> entries_;
+    int finished_ = 0;
+};
+
+// A TCP server on 127.0.0.1 that runs `serve(fd)` for each connection on its own thread.
+class Upstream {
+public:
+    explicit Upstream(std::function<void(int)> serve) : serve_(std::move(serve)) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address);
+        ::listen(fd_, 16);
+        socklen_t length = sizeof address;
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+        port_ = ntohs(address.sin_port);
+        thread_ = std::thread([this] {
+            for (;;) {
+                const int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+                if (client < 0) return;
+                workers_.emplace_back([this, client] {
+                    serve_(client);
+                    ::close(client);
+                });
+            }
+        });
+    }
+    ~Upstream() {
+        ::shutdown(fd_, SHUT_RDWR);
+        ::close(fd_);
+        thread_.join();
+        for (auto& worker : workers_) worker.join();
+    }
+    std::uint16_t port() const { return port_; }
+
+private:
+    std::function<void(int)> serve_;
+    int fd_ = -1;
+    std::uint16_t port_ = 0;
+    std::thread thread_;
+    std::vector<std::thread> workers_;
+};
+
+std::string read_all(int fd, std::chrono::milliseconds limit = 5000ms) {
+    std::string out;
+    char buffer[65536];
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        pollfd ready{fd, POLLIN, 0};
+        if (::poll(&ready, 1, 50) <= 0) continue;
+        const ssize_t got = ::read(fd, buffer, sizeof buffer);
+        if (got <= 0) break;
+        out.append(buffer, static_cast<std::size_t>(got));
+    }
+    return out;
+}
+
+std::string read_until(int fd, std::string_view needle, std::chrono::milliseconds limit = 5000ms) {
+    std::string out;
+    char c;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (out.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+        pollfd ready{fd, POLLIN, 0};
+        if (::poll(&ready, 1, 50) <= 0) continue;
+        if (::read(fd, &c, 1) != 1) break;
+        out.push_back(c);
+    }
+    return out;
+}
+
+void send_all(int fd, std::string_view data) {
+    while (!data.empty()) {
+        const ssize_t sent = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+        ASSERT_GT(sent, 0);
+        data.remove_prefix(static_cast<std::size_t>(sent));
+    }
+}
+
+class EgressProxyTest : public ::testing::Test {
+protected:
+    EgressProxyTest() {
+        policy_.mode = Mode::filtered;
+        policy_.agent = "reviewer";
+        policy_.allow = {*parse_rule("upstream.test"), *parse_rule("*.wild.test")};
+        std::map<std::string, std::vector<Address>> overrides = {
+            {"upstream.test", {*parse_address("127.0.0.1")}},
+            {"x.wild.test", {*parse_address("127.0.0.1")}},
+            {"public.test", {*parse_address("127.0.0.1")}},
+        };
+        resolver_ = make_system_resolver(io_, overrides);
+        ProxyOptions options;
+        options.socket_path = dir_ / "proxy.sock";
+        options.session_id = "s_000001";
+        proxy_ = std::make_unique<EgressProxy>(
+            io_, options, [this] { std::lock_guard lock(policy_mutex_); return policy_; }, *resolver_, audit_,
+            [] { return std::int64_t{1000}; }, std::vector<Address>{});
+        EXPECT_TRUE(proxy_->start().ok());
+        thread_ = std::thread([this] { io_.run(); });
+    }
+    ~EgressProxyTest() override {
+        boost::asio::post(io_, [this] { proxy_->stop(); });
+        work_.reset();
+        thread_.join();
+    }
+
+    int client() {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::snprintf(address.sun_path, sizeof address.sun_path, "%s", (dir_ / "proxy.sock").c_str());
+        EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+        return fd;
+    }
+
+    void set_policy(const Policy& policy) {
+        {
+            std::lock_guard lock(policy_mutex_);
+            policy_ = policy;
+        }
+        std::promise<void> done;
+        boost::asio::post(io_, [&] {
+            proxy_->reevaluate();
+            done.set_value();
+        });
+        done.get_future().wait();
+    }
+
+    TempDir dir_;
+    boost::asio::io_context io_;
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
+        boost::asio::make_work_guard(io_);
+    std::mutex policy_mutex_;
+    Policy policy_;
+    std::unique_ptr<Resolver> resolver_;
+    RecordingAudit audit_;
+    std::unique_ptr<EgressProxy> proxy_;
+    std::thread thread_;
+};
+
+void echo(int fd) {
+    char buffer[65536];
+    for (;;) {
+        const ssize_t got = ::read(fd, buffer, sizeof buffer);
+        if (got <= 0) return;
+        send_all(fd, std::string_view(buffer, static_cast<std::size_t>(got)));
+    }
+}
+
+TEST_F(EgressProxyTest, ConnectToAnAllowedHostTunnelsBothWaysAndIsAudited) {
+    Upstream upstream(echo);
+    const int fd = client();
+    send_all(fd, "CONNECT upstream.test:" + std::to_string(upstream.port()) + " HTTP/1.1\r\nHost: x\r\n\r\nearly");
+    const auto established = read_until(fd, "\r\n\r\n");
+    EXPECT_EQ(established, "HTTP/1.1 200 Connection established\r\n\r\n");
+    EXPECT_EQ(read_until(fd, "early"), "early") << "bytes sent right behind CONNECT go through";
+    const std::string big(1 << 20, 'x');
+    std::thread writer([&] { send_all(fd, big); ::shutdown(fd, SHUT_WR); });
+    const auto back = read_all(fd);
+    writer.join();
+    ::close(fd);
+    EXPECT_EQ(back.size(), big.size());
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 1; }));
+    const auto entry = audit_.entries().at(0);
+    EXPECT_EQ(entry.verdict, Verdict::allow);
+    EXPECT_EQ(entry.host, "upstream.test");
+    EXPECT_EQ(entry.method, "CONNECT");
+    EXPECT_EQ(entry.rule, "upstream.test");
+    EXPECT_EQ(entry.session_id, "s_000001");
+    EXPECT_EQ(entry.bytes_up, big.size() + 5);
+    EXPECT_EQ(entry.bytes_down, big.size() + 5);
+}
+
+TEST_F(EgressProxyTest, ARefusedHostGetsA403ThatSaysHowToAllowIt) {
+    const int fd = client();
+    send_all(fd, "CONNECT evil.example:443 HTTP/1.1\r\n\r\n");
+    const auto reply = read_all(fd);
+    ::close(fd);
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 403 Forbidden")) << reply;
+    EXPECT_TRUE(contains(reply, "evil.example:443")) << reply;
+    EXPECT_TRUE(contains(reply, "handler network allow reviewer evil.example")) << reply;
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 1; }));
+    EXPECT_EQ(audit_.entries().at(0).verdict, Verdict::deny);
+}
+
+TEST_F(EgressProxyTest, PlainHttpIsFilteredLikeConnectAndForwardedInOriginForm) {
+    std::promise<std::string> seen;
+    Upstream upstream([&](int fd) {
+        seen.set_value(read_until(fd, "\r\n\r\n"));
+        send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    });
+    const int fd = client();
+    send_all(fd, "GET http://upstream.test:" + std::to_string(upstream.port()) +
+                     "/a/b?c=d HTTP/1.1\r\nHost: upstream.test\r\nProxy-Connection: keep-alive\r\n"
+                     "Proxy-Authorization: Basic eDp5\r\n\r\n");
+    const auto reply = read_all(fd);
+    ::close(fd);
+    ASSERT_TRUE(reply.starts_with("HTTP/1.1 200 OK")) << reply;
+    EXPECT_TRUE(reply.ends_with("ok"));
+    const auto head = seen.get_future().get();
+    EXPECT_TRUE(head.starts_with("GET /a/b?c=d HTTP/1.1\r\n")) << head;
+    EXPECT_FALSE(contains(head, "Proxy-")) << head;
+    EXPECT_TRUE(contains(head, "Connection: close")) << head;
+
+    const int refused = client();
+    send_all(refused, "GET http://blocked.example/ HTTP/1.1\r\nHost: blocked.example\r\n\r\n");
+    EXPECT_TRUE(read_all(refused).starts_with("HTTP/1.1 403"));
+    ::close(refused);
+}
+
+TEST_F(EgressProxyTest, LoopbackIsReachedOnlyThroughAnExactRule) {
+    Upstream upstream(echo);
+    Policy open = policy_;
+    open.mode = Mode::open;
+    set_policy(open);
+    // public.test resolves to 127.0.0.1 (as a hostile DNS answer would): open mode and the
+    // wildcard both refuse it; only the exact rule upstream.test got through above.
+    for (const std::string host : {"public.test", "x.wild.test", "127.0.0.1", "[::1]"}) {
+        const int fd = client();
+        send_all(fd, "CONNECT " + host + ":" + std::to_string(upstream.port()) + " HTTP/1.1\r\n\r\n");
+        const auto reply = read_all(fd);
+        ::close(fd);
+        EXPECT_TRUE(reply.starts_with("HTTP/1.1 403")) << host << ": " << reply;
+        EXPECT_TRUE(contains(reply, "loopback, private or link-local")) << reply;
+    }
+}
+
+TEST_F(EgressProxyTest, APolicyChangeCutsOpenTunnelsToNowRefusedHosts) {
+    Upstream upstream(echo);
+    const int fd = client();
+    send_all(fd, "CONNECT upstream.test:" + std::to_string(upstream.port()) + " HTTP/1.1\r\n\r\n");
+    const auto established = read_until(fd, "\r\n\r\n");
+    ASSERT_TRUE(contains(established, "200")) << established;
+    send_all(fd, "ping");
+    EXPECT_EQ(read_until(fd, "ping"), "ping");
+    Policy closed = policy_;
+    closed.allow.clear();
+    set_policy(closed);
+    EXPECT_EQ(read_all(fd, 2000ms), "") << "the tunnel is closed";
+    ::close(fd);
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 1; }));
+    EXPECT_TRUE(contains(audit_.entries().at(0).reason, "cut")) << audit_.entries().at(0).reason;
+}
+
+TEST_F(EgressProxyTest, RequestsThatAreNotProxyRequestsAreRefusedClearly) {
+    const std::pair<std::string, std::string> cases[] = {
+        {"GET / HTTP/1.1\r\nHost: upstream.test\r\n\r\n", "absolute http:// URL"},
+        {"GET https://upstream.test/ HTTP/1.1\r\n\r\n", "CONNECT"},
+        {"CONNECT upstream.test HTTP/1.1\r\n\r\n", "host:port"},
+        {"CONNECT upstream.test:99999 HTTP/1.1\r\n\r\n", "1 to 65535"},
+        {"CONNECT 2130706433:443 HTTP/1.1\r\n\r\n", "usual form"},
+        {"NONSENSE\r\n\r\n", "malformed"},
+    };
+    for (const auto& [request, expected] : cases) {
+        const int fd = client();
+        send_all(fd, request);
+        const auto reply = read_all(fd);
+        ::close(fd);
+        EXPECT_TRUE(reply.starts_with("HTTP/1.1 400")) << request << ": " << reply;
+        EXPECT_TRUE(contains(reply, expected)) << request << ": " << reply;
+    }
+    const int big = client();
+    send_all(big, "GET http://upstream.test/ HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n");
+    EXPECT_TRUE(read_all(big).starts_with("HTTP/1.1 431"));
+    ::close(big);
+}
+
+} // namespace
+} // namespace handler::network
