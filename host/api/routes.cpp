@@ -585,6 +585,47 @@ Response Routes::sessions(const Call& call) {
         response.headers["X-Handler-Log-Truncated"] = log->truncated ? "1" : "0";
         return response;
     }
+    if (action == "network" || action == "learned") {
+        if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
+        auto session = store_.get_session(id);
+        if (!session) return error_response(session.error());
+        if (action == "learned") {
+            if (auto params = query_params(call.query, {}); !params) return error_response(params.error());
+            auto hosts = store_.learned_hosts(id);
+            if (!hosts) return error_response(hosts.error());
+            json::array list;
+            for (const auto& host : *hosts)
+                list.push_back(json::object{{"host", host.host}, {"port", host.port},
+                                            {"count", host.count}, {"first_seen", host.first_seen},
+                                            {"last_seen", host.last_seen}});
+            return json_response(200, json::object{{"learned", std::move(list)}});
+        }
+        auto params = query_params(call.query, {"after", "limit"});
+        if (!params) return error_response(params.error());
+        std::int64_t after = 0, limit = 1000;
+        for (auto& [key, target] : {std::pair<const char*, std::int64_t*>{"after", &after},
+                                    std::pair<const char*, std::int64_t*>{"limit", &limit}}) {
+            const auto found = params->find(key);
+            if (found == params->end()) continue;
+            auto [end, error] = std::from_chars(found->second.data(),
+                                                found->second.data() + found->second.size(), *target);
+            if (error != std::errc() || end != found->second.data() + found->second.size() || *target < 0)
+                return error_response(ErrorCode::invalid_argument,
+                                      std::string("query parameter '") + key + "' must be a whole number");
+        }
+        limit = std::clamp<std::int64_t>(limit, 1, 10000);
+        auto entries = store_.network_log(id, after, limit);
+        if (!entries) return error_response(entries.error());
+        json::array list;
+        for (const auto& entry : *entries)
+            list.push_back(json::object{{"id", entry.id}, {"at", entry.at}, {"host", entry.host},
+                                        {"port", entry.port}, {"method", entry.method},
+                                        {"path", entry.path}, {"verdict", entry.verdict},
+                                        {"rule", entry.rule}, {"reason", entry.reason},
+                                        {"bytes_up", entry.bytes_up}, {"bytes_down", entry.bytes_down},
+                                        {"ended_at", entry.ended_at ? json::value(*entry.ended_at) : nullptr}});
+        return json_response(200, json::object{{"entries", std::move(list)}});
+    }
     if (action == "terminal")
         return error_response(ErrorCode::invalid_argument,
                               "GET " + call.target +
@@ -602,7 +643,7 @@ Response Routes::start_session(const Call& call) {
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
     if (auto known = reader.allow_only({"agent", "harness", "name", "directory", "prompt",
-                                        "args", "rows", "cols"});
+                                        "args", "rows", "cols", "network"});
         !known)
         return error_response(known.error());
     StartRequest request;
@@ -628,6 +669,9 @@ Response Routes::start_session(const Call& call) {
     auto args = reader.optional_string_list("args");
     if (!args) return error_response(args.error());
     request.args = args->value_or(std::vector<std::string>{});
+    auto network = reader.optional_string("network");
+    if (!network) return error_response(network.error());
+    request.network = *network;
     for (const auto* field : {"rows", "cols"}) {
         const auto* value = body->if_contains(field);
         if (value == nullptr) continue;

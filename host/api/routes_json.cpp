@@ -187,6 +187,8 @@ json::object to_json(const store::Session& session) {
             {"image", session.image},
             {"container", nullable(session.container_id)},
             {"message", nullable(session.message)},
+            {"network_mode", nullable(session.network_mode)},
+            {"learn_until", nullable(session.learn_until)},
             {"created_at", session.created_at},
             {"updated_at", session.updated_at}};
 }

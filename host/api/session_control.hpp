@@ -49,6 +49,8 @@ struct StartRequest {
     std::string directory; // where the user is: picks the project (absolute)
     std::string prompt;    // non-empty: a headless run
     std::vector<std::string> args; // `handler terminal AGENT -- ARGS`
+    // none|filtered|open|learn for this session only; unset: the agent's mode.
+    std::optional<std::string> network;
     std::uint16_t rows = 24;
     std::uint16_t cols = 80;
 };

@@ -52,6 +52,8 @@ struct Options {
     bool follow = false;
     bool force = false;
     bool read_only = false;
+    std::optional<std::string> session_network;
+    std::string host;
 };
 
 struct Tree {
@@ -76,6 +78,9 @@ struct Tree {
     CLI::App* session_list = nullptr;
     CLI::App* session_stop = nullptr;
     CLI::App* session_rm = nullptr;
+    CLI::App* network_log = nullptr;
+    CLI::App* network_learned = nullptr;
+    CLI::App* network_allow = nullptr;
 };
 
 void add_json_flag(CLI::App* command, Options& options) {
@@ -190,6 +195,10 @@ Tree define(CLI::App& app, Options& options) {
                          "Run headless with this prompt; print the output and exit with the "
                          "harness's status");
     tree.run->add_flag("-d,--detach", options.detach, "Print the session id and return");
+    tree.run->add_option("--network", options.session_network,
+                         "This session's network: none, filtered, open, or learn (15 minutes "
+                         "open, recording what filtered would refuse)")
+        ->check(CLI::IsMember({"none", "filtered", "open", "learn"}));
     tree.run->add_option("--detach-keys", options.detach_keys,
                          "Keys that detach and leave the session running")
         ->capture_default_str();
@@ -224,6 +233,22 @@ Tree define(CLI::App& app, Options& options) {
     tree.session_rm = session->add_subcommand("rm", "Remove an ended session and its output");
     tree.session_rm->add_option("ID", options.target, "The session id")->required();
     tree.session_rm->add_flag("-f,--force", options.force, "Stop it first if it still runs");
+
+    auto* network = app.add_subcommand("network", "What sessions reached, and what they may reach");
+    network->require_subcommand(1);
+    tree.network_log = network->add_subcommand("log", "Every connection a session made or tried");
+    tree.network_log->add_option("SESSION", options.target, "The session id")->required();
+    tree.network_log->add_flag("-f,--follow", options.follow, "Keep printing until the session ends");
+    add_json_flag(tree.network_log, options);
+    tree.network_learned = network->add_subcommand(
+        "learned", "Hosts a learning session reached that filtered mode would refuse");
+    tree.network_learned->add_option("SESSION", options.target, "The session id")->required();
+    add_json_flag(tree.network_learned, options);
+    tree.network_allow = network->add_subcommand(
+        "allow", "Add a host to an agent's allow-list; running sessions use it at once");
+    tree.network_allow->add_option("AGENT", options.name, "The agent")->required();
+    tree.network_allow->add_option("HOST", options.host, "host, *.domain, optionally :port")->required();
+    add_project_option(tree.network_allow, options);
 
     tree.completions = app.add_subcommand("completions", "Print shell completions");
     tree.completions->add_option("SHELL", options.shell, "bash, zsh or fish")
@@ -600,6 +625,7 @@ int command_run(Session& session, const Options& options, bool terminal) {
         if (options.prompt->empty()) return session.fail("the prompt is empty", kExitUsage);
         body["prompt"] = *options.prompt;
     }
+    if (options.session_network) body["network"] = *options.session_network;
     if (terminal && !options.args.empty()) {
         json::array args;
         for (const auto& arg : options.args) args.emplace_back(arg);
@@ -686,6 +712,43 @@ int command_session_rm(Session& session, const Options& options) {
     return kExitOk;
 }
 
+int command_network_log(Session& session, const Options& options) {
+    std::int64_t after = 0;
+    bool header = !options.json_output;
+    for (;;) {
+        auto answer = session.call("GET", session_path(options.target) + "/network?after=" +
+                                              std::to_string(after));
+        if (!answer) return session.exit_code();
+        auto& entries = answer->as_object().at("entries").as_array();
+        if (!entries.empty()) after = entries.back().as_object().at("id").to_number<std::int64_t>();
+        if (options.json_output) {
+            for (const auto& entry : entries) session.context().out << json::serialize(entry) << '\n';
+        } else if (!entries.empty() || (header && !options.follow)) {
+            for (auto& entry : entries) {
+                auto& object = entry.as_object();
+                object["where"] = std::string(object.at("host").as_string()) + ":" +
+                                  std::to_string(object.at("port").to_number<std::int64_t>()) +
+                                  std::string(object.at("path").as_string());
+            }
+            print_table(session.context().out, entries,
+                        {"id", "method", "where", "verdict", "rule", "bytes_up", "bytes_down", "reason"});
+            header = false;
+        }
+        session.context().out.flush();
+        if (!options.follow) return kExitOk;
+        auto record = session.call("GET", session_path(options.target));
+        if (!record) return session.exit_code();
+        const std::string state(record->as_object().at("state").as_string());
+        if ((state != "running" && state != "starting") && entries.empty()) return kExitOk;
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+}
+
+int command_network_learned(Session& session, const Options& options) {
+    return command_list(session, options, session_path(options.target) + "/learned", "learned",
+                        {"host", "port", "count", "first_seen", "last_seen"});
+}
+
 } // namespace
 
 void define_commands(CLI::App& app) {
@@ -741,6 +804,13 @@ int run_cli(const std::vector<std::string>& arguments, CliContext& context) {
                                 {"id", "harness", "state", "exit_code", "mode", "message"});
         if (tree.session_stop->parsed()) return command_session_stop(session, options);
         if (tree.session_rm->parsed()) return command_session_rm(session, options);
+        if (tree.network_log->parsed()) return command_network_log(session, options);
+        if (tree.network_learned->parsed()) return command_network_learned(session, options);
+        if (tree.network_allow->parsed()) {
+            Options allow = options;
+            allow.allow_hosts = {options.host};
+            return command_agent_edit(session, allow);
+        }
     } catch (const std::exception& error) {
         // A well-formed answer of an unexpected shape (a field missing or of another
         // type): the daemon and the CLI disagree about the API.

@@ -11,6 +11,7 @@
 #include "runtime/image_builder.hpp"
 #include "runtime/podman_runtime.hpp"
 #include "runtime/process.hpp"
+#include "network/policy.hpp"
 #include "sessions/session_manager.hpp"
 #include "settings/settings.hpp"
 #include "store/store.hpp"
@@ -155,6 +156,9 @@ int run_daemon(const DaemonOptions& options) {
     session_options.output_root = paths->data_dir / "sessions";
     session_options.helper_dir = builtin_helper_dir();
     session_options.log_limit_bytes = config.sessions.log_limit_bytes;
+    session_options.proxy_port = config.network.proxy_port;
+    for (const auto& [name, address] : config.network.resolve)
+        session_options.resolve[name] = {*network::parse_address(address)};
     session_options.default_image = config.sessions.image;
     if (session_options.default_image.empty()) {
         auto reference = runtime::base_image_ref(runtime::default_base_recipe());

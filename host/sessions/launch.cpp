@@ -39,11 +39,25 @@ Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
     if (context.tty)
         spec.argv.insert(spec.argv.end(), {"--tty", "--rows", std::to_string(context.rows),
                                            "--cols", std::to_string(context.cols)});
+    if (context.proxy_port != 0)
+        spec.argv.insert(spec.argv.end(),
+                         {"--proxy-port", std::to_string(context.proxy_port), "--proxy-socket",
+                          std::string(runtime::kControlMountPoint) + "/" + kProxySocketName});
     spec.argv.emplace_back("--");
     spec.argv.insert(spec.argv.end(), launch.arguments.begin(), launch.arguments.end());
 
     // TERM first, so a harness's own choice (a later entry) wins.
     if (context.tty) spec.env.push_back({"TERM", "xterm-256color"});
+    if (context.proxy_port != 0) {
+        // Both spellings: tools disagree on which they read. NO_PROXY keeps the
+        // container's own loopback direct (the proxy itself is on it).
+        const std::string proxy = "http://127.0.0.1:" + std::to_string(context.proxy_port);
+        for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
+                                 "https_proxy", "all_proxy"})
+            spec.env.push_back({name, proxy});
+        for (const char* name : {"NO_PROXY", "no_proxy"})
+            spec.env.push_back({name, "localhost,127.0.0.1,::1"});
+    }
     for (const auto& entry : launch.env) spec.env.push_back({entry.name, entry.value});
     return spec;
 }

@@ -27,7 +27,12 @@ struct LaunchContext {
     bool tty = true;
     std::uint16_t rows = 24;
     std::uint16_t cols = 80;
+    // Inside the container: the shim bridges 127.0.0.1:proxy_port to the session's
+    // egress proxy socket, and the proxy variables point there. 0: none.
+    std::uint16_t proxy_port = 0;
 };
+
+inline constexpr const char* kProxySocketName = "proxy.sock";
 
 Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
                                               const LaunchContext& context);

@@ -2,6 +2,7 @@
 
 #include "api/routes_json.hpp"
 #include "core/paths.hpp"
+#include "network/egress_proxy.hpp"
 #include "sessions/launch.hpp"
 #include "sessions/output_log.hpp"
 #include "store/store.hpp"
@@ -75,7 +76,7 @@ std::optional<store::Project> project_for(const std::vector<store::Project>& pro
 
 class Channel;
 
-struct SessionManager::Impl : std::enable_shared_from_this<Impl> {
+struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::AuditSink {
     Impl(net::io_context& io_context, store::Store& session_store,
          runtime::ContainerRuntime& container_runtime, Launcher harness_launcher,
          HarnessCheck harness_check, api::EventHub& hub, const Clock& time,
@@ -83,7 +84,72 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl> {
         : io(io_context), store(session_store), runtime(container_runtime),
           launcher(std::move(harness_launcher)), harness_exists(std::move(harness_check)),
           events(hub), clock(time),
-          options(std::move(manager_options)) {}
+          options(std::move(manager_options)),
+          resolver(network::make_system_resolver(io_context, options.resolve)),
+          own_addresses(network::own_addresses()) {}
+
+    // ---- AuditSink: the proxy's decisions go to the store ----------------------------
+    std::int64_t record(const network::AuditEntry& entry) override {
+        store::NetworkEntry row;
+        row.session_id = entry.session_id;
+        row.at = entry.at_ms;
+        row.host = entry.host;
+        row.port = entry.port;
+        row.method = entry.method;
+        row.path = entry.path;
+        row.verdict = entry.verdict == network::Verdict::allow    ? "allow"
+                      : entry.verdict == network::Verdict::learned ? "learned"
+                                                                   : "deny";
+        row.rule = entry.rule;
+        row.reason = entry.reason;
+        auto id = store.add_network_entry(row);
+        if (!id) {
+            spdlog::error("session {}: cannot record a network decision: {}", entry.session_id,
+                          id.error().message);
+            return 0;
+        }
+        if (entry.verdict == network::Verdict::deny)
+            spdlog::info("session {}: refused {}:{}: {}", entry.session_id, entry.host, entry.port,
+                         entry.reason);
+        return *id;
+    }
+    void finish(std::int64_t id, std::uint64_t up, std::uint64_t down,
+                const std::string& reason) override {
+        if (id == 0) return;
+        if (auto done = store.finish_network_entry(id, static_cast<std::int64_t>(up),
+                                                   static_cast<std::int64_t>(down), reason,
+                                                   clock.now_ms());
+            !done)
+            spdlog::error("cannot record the end of a connection: {}", done.error().message);
+    }
+
+    // The live policy of a session: read at every connection, so an edit of its agent
+    // applies to the next one (and reevaluate() cuts what is now refused).
+    network::Policy policy_for(const std::string& id) {
+        network::Policy policy;
+        policy.mode = network::Mode::filtered;
+        auto session = store.get_session(id);
+        if (!session) {
+            policy.mode = network::Mode::none; // gone: nothing but what cannot match
+            return policy;
+        }
+        for (const auto& text : session->model_hosts)
+            if (auto rule = network::parse_rule(text)) policy.model_hosts.push_back(*rule);
+        std::optional<store::Agent> agent;
+        if (session->agent_id)
+            if (auto found = store.get_agent(*session->agent_id)) agent = *found;
+        if (agent) {
+            policy.agent = agent->name;
+            policy.mode = network::parse_mode(store::to_string(agent->network_mode))
+                              .value_or(network::Mode::filtered);
+            for (const auto& text : agent->allowed_hosts)
+                if (auto rule = network::parse_rule(text)) policy.allow.push_back(*rule);
+        }
+        if (session->network_mode)
+            policy.mode = network::parse_mode(*session->network_mode).value_or(policy.mode);
+        policy.learn_until_ms = session->learn_until.value_or(0);
+        return policy;
+    }
 
     // Runs `work` on the worker thread, then `then(result)` on the io thread unless the
     // manager has been shut down meanwhile.
@@ -145,6 +211,9 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl> {
     std::set<std::string> stop_requested;             // asked to stop while starting
     std::uint64_t next_attach_id = 1;
     std::atomic<bool> stopped = false; // read by the worker thread
+    std::unique_ptr<network::Resolver> resolver;
+    const std::vector<network::Address> own_addresses;
+    std::uint64_t agent_events = 0; // the EventHub subscription that re-decides tunnels
 };
 
 // One live session on handlerd's side: the listening control socket, the current
@@ -180,7 +249,26 @@ public:
                        std::make_shared<const std::string>(std::move(tail->second))});
     }
 
+    // The session's egress proxy on <control dir>/proxy.sock.
+    Result<void> start_proxy(const fs::path& control_dir) {
+        if (owner_.options.proxy_port == 0) return {};
+        network::ProxyOptions options;
+        options.socket_path = control_dir / kProxySocketName;
+        options.session_id = id_;
+        auto& owner = owner_;
+        proxy_ = std::make_unique<network::EgressProxy>(
+            owner.io, options, [&owner, id = id_] { return owner.policy_for(id); },
+            *owner.resolver, owner, [&owner] { return owner.clock.now_ms(); },
+            owner.own_addresses);
+        return proxy_->start();
+    }
+
+    void reevaluate() {
+        if (proxy_) proxy_->reevaluate();
+    }
+
     void close(const std::string& reason) {
+        if (proxy_) proxy_->stop();
         boost::system::error_code ignored;
         acceptor_.close(ignored);
         link_timer_.cancel();
@@ -456,6 +544,7 @@ private:
     std::map<std::uint64_t, Client> clients_;
     std::optional<shim::Size> size_;
     std::optional<std::int64_t> exit_code_;
+    std::unique_ptr<network::EgressProxy> proxy_;
     std::string pending_input_;
     bool pending_eof_ = false;
     static constexpr std::size_t kPendingInputBytes = 64 * 1024;
@@ -470,6 +559,7 @@ Result<std::shared_ptr<Channel>> SessionManager::Impl::open_channel(const store:
     if (auto made = ensure_private_dir(control_dir); !made) return made.take_error();
     auto channel = std::make_shared<Channel>(*this, session.id, session.tty, std::move(*log));
     if (auto listening = channel->listen(control_dir); !listening) return listening.take_error();
+    if (auto proxied = channel->start_proxy(control_dir); !proxied) return proxied.take_error();
     channel->preload();
     channels[session.id] = channel;
     return channel;
@@ -567,7 +657,14 @@ SessionManager::SessionManager(net::io_context& io, store::Store& store,
                                HarnessCheck harness_exists, api::EventHub& events,
                                const Clock& clock, SessionManagerOptions options)
     : impl_(std::make_shared<Impl>(io, store, runtime, std::move(launcher),
-                                   std::move(harness_exists), events, clock, std::move(options))) {}
+                                   std::move(harness_exists), events, clock, std::move(options))) {
+    // An agent's mode or hosts changed: every open tunnel is decided again at once.
+    impl_->agent_events = events.subscribe([weak = std::weak_ptr<Impl>(impl_)](const api::EventHub::Message& message) {
+        auto impl = weak.lock();
+        if (!impl || message->find("\"type\":\"agent.") == std::string::npos) return;
+        for (auto& [id, channel] : impl->channels) channel->reevaluate();
+    });
+}
 
 SessionManager::~SessionManager() {
     shut_down();
@@ -579,6 +676,7 @@ SessionManager::~SessionManager() {
 void SessionManager::shut_down() {
     if (impl_->stopped) return;
     impl_->stopped = true;
+    impl_->events.unsubscribe(impl_->agent_events);
     auto channels = std::move(impl_->channels);
     impl_->channels.clear();
     for (auto& [id, channel] : channels) channel->close("handlerd is stopping; the session keeps running");
@@ -746,6 +844,15 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     // print structured events on stdout); everything else gets a terminal.
     record.tty = request.prompt.empty();
     record.image = impl.options.default_image;
+    if (request.network) {
+        if (!network::parse_mode(*request.network))
+            return make_error(ErrorCode::invalid_argument,
+                              "network mode '" + *request.network +
+                                  "' is not one of none, filtered, open, learn");
+        record.network_mode = *request.network;
+        if (*request.network == "learn")
+            record.learn_until = impl.clock.now_ms() + impl.options.learn_window.count();
+    }
 
     auto session = impl.store.create_session(record);
     if (!session) return session.take_error();
@@ -767,6 +874,17 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     };
     auto launch = impl.launcher(record.harness, launch_request);
     if (!launch) return fail(launch.error());
+    if (!launch->allowed_hosts.empty()) {
+        // The harness's model hosts, kept with the session for every later decision.
+        store::SessionChanges hosts;
+        hosts.model_hosts.emplace();
+        for (const auto& host : launch->allowed_hosts)
+            hosts.model_hosts->push_back(host.port == 0 ? host.pattern
+                                                        : host.pattern + ":" + std::to_string(host.port));
+        for (const auto& text : *hosts.model_hosts)
+            if (auto rule = network::parse_rule(text); !rule) return fail(rule.error());
+        impl.record(id, hosts);
+    }
     LaunchContext context;
     context.session_id = id;
     context.project_path = project->path;
@@ -776,6 +894,7 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     context.tty = record.tty;
     context.rows = request.rows;
     context.cols = request.cols;
+    context.proxy_port = impl.options.proxy_port;
     auto spec = container_spec(*launch, context);
     if (!spec) return fail(spec.error());
     auto channel = impl.open_channel(*session);

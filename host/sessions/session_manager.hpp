@@ -18,6 +18,7 @@
 #include "api/event_hub.hpp"
 #include "api/session_control.hpp"
 #include "core/clock.hpp"
+#include "network/policy.hpp"
 #include "plugins/launch_spec.hpp"
 #include "runtime/container_runtime.hpp"
 
@@ -26,6 +27,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <vector>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,6 +66,12 @@ struct SessionManagerOptions {
     std::chrono::milliseconds lost_link_check{1'500};
     // Non-empty: start() refuses with this (handlerd running as root: agents never do).
     std::string refuse_sessions;
+    // The egress proxy: the port the shim listens on inside (0: no proxy, no network at
+    // all), names resolved to fixed addresses (the [network] resolve test setting), and
+    // how long `--network learn` lets everything through.
+    std::uint16_t proxy_port = 3128;
+    std::map<std::string, std::vector<network::Address>> resolve;
+    std::chrono::milliseconds learn_window{15 * 60 * 1000};
 };
 
 class SessionManager final : public api::SessionControl {

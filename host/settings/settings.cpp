@@ -1,5 +1,7 @@
 #include "settings/settings.hpp"
 
+#include "network/policy.hpp"
+
 #include "core/paths.hpp"
 
 #include <toml++/toml.h>
@@ -289,6 +291,31 @@ void check_format_2(const toml::table& root, Checker& check, Parsed& parsed) {
                     [&](const std::string&, const std::string& label, const toml::node& value) {
                         check.id_list(value, label, s.plugins.disabled);
                     });
+        } else if (name == "network") {
+            section(key, node, {"proxy_port", "resolve"},
+                    [&](const std::string& child, const std::string& label,
+                        const toml::node& value) {
+                        if (child == "proxy_port") {
+                            check.integer(value, label, 1024, 65535, s.network.proxy_port);
+                            return;
+                        }
+                        const auto* table = value.as_table();
+                        if (table == nullptr) {
+                            check.add(value.source(), label + ": expected a table of name = \"address\", "
+                                                              "e.g. { \"api.example.test\" = \"127.0.0.1\" }");
+                            return;
+                        }
+                        for (const auto& [name_key, address] : *table) {
+                            const auto* text = address.as_string();
+                            const std::string entry = label + "." + std::string(name_key.str());
+                            if (text == nullptr || !network::parse_address(text->get())) {
+                                check.add(address.source(), entry + ": expected an IP address such as \"127.0.0.1\", got " +
+                                                                describe(address));
+                                continue;
+                            }
+                            s.network.resolve[std::string(name_key.str())] = text->get();
+                        }
+                    });
         } else if (name == "sessions") {
             section(key, node, {"image", "log_limit_bytes"},
                     [&](const std::string& child, const std::string& label,
@@ -304,7 +331,7 @@ void check_format_2(const toml::table& root, Checker& check, Parsed& parsed) {
                                         moved->second);
         } else {
             check.add(key.source(), name + ": unknown setting (known: format, [daemon], [api], "
-                                           "[plugins], [sessions])");
+                                           "[plugins], [sessions], [network])");
         }
     }
 }
@@ -456,6 +483,13 @@ std::string render(const Settings& settings, const std::vector<std::string>& exp
              "); past it the log is rotated and one older part kept.",
          std::to_string(settings.sessions.log_limit_bytes),
          std::to_string(defaults.sessions.log_limit_bytes), "sessions");
+
+    out << "\n[network]\n";
+    line("proxy_port", "Port of the egress proxy inside each session (1024 to 65535).",
+         std::to_string(settings.network.proxy_port), std::to_string(defaults.network.proxy_port),
+         "network");
+    out << "# Names resolved to fixed addresses, for test servers on this machine:\n"
+           "# resolve = { \"api.example.test\" = \"127.0.0.1\" }\n";
     return out.str();
 }
 

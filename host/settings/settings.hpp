@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,11 +51,20 @@ struct SessionSettings {
     std::uint64_t log_limit_bytes = std::uint64_t{64} << 20;
 };
 
+struct NetworkSettings {
+    // Inside each session: the port of the bridge to the egress proxy.
+    std::uint16_t proxy_port = 3128;
+    // name -> address, like curl --resolve: for test upstreams on this machine. The
+    // addresses are used as they are (a name mapped to loopback still needs an exact rule).
+    std::map<std::string, std::string> resolve;
+};
+
 struct Settings {
     DaemonSettings daemon;
     ApiSettings api;
     PluginSettings plugins;
     SessionSettings sessions;
+    NetworkSettings network;
 };
 
 // Ranges accepted for the numeric settings, shared with the docs and the tests.

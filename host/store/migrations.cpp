@@ -89,7 +89,33 @@ ALTER TABLE sessions ADD COLUMN image TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN message TEXT;
 )sql";
 
-constexpr std::array<std::string_view, 2> kMigrations = {kVersion1, kVersion2};
+// The egress proxy: a session's own network mode (`handler run --network`), the end of
+// its learning window, its harness's model hosts (kept so a restarted handlerd decides
+// as the first one did), and every decision the proxy made.
+constexpr std::string_view kVersion3 = R"sql(
+ALTER TABLE sessions ADD COLUMN network_mode TEXT
+    CHECK (network_mode IS NULL OR network_mode IN ('none', 'filtered', 'open', 'learn'));
+ALTER TABLE sessions ADD COLUMN learn_until INTEGER;
+ALTER TABLE sessions ADD COLUMN model_hosts TEXT NOT NULL DEFAULT '';
+CREATE TABLE network_log (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    at          INTEGER NOT NULL,
+    host        TEXT NOT NULL,
+    port        INTEGER NOT NULL,
+    method      TEXT NOT NULL,
+    path        TEXT NOT NULL DEFAULT '',
+    verdict     TEXT NOT NULL CHECK (verdict IN ('allow', 'deny', 'learned')),
+    rule        TEXT NOT NULL DEFAULT '',
+    reason      TEXT NOT NULL DEFAULT '',
+    bytes_up    INTEGER NOT NULL DEFAULT 0,
+    bytes_down  INTEGER NOT NULL DEFAULT 0,
+    ended_at    INTEGER
+) STRICT;
+CREATE INDEX network_log_session ON network_log(session_id, id);
+)sql";
+
+constexpr std::array<std::string_view, 3> kMigrations = {kVersion1, kVersion2, kVersion3};
 
 Result<void> ensure_migrations_table(sqlite::Database& db) {
     return db.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("

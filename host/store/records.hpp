@@ -79,8 +79,37 @@ struct Session {
     bool tty = true;                         // a terminal, or separate stdout/stderr
     std::string image;
     std::optional<std::string> message; // why it failed or was lost
+    std::optional<std::string> network_mode; // none|filtered|open|learn; unset: the agent's
+    std::optional<TimeMs> learn_until;
+    std::vector<std::string> model_hosts; // the harness's, as rules
     TimeMs created_at = 0;
     TimeMs updated_at = 0;
+};
+
+// One decision of a session's egress proxy.
+struct NetworkEntry {
+    std::int64_t id = 0;
+    std::string session_id;
+    TimeMs at = 0;
+    std::string host;
+    std::int64_t port = 0;
+    std::string method;
+    std::string path;
+    std::string verdict; // allow | deny | learned
+    std::string rule;
+    std::string reason;
+    std::int64_t bytes_up = 0;
+    std::int64_t bytes_down = 0;
+    std::optional<TimeMs> ended_at; // unset while the connection is open
+};
+
+// A host a learning session reached that filtered mode would have refused.
+struct LearnedHost {
+    std::string host;
+    std::int64_t port = 0;
+    std::int64_t count = 0;
+    TimeMs first_seen = 0;
+    TimeMs last_seen = 0;
 };
 
 // Inputs. Names of contexts and accounts, as the API takes them.
@@ -147,6 +176,8 @@ struct NewSession {
     std::string mode = "interactive";
     bool tty = true;
     std::string image;
+    std::optional<std::string> network_mode;
+    std::optional<TimeMs> learn_until;
 };
 
 struct SessionChanges {
@@ -154,6 +185,7 @@ struct SessionChanges {
     std::optional<std::optional<std::int64_t>> exit_code;
     std::optional<std::optional<std::string>> container_id;
     std::optional<std::optional<std::string>> message;
+    std::optional<std::vector<std::string>> model_hosts;
 };
 
 } // namespace handler::store

@@ -62,7 +62,7 @@ constexpr std::string_view kAgentColumns =
     "FROM agents g LEFT JOIN accounts a ON a.id = g.account_id ";
 constexpr std::string_view kSessionColumns =
     "SELECT id, agent_id, project_id, harness, state, exit_code, created_at, updated_at, "
-    "container_id, mode, tty, image, message "
+    "container_id, mode, tty, image, message, network_mode, learn_until, model_hosts "
     "FROM sessions ";
 
 std::string sql(std::string_view columns, std::string_view rest) {
@@ -109,6 +109,14 @@ Session read_session(const sqlite::Statement& row) {
     session.tty = row.integer(10) != 0;
     session.image = row.text(11);
     session.message = row.optional_text(12);
+    session.network_mode = row.optional_text(13);
+    session.learn_until = row.optional_integer(14);
+    const std::string hosts = row.text(15);
+    for (std::size_t start = 0; start < hosts.size();) {
+        const auto end = std::min(hosts.find('\n', start), hosts.size());
+        if (end > start) session.model_hosts.push_back(hosts.substr(start, end - start));
+        start = end + 1;
+    }
     return session;
 }
 
@@ -768,11 +776,12 @@ Result<Session> Store::create_session(const NewSession& session) {
             const auto now = clock_->now_ms();
             auto insert = db_.prepare(
                 "INSERT INTO sessions (id, agent_id, project_id, harness, state, exit_code, "
-                "created_at, updated_at, mode, tty, image) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?6, ?7, ?8, ?9)",
+                "created_at, updated_at, mode, tty, image, network_mode, learn_until) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?6, ?7, ?8, ?9, ?10, ?11)",
                 id, session.agent_id, session.project_id, session.harness,
                 to_string(SessionState::starting), now, session.mode,
-                std::int64_t{session.tty ? 1 : 0}, session.image);
+                std::int64_t{session.tty ? 1 : 0}, session.image, session.network_mode,
+                session.learn_until);
             if (!insert) return insert.take_error();
             if (auto done = insert->run(); !done) return done.take_error();
             return load_session(id);
@@ -799,11 +808,17 @@ Result<Session> Store::update_session(std::string_view id, const SessionChanges&
         if (!current) return current.take_error();
         auto update = db_.prepare(
             "UPDATE sessions SET state = ?1, exit_code = ?2, updated_at = ?3, container_id = ?5, "
-            "message = ?6 WHERE id = ?4",
+            "message = ?6, model_hosts = ?7 WHERE id = ?4",
             to_string(changes.state.value_or(current->state)),
             changes.exit_code ? *changes.exit_code : current->exit_code, clock_->now_ms(), id,
             changes.container_id ? *changes.container_id : current->container_id,
-            changes.message ? *changes.message : current->message);
+            changes.message ? *changes.message : current->message,
+            [&] {
+                std::string joined;
+                for (const auto& host : changes.model_hosts.value_or(current->model_hosts))
+                    joined += host + "\n";
+                return joined;
+            }());
         if (!update) return update.take_error();
         if (auto done = update->run(); !done) return done.take_error();
         return load_session(id);
@@ -817,6 +832,74 @@ Result<void> Store::delete_session(std::string_view id) {
     if (auto done = remove->run(); !done) return done.take_error();
     if (db_.changes() == 0) return not_found("session '" + std::string(id) + "' does not exist");
     return {};
+}
+
+// ---- network log ------------------------------------------------------------------
+
+namespace {
+NetworkEntry read_network_entry(const sqlite::Statement& row) {
+    NetworkEntry entry;
+    entry.id = row.integer(0);
+    entry.session_id = row.text(1);
+    entry.at = row.integer(2);
+    entry.host = row.text(3);
+    entry.port = row.integer(4);
+    entry.method = row.text(5);
+    entry.path = row.text(6);
+    entry.verdict = row.text(7);
+    entry.rule = row.text(8);
+    entry.reason = row.text(9);
+    entry.bytes_up = row.integer(10);
+    entry.bytes_down = row.integer(11);
+    entry.ended_at = row.optional_integer(12);
+    return entry;
+}
+} // namespace
+
+Result<std::int64_t> Store::add_network_entry(const NetworkEntry& entry) {
+    std::lock_guard lock(mutex_);
+    auto insert = db_.prepare(
+        "INSERT INTO network_log (session_id, at, host, port, method, path, verdict, rule, reason, "
+        "ended_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        entry.session_id, entry.at, entry.host, entry.port, entry.method, entry.path, entry.verdict,
+        entry.rule, entry.reason, entry.ended_at);
+    if (!insert) return insert.take_error();
+    if (auto done = insert->run(); !done) return done.take_error();
+    return db_.last_insert_rowid();
+}
+
+Result<void> Store::finish_network_entry(std::int64_t id, std::int64_t bytes_up,
+                                         std::int64_t bytes_down, std::string_view reason,
+                                         TimeMs ended_at) {
+    std::lock_guard lock(mutex_);
+    auto update = db_.prepare(
+        "UPDATE network_log SET bytes_up = ?2, bytes_down = ?3, ended_at = ?4, "
+        "reason = CASE WHEN ?5 = '' THEN reason ELSE ?5 END WHERE id = ?1",
+        id, bytes_up, bytes_down, ended_at, reason);
+    if (!update) return update.take_error();
+    return update->run();
+}
+
+Result<std::vector<NetworkEntry>> Store::network_log(std::string_view session_id,
+                                                     std::int64_t after_id, std::int64_t limit) {
+    std::lock_guard lock(mutex_);
+    return collect(db_.prepare("SELECT id, session_id, at, host, port, method, path, verdict, rule, "
+                               "reason, bytes_up, bytes_down, ended_at FROM network_log "
+                               "WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+                               session_id, after_id, limit),
+                   read_network_entry);
+}
+
+Result<std::vector<LearnedHost>> Store::learned_hosts(std::string_view session_id) {
+    std::lock_guard lock(mutex_);
+    return collect(db_.prepare("SELECT host, port, COUNT(*), MIN(at), MAX(at) FROM network_log "
+                               "WHERE session_id = ?1 AND verdict = 'learned' "
+                               "GROUP BY host, port ORDER BY MIN(at), host, port",
+                               session_id),
+                   [](const sqlite::Statement& row) {
+                       return LearnedHost{row.text(0), row.integer(1), row.integer(2),
+                                          row.integer(3), row.integer(4)};
+                   });
 }
 
 // ---- plugin storage ---------------------------------------------------------------

@@ -96,6 +96,16 @@ public:
     Result<Session> update_session(std::string_view id, const SessionChanges& changes);
     Result<void> delete_session(std::string_view id);
 
+    // The egress proxy's decisions (deleted with their session).
+    Result<std::int64_t> add_network_entry(const NetworkEntry& entry);
+    Result<void> finish_network_entry(std::int64_t id, std::int64_t bytes_up,
+                                      std::int64_t bytes_down, std::string_view reason,
+                                      TimeMs ended_at);
+    // Entries after `after_id`, oldest first, at most `limit`.
+    Result<std::vector<NetworkEntry>> network_log(std::string_view session_id,
+                                                  std::int64_t after_id, std::int64_t limit);
+    Result<std::vector<LearnedHost>> learned_hosts(std::string_view session_id);
+
     // plugins::PluginStorage. Keys up to kMaxPluginKeyBytes, values up to
     // kMaxPluginValueBytes of any bytes.
     Result<std::optional<std::string>> get(std::string_view plugin_id,

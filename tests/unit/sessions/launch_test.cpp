@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace handler::sessions {
 namespace {
 
@@ -57,6 +59,27 @@ TEST(LaunchSpec, HeadlessRunsGetPipesAndTheHarnessMayNameImageAndWorkdir) {
     EXPECT_EQ(spec->image, "localhost/other:2");
     EXPECT_EQ(spec->workdir, "/srv/project/sub");
     EXPECT_TRUE(spec->env.empty());
+}
+
+TEST(LaunchSpec, WithAProxyTheShimBridgesItAndTheProxyVariablesPointThere) {
+    plugins::LaunchSpec launch;
+    launch.arguments = {"bash", "-l"};
+    auto with_proxy = context(true);
+    with_proxy.proxy_port = 3128;
+    auto spec = container_spec(launch, with_proxy);
+    ASSERT_TRUE(spec.ok());
+    const std::vector<std::string> bridge = {"--proxy-port", "3128", "--proxy-socket",
+                                             "/run/handler/proxy.sock"};
+    EXPECT_NE(std::search(spec->argv.begin(), spec->argv.end(), bridge.begin(), bridge.end()),
+              spec->argv.end());
+    auto value = [&](const std::string& name) {
+        for (const auto& entry : spec->env)
+            if (entry.name == name) return entry.value;
+        return std::string("<unset>");
+    };
+    for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"})
+        EXPECT_EQ(value(name), "http://127.0.0.1:3128") << name;
+    EXPECT_EQ(value("NO_PROXY"), "localhost,127.0.0.1,::1");
 }
 
 TEST(LaunchSpec, RefusesWhatItCannotHonour) {

@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -231,6 +232,24 @@ TEST_F(SessionManagerTest, StartsOneLabelledContainerRunningTheShim) {
     EXPECT_EQ(session->container_id, runtime_.containers.begin()->first);
     EXPECT_TRUE(session->tty);
     EXPECT_TRUE(fs::exists(socket(id)));
+}
+
+// The session's way out: its proxy socket next to the control socket, the shim told to
+// bridge to it, and every decision in the session's network log.
+TEST_F(SessionManagerTest, EachSessionGetsItsOwnEgressProxy) {
+    const std::string id = start_shell();
+    const auto& spec = runtime_.containers.begin()->second.spec;
+    EXPECT_NE(std::find(spec.argv.begin(), spec.argv.end(), "--proxy-socket"), spec.argv.end());
+    const fs::path proxy = dir_ / "run/sessions" / id / "proxy.sock";
+    ASSERT_TRUE(fs::exists(proxy));
+    ShimDouble client; // any stream client will do
+    ASSERT_TRUE(client.connect(proxy));
+    client.send("CONNECT blocked.example:443 HTTP/1.1\r\n\r\n");
+    ASSERT_TRUE(pump_until([&] { return store_->network_log(id, 0, 10)->size() == 1; }));
+    const auto entry = store_->network_log(id, 0, 10)->front();
+    EXPECT_EQ(entry.host, "blocked.example");
+    EXPECT_EQ(entry.verdict, "deny");
+    EXPECT_TRUE(contains(entry.reason, "not allowed")) << entry.reason;
 }
 
 TEST_F(SessionManagerTest, OutputReachesEveryClientAndInputReachesTheShim) {

@@ -108,7 +108,7 @@ TEST_F(StoreTest, OpensInWalModeWithAPrivateFileAndRecordsTheMigration) {
     EXPECT_EQ(raw.text("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(store_->schema_version(), static_cast<int>(migrations().size()));
     EXPECT_EQ(raw.text("SELECT group_concat(version || ':' || applied_at) FROM schema_migrations"),
-              "1:1700000000000,2:1700000000000");
+              "1:1700000000000,2:1700000000000,3:1700000000000");
 }
 
 TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
@@ -120,9 +120,9 @@ TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
     EXPECT_EQ(raw.count("schema_migrations"), static_cast<int>(migrations().size()));
 }
 
-// A database made by the previous handlerd (schema 1) keeps its sessions through the
-// upgrade, with the new columns at their defaults.
-TEST(Migrations, Version2KeepsTheSessionsOfVersion1) {
+// A database made by the first handlerd (schema 1) keeps its sessions through every
+// later migration, with the new columns at their defaults.
+TEST(Migrations, LaterVersionsKeepTheSessionsOfVersion1) {
     FakeClock clock;
     auto db = sqlite::Database::open(":memory:");
     ASSERT_TRUE(db.ok());
@@ -135,7 +135,7 @@ TEST(Migrations, Version2KeepsTheSessionsOfVersion1) {
                     .ok());
     auto version = migrate(*db, migrations(), clock);
     ASSERT_TRUE(version.ok()) << version.error().message;
-    EXPECT_EQ(*version, 2);
+    EXPECT_EQ(*version, static_cast<int>(migrations().size()));
     auto row = db->prepare("SELECT state, exit_code, mode, tty, image, container_id IS NULL "
                            "FROM sessions WHERE id = 's_000001'");
     ASSERT_TRUE(row.ok());
@@ -599,6 +599,49 @@ TEST_F(StoreTest, PluginStorageIsSafeFromOtherThreads) {
     EXPECT_EQ(raw.count("plugin_storage"), 400);
     EXPECT_EQ(raw.count("agents"), 50);
     EXPECT_EQ(raw.count("agent_allowed_hosts"), 100);
+}
+
+TEST_F(StoreTest, NetworkEntriesAreRecordedFinishedListedAndGoWithTheirSession) {
+    auto p = project("/srv/network-log-test");
+    auto session = store_->create_session(session_of(std::nullopt, p.id, "shell"));
+    ASSERT_TRUE(session.ok()) << session.error().message;
+    NetworkEntry entry;
+    entry.session_id = session->id;
+    entry.at = 10;
+    entry.host = "pypi.org";
+    entry.port = 443;
+    entry.method = "CONNECT";
+    entry.verdict = "learned";
+    entry.rule = "learn mode";
+    auto first = store_->add_network_entry(entry);
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    entry.at = 20;
+    ASSERT_TRUE(store_->add_network_entry(entry).ok());
+    entry.host = "github.com";
+    entry.verdict = "allow";
+    ASSERT_TRUE(store_->add_network_entry(entry).ok());
+    ASSERT_TRUE(store_->finish_network_entry(*first, 100, 2000, "", 30).ok());
+
+    auto all = store_->network_log(session->id, 0, 100);
+    ASSERT_TRUE(all.ok());
+    ASSERT_EQ(all->size(), 3u);
+    EXPECT_EQ(all->at(0).bytes_down, 2000);
+    EXPECT_EQ(all->at(0).ended_at, 30);
+    EXPECT_FALSE(all->at(1).ended_at.has_value());
+    EXPECT_EQ(store_->network_log(session->id, *first, 100)->size(), 2u) << "after an id";
+
+    auto learned = store_->learned_hosts(session->id);
+    ASSERT_TRUE(learned.ok());
+    ASSERT_EQ(learned->size(), 1u);
+    EXPECT_EQ(learned->at(0).host, "pypi.org");
+    EXPECT_EQ(learned->at(0).count, 2);
+    EXPECT_EQ(learned->at(0).first_seen, 10);
+    EXPECT_EQ(learned->at(0).last_seen, 20);
+
+    entry.verdict = "maybe";
+    EXPECT_FALSE(store_->add_network_entry(entry).ok()) << "the verdict is checked";
+    ASSERT_TRUE(store_->delete_session(session->id).ok());
+    EXPECT_TRUE(store_->network_log(session->id, 0, 100)->empty());
 }
 
 } // namespace
