@@ -87,6 +87,8 @@ public:
             });
     }
 
+    bool pinned(const std::string& host) const override { return overrides_.count(host) > 0; }
+
 private:
     net::io_context& io_;
     std::map<std::string, std::vector<Address>> overrides_;
@@ -245,8 +247,10 @@ private:
     void connect(std::vector<Address> addresses) {
         std::vector<tcp::endpoint> endpoints;
         std::string refusal;
+        Decision effective = decision_;
+        if (!target_.ip && owner_.resolver.pinned(target_.host)) effective.exact = true;
         for (const auto& address : addresses) {
-            if (auto why = check_address(decision_, target_, address, owner_.own_addresses)) {
+            if (auto why = check_address(effective, target_, address, owner_.own_addresses)) {
                 refusal = *why;
                 continue;
             }

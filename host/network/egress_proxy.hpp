@@ -63,6 +63,12 @@ public:
     using Done = std::function<void(Result<std::vector<Address>>)>;
     virtual ~Resolver() = default;
     virtual void resolve(const std::string& host, Done done) = 0;
+    // True for a name whose address the user fixed in the settings: it is theirs, so
+    // the address check treats it like an exact rule (it may be loopback).
+    virtual bool pinned(const std::string& host) const {
+        (void)host;
+        return false;
+    }
 };
 
 // getaddrinfo through Asio. `overrides` maps names to fixed addresses, like

@@ -11,9 +11,10 @@ set -euo pipefail
 image=${1:-localhost/handler-test-busybox:latest}
 busybox=${HANDLER_BUSYBOX:-/bin/busybox}
 # Bump when the rootfs below changes, so machines with an older image rebuild it.
-recipe_version=3
+recipe_version=4
 applets="sh ash ls id stat touch cat test mkdir rm echo sleep ps grep head tail wc pwd
-         readlink true false env printf uname awk cut tr sort basename dirname stty"
+         readlink true false env printf uname awk cut tr sort basename dirname stty
+         wget nc seq"
 
 if podman image exists "$image"; then
   present=$(podman image inspect --format '{{index .Config.Labels "io.handler.test-image"}}' "$image" 2>/dev/null || true)

@@ -11,57 +11,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-prefix="$here/prefix"
 test_name=podman-sessions
-image=localhost/handler-test-busybox:latest
-fail() { echo "FAIL ($test_name): $*" >&2; exit 1; }
-[ "$(id -u)" -ne 0 ] || fail "run as a non-root user (scripts/test.sh runs the podman tests as handler-ci)"
-[ -x "$prefix/bin/handlerd" ] && [ -x "$prefix/libexec/handler/handler-shim" ] ||
-  fail "$prefix lacks handlerd or handler-shim; build the podman_test_prefix target"
-
-real_home=$HOME
-work=$(mktemp -d "$real_home/handler-it-sessions-XXXXXX")
-export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_DATA_HOME="$work/home/.local/share"
-export XDG_RUNTIME_DIR="$work/run" PATH="$prefix/bin:$PATH"
-mkdir -p "$HOME/.config" "$XDG_DATA_HOME" && install -d -m 0700 "$XDG_RUNTIME_DIR"
-# The account's podman settings (runc, storage driver) apply here too; the storage itself
-# is private to this test.
-[ -d "$real_home/.config/containers" ] && cp -r "$real_home/.config/containers" "$HOME/.config/"
-
-log="$XDG_DATA_HOME/handler/handlerd.log"
-pid_file="$XDG_RUNTIME_DIR/handler/handlerd.pid"
-kill_handlerd() { # SIGNAL
-  local pid
-  pid=$(cat "$pid_file" 2>/dev/null) || return 0
-  kill "-$1" "$pid" 2>/dev/null || true
-  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-}
-cleanup() {
-  local code=$?
-  if [ $code -ne 0 ]; then
-    echo "--- handlerd.log" >&2; tail -n 40 "$log" >&2 2>/dev/null || true
-    echo "--- podman ps -a" >&2; podman ps -a >&2 2>/dev/null || true
-  fi
-  kill_handlerd TERM
-  podman ps -aq --filter label=io.handler.managed=1 | xargs -r podman rm -f -t 0 >/dev/null 2>&1 || true
-  # Image layers belong to subordinate ids; only inside the user namespace can they go.
-  podman unshare rm -rf "$work" 2>/dev/null || rm -rf "$work" 2>/dev/null || true
-  exit $code
-}
-trap cleanup EXIT
-
-podman info >/dev/null 2>&1 || { podman info >&2 || true; fail "rootless podman does not work for $(id -un)"; }
-bash "$here/make_test_image.sh" "$image" >/dev/null || fail "could not build the test image"
-
-mkdir -p "$XDG_CONFIG_HOME/handler"
-cat > "$XDG_CONFIG_HOME/handler/config.toml" <<TOML
-format = 2
-[api]
-tcp = true
-port = 0
-[sessions]
-image = "$image"
-TOML
+# shellcheck source=session_env.sh
+source "$here/session_env.sh"
 
 project="$work/projects/alpha"
 other="$work/projects/beta"
@@ -72,15 +24,6 @@ echo key > "$HOME/.ssh/id_test"
 handlerd --detach >/dev/null || fail "handlerd did not start"
 handler project add "$project" >/dev/null
 cd "$project"
-
-state_of() { handler session list --json | python3 -c "import json,sys; print(next(s['$2'] for s in json.load(sys.stdin) if s['id']=='$1'))"; }
-wait_state() { # ID STATE
-  for _ in $(seq 1 100); do
-    [ "$(state_of "$1" state)" = "$2" ] && return 0
-    sleep 0.1
-  done
-  fail "session $1 did not reach state $2 (it is $(state_of "$1" state))"
-}
 
 echo "== isolation, seen from inside a session"
 # The project is mounted at its own path, so its parent folders exist inside, but hold

@@ -144,18 +144,32 @@ void send_all(int fd, std::string_view data) {
     }
 }
 
+// The settings' pinned names, plus names that resolve to loopback the way a hostile DNS
+// server would make them: not pinned, so they get the address check.
+class TestResolver final : public Resolver {
+public:
+    explicit TestResolver(std::unique_ptr<Resolver> pinned) : pinned_(std::move(pinned)) {}
+    void resolve(const std::string& host, Done done) override {
+        if (host.ends_with("rebound.test")) return done(std::vector<Address>{*parse_address("127.0.0.1")});
+        pinned_->resolve(host, std::move(done));
+    }
+    bool pinned(const std::string& host) const override { return pinned_->pinned(host); }
+
+private:
+    std::unique_ptr<Resolver> pinned_;
+};
+
 class EgressProxyTest : public ::testing::Test {
 protected:
     EgressProxyTest() {
         policy_.mode = Mode::filtered;
         policy_.agent = "reviewer";
-        policy_.allow = {*parse_rule("upstream.test"), *parse_rule("*.wild.test")};
+        policy_.allow = {*parse_rule("upstream.test"), *parse_rule("*.rebound.test")};
         std::map<std::string, std::vector<Address>> overrides = {
             {"upstream.test", {*parse_address("127.0.0.1")}},
-            {"x.wild.test", {*parse_address("127.0.0.1")}},
-            {"public.test", {*parse_address("127.0.0.1")}},
+
         };
-        resolver_ = make_system_resolver(io_, overrides);
+        resolver_ = std::make_unique<TestResolver>(make_system_resolver(io_, overrides));
         ProxyOptions options;
         options.socket_path = dir_ / "proxy.sock";
         options.session_id = "s_000001";
@@ -280,9 +294,9 @@ TEST_F(EgressProxyTest, LoopbackIsReachedOnlyThroughAnExactRule) {
     Policy open = policy_;
     open.mode = Mode::open;
     set_policy(open);
-    // public.test resolves to 127.0.0.1 (as a hostile DNS answer would): open mode and the
-    // wildcard both refuse it; only the exact rule upstream.test got through above.
-    for (const std::string host : {"public.test", "x.wild.test", "127.0.0.1", "[::1]"}) {
+    // rebound.test resolves to 127.0.0.1 as a hostile DNS answer would (the resolver below
+    // is not the settings' pinned map): open mode and the wildcard both refuse it.
+    for (const std::string host : {"rebound.test", "x.rebound.test", "127.0.0.1", "[::1]"}) {
         const int fd = client();
         send_all(fd, "CONNECT " + host + ":" + std::to_string(upstream.port()) + " HTTP/1.1\r\n\r\n");
         const auto reply = read_all(fd);
@@ -290,6 +304,18 @@ TEST_F(EgressProxyTest, LoopbackIsReachedOnlyThroughAnExactRule) {
         EXPECT_TRUE(reply.starts_with("HTTP/1.1 403")) << host << ": " << reply;
         EXPECT_TRUE(contains(reply, "loopback, private or link-local")) << reply;
     }
+}
+
+TEST_F(EgressProxyTest, ANamePinnedInTheSettingsMayBeLoopbackUnderAnyRule) {
+    Upstream upstream(echo);
+    Policy open = policy_;
+    open.mode = Mode::open;
+    open.allow.clear();
+    set_policy(open);
+    const int fd = client();
+    send_all(fd, "CONNECT upstream.test:" + std::to_string(upstream.port()) + " HTTP/1.1\r\n\r\n");
+    EXPECT_TRUE(contains(read_until(fd, "\r\n\r\n"), "200"));
+    ::close(fd);
 }
 
 TEST_F(EgressProxyTest, APolicyChangeCutsOpenTunnelsToNowRefusedHosts) {

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The egress proxy on REAL rootless podman with the real handlerd, shim and shell plugin:
+# from inside a session, an allowed host is reachable through the proxy, a refused one
+# gets the 403 that names the fix, raw TCP out and the host's loopback (handlerd's API
+# port included) are unreachable, CONNECT to loopback is refused, allowing a host
+# applies to the session that is already running, learn mode records what it let
+# through, and the network log holds every decision.
+#
+# The upstream is a Python HTTP server on the host's loopback; [network] resolve maps
+# the test names to it (the only test hook). Runs as a non-root user with rootless podman.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+test_name=podman-network
+extra_config='[network]
+resolve = { "allowed.test" = "127.0.0.1", "blocked.test" = "127.0.0.1", "learned.test" = "127.0.0.1" }'
+# shellcheck source=session_env.sh
+source "$here/session_env.sh"
+
+# The upstream: serves hello.txt on a free loopback port.
+mkdir -p "$work/www" && echo hello-through-proxy > "$work/www/hello.txt"
+python3 -m http.server --bind 127.0.0.1 --directory "$work/www" 0 >"$work/http.log" 2>&1 &
+http_pid=$!
+trap 'status=$?; kill $http_pid 2>/dev/null; (exit $status); cleanup' EXIT
+port=""
+for _ in $(seq 1 50); do
+  port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$work/http.log" | head -n1)
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || fail "the upstream did not start: $(cat "$work/http.log")"
+
+project="$work/projects/web"
+mkdir -p "$project"
+handlerd --detach >/dev/null || fail "handlerd did not start"
+api_port=$(handler status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tcp"]["port"])')
+handler project add "$project" >/dev/null
+cd "$project"
+handler agent add web --harness shell --allow "allowed.test:$port" >/dev/null
+
+proxy_request() { # REQUEST-LINE HOST: raw request to the bridge, so the 403 body shows
+  printf '%s HTTP/1.1\r\nHost: %s\r\n\r\n' "$1" "$2"
+}
+
+echo "== allowed, refused, and no way around the proxy"
+set +e
+inside=$(handler run web -p "
+  echo allowed=\$(wget -q -O- http://allowed.test:$port/hello.txt 2>&1)
+  printf 'GET http://blocked.test:$port/hello.txt HTTP/1.1\r\nHost: blocked.test\r\n\r\n' |
+    nc 127.0.0.1 3128 | head -n 20 | sed 's/^/blocked: /'
+  printf 'CONNECT 127.0.0.1:$api_port HTTP/1.1\r\n\r\n' | nc 127.0.0.1 3128 | head -n1 | sed 's/^/loopback: /'
+  if nc -w 2 1.1.1.1 80 </dev/null; then echo raw-out=open; else echo raw-out=closed; fi
+  if nc -w 2 127.0.0.1 $api_port </dev/null; then echo api=open; else echo api=closed; fi
+  if nc -w 2 127.0.0.1 $port </dev/null; then echo host-loopback=open; else echo host-loopback=closed; fi
+  echo proxy=\$HTTPS_PROXY" 2>&1)
+code=$?
+set -e
+echo "$inside"
+[ $code -eq 0 ] || fail "the session exited $code"
+grep -qx "allowed=hello-through-proxy" <<<"$inside" || fail "the allowed host was not reachable"
+grep -q "blocked: HTTP/1.1 403 Forbidden" <<<"$inside" || fail "the refused host did not get a 403"
+grep -q "handler network allow web blocked.test" <<<"$inside" || fail "the 403 does not say how to allow it"
+grep -q "loopback: HTTP/1.1 403" <<<"$inside" || fail "CONNECT to handlerd's port was not refused"
+grep -qx "raw-out=closed" <<<"$inside" || fail "raw TCP out of the session worked"
+grep -qx "api=closed" <<<"$inside" || fail "handlerd's API port was reachable from inside"
+grep -qx "host-loopback=closed" <<<"$inside" || fail "the host's loopback was reachable from inside"
+grep -qx "proxy=http://127.0.0.1:3128" <<<"$inside" || fail "HTTPS_PROXY is not set"
+
+id=$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
+net_log=$(handler network log "$id" --json)
+echo "$net_log"
+grep -q '"host":"allowed.test".*"verdict":"allow"' <<<"$net_log" || fail "the allowed request is not in the log"
+grep -q '"host":"blocked.test".*"verdict":"deny"' <<<"$net_log" || fail "the refused request is not in the log"
+grep -q '"host":"127.0.0.1".*"verdict":"deny"' <<<"$net_log" || fail "the refused CONNECT is not in the log"
+
+echo "== allowing a host applies to the running session"
+id=$(handler run web --detach -p "
+  for i in \$(seq 1 100); do
+    wget -q -O- http://blocked.test:$port/hello.txt 2>/dev/null && exit 0
+    sleep 0.2
+  done
+  exit 1")
+sleep 1
+handler network allow web "blocked.test:$port" >/dev/null
+for _ in $(seq 1 150); do
+  [ "$(state_of "$id" state)" = exited ] && break
+  sleep 0.1
+done
+[ "$(state_of "$id" exit_code)" = 0 ] || fail "the running session did not get through after allow (exit $(state_of "$id" exit_code))"
+
+echo "== learn mode"
+handler run web --network learn -p "wget -q -O- http://learned.test:$port/hello.txt" >/dev/null ||
+  fail "learn mode did not let learned.test through"
+id=$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
+learned=$(handler network learned "$id" --json)
+grep -q '"host": *"learned.test"' <<<"$learned" || fail "learned.test was not recorded: $learned"
+echo "PASS ($test_name)"
