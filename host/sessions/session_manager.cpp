@@ -691,6 +691,13 @@ void SessionManager::reconcile(std::function<void()> done) {
         if (done) done();
         return;
     }
+    // Channels first, before podman answers: a client attaching right after the restart
+    // gets the screen from the log (not "no such terminal"), and the shims can reconnect
+    // at once. Sessions whose containers turn out to be gone are finished below.
+    for (const auto& session : *sessions)
+        if (is_live(session.state) && !impl.channel(session.id))
+            if (auto channel = impl.open_channel(session); !channel)
+                spdlog::error("session {}: {}", session.id, channel.error().message);
     impl.in_background(
         [&impl] { return impl.runtime.list(runtime::kManagedSelector); },
         [&impl, sessions = std::move(*sessions),
@@ -720,10 +727,12 @@ void SessionManager::reconcile(std::function<void()> done) {
                 store::SessionChanges changes;
                 changes.container_id = info.id;
                 if (info.state == runtime::ContainerState::running) {
-                    auto channel = impl.open_channel(session);
-                    if (!channel) {
-                        spdlog::error("session {}: {}", session.id, channel.error().message);
-                        continue;
+                    if (!impl.channel(session.id)) {
+                        auto channel = impl.open_channel(session);
+                        if (!channel) {
+                            spdlog::error("session {}: {}", session.id, channel.error().message);
+                            continue;
+                        }
                     }
                     changes.state = SessionState::running;
                     impl.record(session.id, changes);

@@ -59,6 +59,13 @@ case "$id" in s_*) ;; *) fail "--detach printed '$id', not a session id";; esac
 [ "$(state_of "$id" state)" = running ] || fail "session $id is not running after --detach"
 python3 "$here/terminal_clients.py" share "$id"
 
+echo "== a clean stop of handlerd leaves the session running"
+kill_handlerd TERM
+[ "$(podman container inspect --format '{{.State.Running}}' "handler-$id")" = true ] ||
+  fail "the session's container did not survive a clean stop of handlerd"
+handlerd --detach >/dev/null || fail "handlerd did not start again"
+wait_state "$id" running
+
 echo "== kill -9 handlerd: the session keeps running and is re-adopted"
 kill_handlerd KILL
 [ "$(podman container inspect --format '{{.State.Running}}' "handler-$id")" = true ] ||

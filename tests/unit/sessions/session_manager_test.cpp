@@ -446,13 +446,16 @@ TEST_F(SessionManagerTest, ARestartedManagerReadoptsAndResumesWithoutGapsOrRepea
     make_manager();
     bool reconciled = false;
     manager_->reconcile([&] { reconciled = true; });
+    // A client attaching before podman has even answered, and before the shim is back,
+    // sees the screen from the log and stays attached.
+    auto early = std::make_shared<RecordingClient>();
+    auto attached = manager_->attach(id, early, {});
+    ASSERT_TRUE(attached.ok());
+    EXPECT_NE(attached->attach_id, 0u);
+    EXPECT_EQ(early->text, "before restart\r\n");
+    EXPECT_FALSE(early->reason.has_value());
     ASSERT_TRUE(pump_until([&] { return reconciled; }));
     EXPECT_EQ(state(id), SessionState::running);
-
-    // A client attaching before the shim is back sees the screen from the log.
-    auto early = std::make_shared<RecordingClient>();
-    ASSERT_TRUE(manager_->attach(id, early, {}).ok());
-    EXPECT_EQ(early->text, "before restart\r\n");
 
     // The shim produced more meanwhile; it is asked for exactly what the log lacks.
     EXPECT_EQ(connect_shim(shim, id, 35), 16u);
