@@ -160,7 +160,7 @@ public:
         client_.close(ignored);
         upstream_.close(ignored);
         if (audit_id_ != 0)
-            owner_.audit.finish(audit_id_, bytes_up_, bytes_down_, cut_reason_);
+            owner_.audit.finish(audit_id_, up_.bytes, down_.bytes, cut_reason_);
         audit_id_ = 0;
     }
 
@@ -292,7 +292,7 @@ private:
         std::ostringstream head;
         head << parser_.get().base();
         auto bytes = std::make_shared<std::string>(head.str());
-        bytes_up_ += bytes->size();
+        up_.bytes += bytes->size();
         net::async_write(upstream_, net::buffer(*bytes),
                          [self = shared_from_this(), bytes](const boost::system::error_code& error, std::size_t) {
                              if (error) return self->close();
@@ -308,7 +308,7 @@ private:
             auto early = std::make_shared<std::string>(static_cast<const char*>(buffer_.data().data()),
                                                        buffer_.size());
             buffer_.consume(buffer_.size());
-            bytes_up_ += early->size();
+            up_.bytes += early->size();
             net::async_write(upstream_, net::buffer(*early),
                              [self = shared_from_this(), early](const boost::system::error_code& error, std::size_t) {
                                  if (error) return self->close();
@@ -320,46 +320,41 @@ private:
         pump_down();
     }
 
-    void pump_up() {
-        client_.async_read_some(net::buffer(up_), [self = shared_from_this()](const boost::system::error_code& error,
-                                                                             std::size_t n) {
-            if (self->closed_) return;
-            if (error) {
-                boost::system::error_code ignored;
-                self->upstream_.shutdown(tcp::socket::shutdown_send, ignored);
-                self->up_done_ = true;
-                return self->maybe_finish();
-            }
-            self->bytes_up_ += n;
-            net::async_write(self->upstream_, net::buffer(self->up_.data(), n),
-                             [self](const boost::system::error_code& write_error, std::size_t) {
-                                 if (write_error) return self->close();
-                                 self->pump_up();
+    // One direction of the tunnel: read, count, write, repeat; at the end of input, pass
+    // the half-close on and mark the direction done.
+    struct Direction {
+        std::array<char, 64 * 1024> buffer{};
+        std::uint64_t bytes = 0;
+        bool done = false;
+    };
+
+    template <class From, class To>
+    void pump(From& from, To& to, Direction& direction) {
+        from.async_read_some(net::buffer(direction.buffer),
+                             [self = shared_from_this(), &from, &to, &direction](
+                                 const boost::system::error_code& error, std::size_t n) {
+                                 if (self->closed_) return;
+                                 if (error) {
+                                     boost::system::error_code ignored;
+                                     to.shutdown(net::socket_base::shutdown_send, ignored);
+                                     direction.done = true;
+                                     return self->maybe_finish();
+                                 }
+                                 direction.bytes += n;
+                                 net::async_write(to, net::buffer(direction.buffer.data(), n),
+                                                  [self, &from, &to, &direction](
+                                                      const boost::system::error_code& write_error, std::size_t) {
+                                                      if (write_error) return self->close();
+                                                      self->pump(from, to, direction);
+                                                  });
                              });
-        });
     }
 
-    void pump_down() {
-        upstream_.async_read_some(net::buffer(down_), [self = shared_from_this()](const boost::system::error_code& error,
-                                                                                 std::size_t n) {
-            if (self->closed_) return;
-            if (error) {
-                boost::system::error_code ignored;
-                self->client_.shutdown(local::socket::shutdown_send, ignored);
-                self->down_done_ = true;
-                return self->maybe_finish();
-            }
-            self->bytes_down_ += n;
-            net::async_write(self->client_, net::buffer(self->down_.data(), n),
-                             [self](const boost::system::error_code& write_error, std::size_t) {
-                                 if (write_error) return self->close();
-                                 self->pump_down();
-                             });
-        });
-    }
+    void pump_up() { pump(client_, upstream_, up_); }
+    void pump_down() { pump(upstream_, client_, down_); }
 
     void maybe_finish() {
-        if (up_done_ && down_done_) close();
+        if (up_.done && down_.done) close();
     }
 
     void record(Verdict verdict, const std::string& rule, const std::string& reason) {
@@ -404,19 +399,15 @@ private:
     net::steady_timer timer_;
     beast::flat_buffer buffer_;
     http::request_parser<http::empty_body> parser_;
-    std::array<char, 64 * 1024> up_{};
-    std::array<char, 64 * 1024> down_{};
+    Direction up_;   // container → upstream
+    Direction down_; // upstream → container
     Target target_;
     Decision decision_;
     std::string method_;
     std::string path_;
     std::string cut_reason_;
     std::int64_t audit_id_ = 0;
-    std::uint64_t bytes_up_ = 0;
-    std::uint64_t bytes_down_ = 0;
     bool tunnelling_ = false;
-    bool up_done_ = false;
-    bool down_done_ = false;
     bool closed_ = false;
 };
 
