@@ -1,5 +1,8 @@
 #include "api/routes.hpp"
 
+#include "secrets/providers.hpp"
+#include "secrets/secret_store.hpp"
+
 #include "api/routes_json.hpp"
 #include "store/store.hpp"
 
@@ -155,7 +158,7 @@ json::array json_list(const std::vector<T>& items, ToJson to_json_fn) {
 
 Response Routes::dispatch(const Call& call) {
     const std::string& resource = call.segments[0];
-    if (call.segments.size() > (resource == "sessions" ? 3u : 2u))
+    if (call.segments.size() > (resource == "sessions" || resource == "accounts" ? 3u : 2u))
         return no_route(call.method, call.target);
     if (resource == "status") return status(call);
     if (resource == "plugins") return plugins(call);
@@ -324,7 +327,51 @@ Response Routes::create_project(const Call& call) {
 
 // ---- accounts ---------------------------------------------------------------------
 
+boost::json::object Routes::account_json(const store::Account& account) const {
+    auto object = to_json(account);
+    object["has_secret"] = info_.secrets != nullptr && info_.secrets->has(account.id);
+    return object;
+}
+
+// PUT /api/v1/accounts/{id}/secret {"value": KEY} and DELETE. The value is never echoed,
+// logged or returned; an account only says has_secret.
+Response Routes::account_secret(const Call& call, std::int64_t id) {
+    if (call.method != "PUT" && call.method != "DELETE")
+        return not_allowed(call.method, call.target, {"PUT", "DELETE"});
+    if (info_.secrets == nullptr)
+        return error_response(ErrorCode::unavailable, "this handlerd has no secret store");
+    auto account = store_.get_account(id);
+    if (!account) return error_response(account.error());
+    if (call.method == "DELETE") {
+        if (auto removed = info_.secrets->remove(id); !removed) return error_response(removed.error());
+        publish("account.updated", account_json(*account));
+        return no_content();
+    }
+    if (secrets::provider_for(account->kind) == nullptr)
+        return error_response(ErrorCode::invalid_argument,
+                              "account '" + account->name + "' is of kind " + account->kind +
+                                  ", which holds no key (keys are for anthropic-api-key, "
+                                  "claude-subscription, openai-api-key, openrouter-api-key, "
+                                  "mistral-api-key)");
+    auto body = parse_body(call.body);
+    if (!body) return error_response(body.error());
+    BodyReader reader(*body);
+    if (auto known = reader.allow_only({"value"}); !known) return error_response(known.error());
+    auto value = reader.required_string("value");
+    if (!value) return error_response(value.error());
+    auto normalized = secrets::normalize_secret(*value);
+    if (!normalized) return error_response(normalized.error());
+    if (auto stored = info_.secrets->put(id, *normalized); !stored) return error_response(stored.error());
+    publish("account.updated", account_json(*account));
+    return no_content();
+}
+
 Response Routes::accounts(const Call& call) {
+    if (call.segments.size() == 3) {
+        const auto id = parse_id(call.segments[1]);
+        if (!id || call.segments[2] != "secret") return no_route(call.method, call.target);
+        return account_secret(call, *id);
+    }
     if (call.segments.size() == 2) {
         if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
         const auto id = parse_id(call.segments[1]);
@@ -332,15 +379,15 @@ Response Routes::accounts(const Call& call) {
                                        "account '" + call.segments[1] + "' does not exist");
         auto account = store_.get_account(*id);
         if (!account) return error_response(account.error());
-        return json_response(200, to_json(*account));
+        return json_response(200, account_json(*account));
     }
     if (call.method == "GET") {
         if (auto params = query_params(call.query, {}); !params)
             return error_response(params.error());
         auto all = store_.list_accounts();
         if (!all) return error_response(all.error());
-        return json_response(200, json::object{{"accounts", json_list(*all, [](const auto& a) {
-                                                    return to_json(a);
+        return json_response(200, json::object{{"accounts", json_list(*all, [this](const auto& a) {
+                                                    return account_json(a);
                                                 })}});
     }
     if (call.method != "POST") return not_allowed(call.method, call.target, {"GET", "POST"});
@@ -357,7 +404,7 @@ Response Routes::accounts(const Call& call) {
     if (!context) return error_response(context.error());
     auto account = store_.create_account({*name, *kind, context->value_or(std::nullopt)});
     if (!account) return error_response(account.error());
-    auto json_account = to_json(*account);
+    auto json_account = account_json(*account);
     publish("account.created", json_account);
     return created(json_account, "/api/v1/accounts/" + std::to_string(account->id));
 }

@@ -25,6 +25,9 @@
 namespace handler::store {
 class Store;
 }
+namespace handler::secrets {
+class SecretStore;
+}
 
 namespace handler::api {
 
@@ -40,6 +43,8 @@ struct DaemonInfo {
     std::filesystem::path home_dir;
     // Starts, stops and removes sessions; null → those routes answer 503.
     SessionControl* sessions = nullptr;
+    // Accounts' keys; null → the key routes answer 503.
+    secrets::SecretStore* secrets = nullptr;
 };
 
 class Routes final : public RequestHandler {
@@ -58,6 +63,8 @@ private:
     Response contexts(const Call& call);
     Response projects(const Call& call);
     Response accounts(const Call& call);
+    Response account_secret(const Call& call, std::int64_t id);
+    boost::json::object account_json(const store::Account& account) const;
     Response agents(const Call& call);
     Response sessions(const Call& call);
     Response start_session(const Call& call);

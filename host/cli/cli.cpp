@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -54,6 +55,8 @@ struct Options {
     bool read_only = false;
     std::optional<std::string> session_network;
     std::string host;
+    std::string kind;
+    bool key_stdin = false;
 };
 
 struct Tree {
@@ -78,6 +81,9 @@ struct Tree {
     CLI::App* session_list = nullptr;
     CLI::App* session_stop = nullptr;
     CLI::App* session_rm = nullptr;
+    CLI::App* account_add = nullptr;
+    CLI::App* account_list = nullptr;
+    CLI::App* account_set_key = nullptr;
     CLI::App* network_log = nullptr;
     CLI::App* network_learned = nullptr;
     CLI::App* network_allow = nullptr;
@@ -233,6 +239,22 @@ Tree define(CLI::App& app, Options& options) {
     tree.session_rm = session->add_subcommand("rm", "Remove an ended session and its output");
     tree.session_rm->add_option("ID", options.target, "The session id")->required();
     tree.session_rm->add_flag("-f,--force", options.force, "Stop it first if it still runs");
+
+    auto* account = app.add_subcommand("account", "Accounts: API keys and logins agents run on");
+    account->require_subcommand(1);
+    tree.account_add = account->add_subcommand(
+        "add", "Add an account; its key is read from stdin, never from the command line");
+    tree.account_add->add_option("NAME", options.name,
+                                 "Its name; anthropic, claude, openai, openrouter or mistral "
+                                 "also pick the kind")
+        ->required();
+    tree.account_add->add_option("--kind", options.kind, "anthropic-api-key, openai-api-key, ...");
+    tree.account_add->add_option("--context", options.context, "Its context");
+    tree.account_add->add_flag("--api-key-stdin", options.key_stdin, "Read the key from stdin");
+    tree.account_list = account->add_subcommand("list", "List accounts (never their keys)");
+    add_json_flag(tree.account_list, options);
+    tree.account_set_key = account->add_subcommand("set-key", "Replace an account's key (stdin)");
+    tree.account_set_key->add_option("NAME", options.name, "The account")->required();
 
     auto* network = app.add_subcommand("network", "What sessions reached, and what they may reach");
     network->require_subcommand(1);
@@ -744,6 +766,62 @@ int command_network_log(Session& session, const Options& options) {
     }
 }
 
+std::optional<std::int64_t> account_id(Session& session, const std::string& name) {
+    auto answer = session.call("GET", "/api/v1/accounts");
+    if (!answer) return std::nullopt;
+    for (const auto& account : answer->as_object().at("accounts").as_array())
+        if (account.as_object().at("name").as_string() == name)
+            return account.as_object().at("id").to_number<std::int64_t>();
+    session.fail("no account named '" + name + "'; `handler account list` shows them");
+    return std::nullopt;
+}
+
+int send_key(Session& session, std::int64_t id) {
+    auto value = read_secret(session.context().input_fd, session.context().err);
+    if (!value) return session.fail(value.error().message, kExitUsage);
+    json::value body = {{"value", *value}};
+    if (!session.call("PUT", "/api/v1/accounts/" + std::to_string(id) + "/secret", &body))
+        return session.exit_code();
+    return kExitOk;
+}
+
+int command_account_add(Session& session, const Options& options) {
+    static const std::map<std::string, std::string, std::less<>> kShortNames = {
+        {"anthropic", "anthropic-api-key"}, {"claude", "claude-subscription"},
+        {"openai", "openai-api-key"},       {"openrouter", "openrouter-api-key"},
+        {"mistral", "mistral-api-key"},
+    };
+    std::string kind = options.kind;
+    if (kind.empty()) {
+        const auto found = kShortNames.find(options.name);
+        if (found == kShortNames.end())
+            return session.fail("give --kind (anthropic-api-key, openai-api-key, ...) for account '" +
+                                    options.name + "'",
+                                kExitUsage);
+        kind = found->second;
+    }
+    json::object body = {{"name", options.name}, {"kind", kind}};
+    if (!options.context.empty()) body["context"] = options.context;
+    json::value value = body;
+    auto created = session.call("POST", "/api/v1/accounts", &value);
+    if (!created) return session.exit_code();
+    if (options.key_stdin)
+        if (const int code = send_key(session, created->as_object().at("id").to_number<std::int64_t>());
+            code != kExitOk)
+            return code;
+    session.context().out << "Added account " << options.name << " (" << kind
+                          << (options.key_stdin ? ", key stored" : "") << ").\n";
+    return kExitOk;
+}
+
+int command_account_set_key(Session& session, const Options& options) {
+    auto id = account_id(session, options.name);
+    if (!id) return session.exit_code();
+    if (const int code = send_key(session, *id); code != kExitOk) return code;
+    session.context().out << "Stored the key of account " << options.name << ".\n";
+    return kExitOk;
+}
+
 int command_network_learned(Session& session, const Options& options) {
     return command_list(session, options, session_path(options.target) + "/learned", "learned",
                         {"host", "port", "count", "first_seen", "last_seen"});
@@ -804,6 +882,11 @@ int run_cli(const std::vector<std::string>& arguments, CliContext& context) {
                                 {"id", "harness", "state", "exit_code", "mode", "message"});
         if (tree.session_stop->parsed()) return command_session_stop(session, options);
         if (tree.session_rm->parsed()) return command_session_rm(session, options);
+        if (tree.account_add->parsed()) return command_account_add(session, options);
+        if (tree.account_list->parsed())
+            return command_list(session, options, "/api/v1/accounts", "accounts",
+                                {"name", "kind", "context", "has_secret"});
+        if (tree.account_set_key->parsed()) return command_account_set_key(session, options);
         if (tree.network_log->parsed()) return command_network_log(session, options);
         if (tree.network_learned->parsed()) return command_network_learned(session, options);
         if (tree.network_allow->parsed()) {

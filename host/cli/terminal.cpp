@@ -4,7 +4,9 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <ostream>
 
 namespace handler::cli {
 
@@ -23,6 +25,35 @@ RawMode::~RawMode() {
     termios original{};
     std::memcpy(&original, saved_.data(), sizeof original);
     ::tcsetattr(fd_, TCSANOW, &original);
+}
+
+Result<std::string> read_secret(int fd, std::ostream& prompt) {
+    if (fd < 0) return make_error(ErrorCode::invalid_argument, "no input to read the key from");
+    const bool terminal = ::isatty(fd) != 0;
+    termios original{};
+    const bool quiet = terminal && ::tcgetattr(fd, &original) == 0;
+    if (quiet) {
+        termios silent = original;
+        silent.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+        ::tcsetattr(fd, TCSANOW, &silent);
+        prompt << "Paste the key, then press Enter: " << std::flush;
+    }
+    std::string value;
+    char buffer[4096];
+    for (;;) {
+        const ssize_t got = ::read(fd, buffer, sizeof buffer);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        value.append(buffer, static_cast<std::size_t>(got));
+        if (value.size() > 64 * 1024) break;
+        if (terminal && value.find('\n') != std::string::npos) break;
+    }
+    if (quiet) {
+        ::tcsetattr(fd, TCSANOW, &original);
+        prompt << '\n';
+    }
+    if (value.size() > 64 * 1024) return make_error(ErrorCode::too_large, "more than 64 KiB on stdin; that is not a key");
+    return value;
 }
 
 std::optional<std::pair<std::uint16_t, std::uint16_t>> window_size(int fd) {

@@ -6,6 +6,7 @@
 #include "core/result.hpp"
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,10 @@ private:
     bool active_ = false;
     std::vector<unsigned char> saved_; // struct termios, kept opaque here
 };
+
+// Reads a key from `fd` until end of input or, on a terminal, the end of the line, with
+// echo off there (the prompt goes to `prompt`). Never more than 64 KiB.
+Result<std::string> read_secret(int fd, std::ostream& prompt);
 
 // rows, cols of the terminal on `fd`; nullopt when it is none.
 std::optional<std::pair<std::uint16_t, std::uint16_t>> window_size(int fd);

@@ -12,6 +12,7 @@
 #include "runtime/podman_runtime.hpp"
 #include "runtime/process.hpp"
 #include "network/policy.hpp"
+#include "secrets/secret_store.hpp"
 #include "sessions/session_manager.hpp"
 #include "settings/settings.hpp"
 #include "store/store.hpp"
@@ -186,6 +187,8 @@ int run_daemon(const DaemonOptions& options) {
     sessions::SessionManager session_manager(io, **store, container_runtime, launcher,
                                              harness_exists, events, clock, session_options);
     info.sessions = &session_manager;
+    secrets::SecretStore secret_store(paths->data_dir / "secrets");
+    info.secrets = &secret_store;
     api::Routes routes(**store, events, clock, info);
 
     api::ServerOptions server_options;

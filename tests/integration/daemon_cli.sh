@@ -62,6 +62,24 @@ expect_eq "$(json_get "$(handler agent list --all --json)" "len(d)")" 1
 handler agent rm reviewer >/dev/null
 expect_eq "$(json_get "$(handler agent list --json)" "len(d)")" 0
 
+# A key goes in through stdin only, lands in a 0600 file, and is never shown, logged or
+# put in the database.
+key="sk-ant-api03-IntegrationTestKey$RANDOM$RANDOM"
+printf '%s\n' "$key" | handler account add anthropic --api-key-stdin >/dev/null
+expect_eq "$(json_get "$(handler account list --json)" "d[0]['has_secret']")" True "has_secret"
+expect_eq "$(json_get "$(handler account list --json)" "d[0]['kind']")" anthropic-api-key "kind from the name"
+key_file="$XDG_DATA_HOME/handler/secrets/1.key"
+expect_eq "$(stat -c %a "$key_file")" 600 "key file mode"
+expect_eq "$(cat "$key_file")" "$key" "the stored key"
+if grep -rqa "IntegrationTestKey" "$XDG_DATA_HOME/handler/handler.db" "$XDG_DATA_HOME/handler/handlerd.log" \
+     "$XDG_CONFIG_HOME/handler" 2>/dev/null; then
+  fail "the key appears outside its file"
+fi
+set +e; out=$(printf 'short\n' | handler account set-key anthropic 2>&1); code=$?; set -e
+expect_eq "$code" 1 "a malformed key"
+case "$out" in *"8 to 4096"*) ;; *) fail "set-key did not say why: $out";; esac
+expect_eq "$(cat "$key_file")" "$key" "a refused key leaves the stored one alone"
+
 # Sessions: unknown names and folders outside every project are refused with the fix;
 # as root (CI runs this file as root) no session starts at all, and nothing is recorded.
 set +e; out=$(handler run nobody -p true 2>&1); code=$?; set -e

@@ -1,5 +1,7 @@
 #include "api/routes.hpp"
 
+#include "secrets/secret_store.hpp"
+
 #include "store/store.hpp"
 #include "support/fakes.hpp"
 #include "support/records.hpp"
@@ -19,6 +21,7 @@ using handler::testing::session_of;
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
+using handler::testing::contains;
 using handler::testing::FakeClock;
 using handler::testing::TempDir;
 
@@ -646,6 +649,49 @@ TEST_F(RoutesTest, WithoutASessionServiceTheSessionActionsAre503) {
     EXPECT_EQ(call("POST", "/api/v1/sessions", R"({"directory":"/a"})").status, 503u);
     EXPECT_EQ(call("POST", "/api/v1/sessions/s_1/stop").status, 503u);
     EXPECT_EQ(call("GET", "/api/v1/sessions/s_1/log").status, 503u);
+}
+
+// ---- account keys ---------------------------------------------------------------
+
+class AccountKeyRoutesTest : public RoutesTest {
+protected:
+    void SetUp() override {
+        RoutesTest::SetUp();
+        auto with_secrets = info();
+        with_secrets.secrets = &secrets_;
+        routes_ = std::make_unique<Routes>(*store_, hub_, clock_, with_secrets);
+    }
+    secrets::SecretStore secrets_{dir_ / "data/secrets"};
+};
+
+TEST_F(AccountKeyRoutesTest, AKeyIsStoredNeverEchoedAndShownOnlyAsHasSecret) {
+    auto created = call("POST", "/api/v1/accounts", R"({"name":"anthropic","kind":"anthropic-api-key"})");
+    ASSERT_EQ(created.status, 201u) << created.body;
+    EXPECT_EQ(parse(created).at("has_secret"), false);
+    const std::string key = "sk-ant-api03-ThisIsTheRealKey0123456789";
+    auto stored = call("PUT", "/api/v1/accounts/1/secret", R"({"value":"  )" + key + R"(\n"})");
+    EXPECT_EQ(stored.status, 204u) << stored.body;
+    EXPECT_EQ(*secrets_.get(1), std::optional<std::string>(key)) << "trimmed";
+    auto listed = call("GET", "/api/v1/accounts");
+    EXPECT_EQ(parse(listed).at("accounts").at(0).at("has_secret"), true);
+    EXPECT_FALSE(contains(listed.body, "ThisIsTheRealKey"));
+    for (const auto& event : events_)
+        EXPECT_FALSE(contains(json::serialize(event), "ThisIsTheRealKey")) << "events never carry it";
+    EXPECT_EQ(call("DELETE", "/api/v1/accounts/1/secret").status, 204u);
+    EXPECT_FALSE(secrets_.has(1));
+}
+
+TEST_F(AccountKeyRoutesTest, KeysAreRefusedWhereTheyMakeNoSense) {
+    ASSERT_EQ(call("POST", "/api/v1/accounts", R"({"name":"local","kind":"ollama"})").status, 201u);
+    auto no_key_kind = call("PUT", "/api/v1/accounts/1/secret", R"({"value":"abcdefgh12345"})");
+    EXPECT_EQ(no_key_kind.status, 400u);
+    EXPECT_TRUE(contains(message(no_key_kind), "holds no key")) << message(no_key_kind);
+    ASSERT_EQ(call("POST", "/api/v1/accounts", R"({"name":"oa","kind":"openai-api-key"})").status, 201u);
+    auto bad = call("PUT", "/api/v1/accounts/2/secret", R"({"value":"has spaces in it"})");
+    EXPECT_EQ(bad.status, 400u);
+    EXPECT_FALSE(contains(bad.body, "has spaces in it")) << "the message never quotes the value";
+    EXPECT_EQ(call("PUT", "/api/v1/accounts/99/secret", R"({"value":"abcdefgh12345"})").status, 404u);
+    EXPECT_EQ(call("GET", "/api/v1/accounts/2/secret").status, 405u) << "a key is never read back";
 }
 
 } // namespace
