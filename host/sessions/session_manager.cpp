@@ -272,7 +272,12 @@ public:
         boost::system::error_code ignored;
         acceptor_.close(ignored);
         link_timer_.cancel();
-        if (link_) link_->socket.close(ignored);
+        // What is queued for the shim (the EXIT_ACK that lets it end at once) still goes
+        // out; the connection closes after it.
+        if (link_) {
+            link_->close_when_flushed = true;
+            if (!link_->writing) link_->socket.close(ignored);
+        }
         link_.reset();
         std::error_code ignored_fs;
         if (!socket_path_.empty()) fs::remove(socket_path_, ignored_fs);
@@ -369,6 +374,7 @@ private:
         std::array<char, 16 * 1024> buffer{};
         bool writing = false;
         bool resumed = false;
+        bool close_when_flushed = false;
         std::uint64_t next = 0; // the shim offset expected next
     };
 
@@ -514,20 +520,26 @@ private:
     void send(std::string frames) {
         if (!link_ || frames.empty()) return;
         link_->outgoing.push_back(std::move(frames));
-        if (!link_->writing) write(link_);
+        if (!link_->writing) write(link_, weak_from_this());
     }
 
-    void write(const std::shared_ptr<Link>& link) {
+    // Static, so a closing link can finish its writes after its channel is gone.
+    static void write(const std::shared_ptr<Link>& link, std::weak_ptr<Channel> channel) {
         link->writing = true;
         net::async_write(link->socket, net::buffer(link->outgoing.front()),
-                         [weak = weak_from_this(), link](const boost::system::error_code& error,
-                                                         std::size_t) {
+                         [weak = std::move(channel), link](const boost::system::error_code& error,
+                                                           std::size_t) {
                              link->writing = false;
                              link->outgoing.pop_front();
+                             if (link->close_when_flushed) {
+                                 boost::system::error_code ignored;
+                                 if (error || link->outgoing.empty()) return link->socket.close(ignored);
+                                 return write(link, weak);
+                             }
                              auto self = weak.lock();
                              if (!self || self->link_ != link) return;
                              if (error) return self->drop_link("write to the shim failed");
-                             if (!link->outgoing.empty()) self->write(link);
+                             if (!link->outgoing.empty()) write(link, weak);
                          });
     }
 

@@ -49,6 +49,7 @@ inside=$(handler run web -p "
   printf 'GET http://blocked.test:$port/hello.txt HTTP/1.1\r\nHost: blocked.test\r\n\r\n' |
     nc 127.0.0.1 3128 | head -n 20 | sed 's/^/blocked: /'
   printf 'CONNECT 127.0.0.1:$api_port HTTP/1.1\r\n\r\n' | nc 127.0.0.1 3128 | head -n1 | sed 's/^/loopback: /'
+  echo interfaces=\$(ls /sys/class/net | tr '\n' ' ')
   if nc -w 2 1.1.1.1 80 </dev/null; then echo raw-out=open; else echo raw-out=closed; fi
   if nc -w 2 127.0.0.1 $api_port </dev/null; then echo api=open; else echo api=closed; fi
   if nc -w 2 127.0.0.1 $port </dev/null; then echo host-loopback=open; else echo host-loopback=closed; fi
@@ -61,6 +62,9 @@ grep -qx "allowed=hello-through-proxy" <<<"$inside" || fail "the allowed host wa
 grep -q "blocked: HTTP/1.1 403 Forbidden" <<<"$inside" || fail "the refused host did not get a 403"
 grep -q "handler network allow web blocked.test" <<<"$inside" || fail "the 403 does not say how to allow it"
 grep -q "loopback: HTTP/1.1 403" <<<"$inside" || fail "CONNECT to handlerd's port was not refused"
+# This machine reaches no outside address either way, so the proof that nothing but the
+# proxy leads out is that the container has no interface but loopback.
+grep -qx "interfaces=lo" <<<"$inside" || fail "the session has a network interface besides lo"
 grep -qx "raw-out=closed" <<<"$inside" || fail "raw TCP out of the session worked"
 grep -qx "api=closed" <<<"$inside" || fail "handlerd's API port was reachable from inside"
 grep -qx "host-loopback=closed" <<<"$inside" || fail "the host's loopback was reachable from inside"

@@ -6,6 +6,8 @@
 // Usage: shim_bridge_test PATH_TO_HANDLER_SHIM [gtest flags]
 // The binary also serves as a session program: `shim_bridge_test --client PORT` connects
 // to 127.0.0.1:PORT once, at once, sends "hello" and prints what comes back.
+#include "support.hpp"
+
 #include <handler/shim_protocol.hpp>
 
 #include <gtest/gtest.h>
@@ -44,6 +46,11 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
+// Its own prefix, so a leftover folder says which test program left it.
+struct TempDir : testing::TempDir {
+    TempDir() : testing::TempDir("handler-bridge-it") {}
+};
+
 std::string g_shim_path;
 std::string g_self_path;
 constexpr auto kTimeout = 10s;
@@ -76,23 +83,6 @@ std::size_t count_of(const std::string& text, std::string_view what) {
     return count;
 }
 
-class TempDir {
-public:
-    TempDir() {
-        std::string pattern = "/tmp/handler-bridge-it-XXXXXX";
-        if (!mkdtemp(pattern.data())) std::abort();
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-    fs::path path_;
-};
-
 // An fd closed when it goes out of scope.
 class Fd {
 public:
@@ -116,22 +106,11 @@ private:
     int fd_ = -1;
 };
 
-sockaddr_un unix_address(const std::string& path) {
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
-    return address;
-}
-
 // The fake egress proxy: a unix socket listener.
 class ProxyListener {
 public:
     explicit ProxyListener(std::string path, int backlog = 16) : path_(std::move(path)) {
-        fd_ = Fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        const auto address = unix_address(path_);
-        if (bind(fd_.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
-            listen(fd_.get(), backlog) != 0)
-            ADD_FAILURE() << "cannot listen on " << path_ << ": " << std::strerror(errno);
+        fd_ = Fd(testing::listen_unix(path_, backlog));
     }
     ~ProxyListener() { unlink(path_.c_str()); }
     // Stops listening but leaves the socket file, as a handlerd that died would.
@@ -139,9 +118,7 @@ public:
 
     // The next connection, or an invalid Fd after the timeout.
     Fd accept(std::chrono::milliseconds timeout = kTimeout) {
-        pollfd polled{fd_.get(), POLLIN, 0};
-        if (poll(&polled, 1, static_cast<int>(timeout.count())) != 1) return Fd();
-        Fd fd(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        Fd fd(testing::accept_within(fd_.get(), timeout));
         if (fd.ok()) set_timeouts(fd.get());
         return fd;
     }
@@ -156,11 +133,7 @@ private:
 class FakeHandlerd {
 public:
     explicit FakeHandlerd(std::string path) : path_(std::move(path)) {
-        listen_fd_ = Fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        const auto address = unix_address(path_);
-        if (bind(listen_fd_.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
-            listen(listen_fd_.get(), 4) != 0)
-            ADD_FAILURE() << "cannot listen on " << path_ << ": " << std::strerror(errno);
+        listen_fd_ = Fd(testing::listen_unix(path_, 4));
         int wake[2];
         if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) std::abort();
         wake_read_ = Fd(wake[0]);

@@ -1,6 +1,8 @@
 // The real, statically linked handler-shim from this build, run on the host (no podman)
 // against a unix socket this test listens on, playing handlerd's part of the protocol.
 // Usage: shim_integration_test PATH_TO_HANDLER_SHIM [gtest flags]
+#include "support.hpp"
+
 #include <handler/shim_protocol.hpp>
 
 #include <gtest/gtest.h>
@@ -30,6 +32,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
+using testing::TempDir;
 
 std::string g_shim_path;
 constexpr auto kTimeout = 10s;
@@ -39,45 +42,15 @@ int remaining_ms(Clock::time_point deadline) {
     return static_cast<int>(std::max<std::int64_t>(0, left.count()));
 }
 
-class TempDir {
-public:
-    TempDir() {
-        std::string pattern = "/tmp/handler-shim-it-XXXXXX";
-        if (!mkdtemp(pattern.data())) std::abort();
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-    fs::path path_;
-};
-
 class Listener {
 public:
-    explicit Listener(std::string path) : path_(std::move(path)) {
-        fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_un address{};
-        address.sun_family = AF_UNIX;
-        std::strncpy(address.sun_path, path_.c_str(), sizeof address.sun_path - 1);
-        if (bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-            listen(fd_, 4) != 0) {
-            ADD_FAILURE() << "cannot listen on " << path_ << ": " << std::strerror(errno);
-        }
-    }
+    explicit Listener(std::string path) : path_(std::move(path)), fd_(testing::listen_unix(path_, 4)) {}
     ~Listener() {
         close(fd_);
         unlink(path_.c_str());
     }
     // Returns the accepted fd, or -1 after the timeout.
-    int accept(std::chrono::milliseconds timeout = kTimeout) {
-        pollfd polled{fd_, POLLIN, 0};
-        if (poll(&polled, 1, static_cast<int>(timeout.count())) != 1) return -1;
-        return ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    }
+    int accept(std::chrono::milliseconds timeout = kTimeout) { return testing::accept_within(fd_, timeout); }
 
 private:
     std::string path_;
