@@ -47,9 +47,22 @@ private:
     std::string pending_;
 };
 
+// The variable each provider's own SDKs and CLIs read their key from. A shell agent with
+// an account gets its key's stand-in there, so a script in the session (curl, an SDK)
+// reaches the provider through the egress proxy, which puts the real key in.
+const char* key_variable(std::string_view account_kind) {
+    if (account_kind == "anthropic-api-key") return "ANTHROPIC_API_KEY";
+    if (account_kind == "claude-subscription") return "CLAUDE_CODE_OAUTH_TOKEN";
+    if (account_kind == "openai-api-key") return "OPENAI_API_KEY";
+    if (account_kind == "openrouter-api-key") return "OPENROUTER_API_KEY";
+    if (account_kind == "mistral-api-key") return "MISTRAL_API_KEY";
+    return nullptr;
+}
+
 class ShellHarness : public handler::sdk::Harness {
 public:
-    // No hosts and no credentials: a shell reaches only what the session allows.
+    // No hosts of its own: a shell reaches only what the session allows. Any key kind
+    // works (key_variable).
     std::string describe() override {
         return R"({"default_hosts":[],"credentials":[],"models":[],"modes":[],)"
                R"("launch_modes":["interactive","headless"],"events":"text"})";
@@ -78,6 +91,8 @@ public:
             launch.arguments(request.extra_args);
         }
         if (!request.project_path.empty()) launch.workdir(request.project_path);
+        if (const char* variable = key_variable(request.account_kind))
+            launch.env_from_secret(variable, request.account_kind);
     }
 
     std::unique_ptr<handler::sdk::EventParser> open_events(std::string_view) override {

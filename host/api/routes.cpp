@@ -669,6 +669,7 @@ Response Routes::sessions(const Call& call) {
                                         {"port", entry.port}, {"method", entry.method},
                                         {"path", entry.path}, {"verdict", entry.verdict},
                                         {"rule", entry.rule}, {"reason", entry.reason},
+                                        {"secret", entry.secret},
                                         {"bytes_up", entry.bytes_up}, {"bytes_down", entry.bytes_down},
                                         {"ended_at", entry.ended_at ? json::value(*entry.ended_at) : nullptr}});
         return json_response(200, json::object{{"entries", std::move(list)}});

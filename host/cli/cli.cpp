@@ -753,7 +753,7 @@ int command_network_log(Session& session, const Options& options) {
                                   std::string(object.at("path").as_string());
             }
             print_table(session.context().out, entries,
-                        {"id", "method", "where", "verdict", "rule", "bytes_up", "bytes_down", "reason"});
+                        {"id", "method", "where", "verdict", "rule", "secret", "bytes_up", "bytes_down", "reason"});
             header = false;
         }
         session.context().out.flush();

@@ -11,8 +11,10 @@
 #include "runtime/image_builder.hpp"
 #include "runtime/podman_runtime.hpp"
 #include "runtime/process.hpp"
+#include "network/egress_proxy.hpp"
 #include "network/policy.hpp"
 #include "secrets/secret_store.hpp"
+#include "tls/ca.hpp"
 #include "sessions/session_manager.hpp"
 #include "settings/settings.hpp"
 #include "store/store.hpp"
@@ -152,7 +154,17 @@ int run_daemon(const DaemonOptions& options) {
     runtime::SystemCommandRunner command_runner;
     runtime::PodmanRuntime container_runtime(
         command_runner, runtime::PodmanOptions::for_user(info.home_dir, *paths, ::getuid()));
+    // Keys: their files, the CA whose leaves the proxy shows for the hosts they go to,
+    // and the TLS contexts built from it (docs/network.md, "Keys").
+    secrets::SecretStore secret_store(paths->data_dir / "secrets");
+    auto authority = tls::CertificateAuthority::load_or_create(paths->data_dir / "tls", clock);
+    if (!authority) return refuse(readiness, authority.error().message);
+    auto tls_contexts = network::TlsContexts::create(**authority);
+    if (!tls_contexts) return refuse(readiness, tls_contexts.error().message);
     sessions::SessionManagerOptions session_options;
+    session_options.secret_store = &secret_store;
+    session_options.tls = tls_contexts->get();
+    session_options.ca_certificate_pem = (*authority)->certificate_pem();
     session_options.control_root = paths->runtime_dir / "sessions";
     session_options.output_root = paths->data_dir / "sessions";
     session_options.helper_dir = builtin_helper_dir();
@@ -187,7 +199,6 @@ int run_daemon(const DaemonOptions& options) {
     sessions::SessionManager session_manager(io, **store, container_runtime, launcher,
                                              harness_exists, events, clock, session_options);
     info.sessions = &session_manager;
-    secrets::SecretStore secret_store(paths->data_dir / "secrets");
     info.secrets = &secret_store;
     api::Routes routes(**store, events, clock, info);
 

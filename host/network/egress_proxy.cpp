@@ -1,5 +1,7 @@
 #include "network/egress_proxy.hpp"
 
+#include "network/interception.hpp"
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference" // Asio false positives (server_state.hpp)
 #include <boost/asio/connect.hpp>
@@ -21,6 +23,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstring>
@@ -94,10 +97,21 @@ private:
     std::map<std::string, std::vector<Address>> overrides_;
 };
 
+} // namespace
+
 std::string text_response(unsigned status, const char* reason, const std::string& body) {
     return "HTTP/1.1 " + std::to_string(status) + " " + reason +
            "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
            std::to_string(body.size() + 1) + "\r\nConnection: close\r\n\r\n" + body + "\n";
+}
+
+namespace {
+
+std::string exfiltration_reason(const SecretBinding& binding, const std::string& host) {
+    std::string hosts;
+    for (const auto& each : binding.hosts) hosts += (hosts.empty() ? "" : ", ") + each;
+    return "exfiltration attempt: a request to " + host + " carries the session's stand-in for its " +
+           binding.name + " key, which only ever goes to " + hosts + "; it was refused and logged";
 }
 
 } // namespace
@@ -107,11 +121,10 @@ class ProxyConnection;
 
 struct EgressProxy::Impl : std::enable_shared_from_this<Impl> {
     Impl(net::io_context& io_context, ProxyOptions proxy_options, PolicySource source,
-         Resolver& name_resolver, AuditSink& audit_sink, Now clock,
-         std::vector<Address> own)
+         ProxyServices proxy_services, Now clock, std::vector<Address> own)
         : io(io_context), options(std::move(proxy_options)), policy(std::move(source)),
-          resolver(name_resolver), audit(audit_sink), now(std::move(clock)),
-          own_addresses(std::move(own)), acceptor(io_context) {}
+          resolver(*proxy_services.resolver), audit(*proxy_services.audit), services(proxy_services),
+          now(std::move(clock)), own_addresses(std::move(own)), acceptor(io_context) {}
 
     void accept();
 
@@ -120,6 +133,7 @@ struct EgressProxy::Impl : std::enable_shared_from_this<Impl> {
     PolicySource policy;
     Resolver& resolver;
     AuditSink& audit;
+    const ProxyServices services;
     Now now;
     const std::vector<Address> own_addresses;
     local::acceptor acceptor;
@@ -157,6 +171,7 @@ public:
         closed_ = true;
         boost::system::error_code ignored;
         timer_.cancel();
+        if (interception_) return interception_->close(cut_reason_); // it finishes the entry
         client_.close(ignored);
         upstream_.close(ignored);
         if (audit_id_ != 0)
@@ -235,6 +250,15 @@ private:
         target_ = *parsed;
         decision_ = decide(owner_.policy(), target_, owner_.now());
         if (decision_.verdict == Verdict::deny) return deny(decision_.rule, decision_.reason, 403, "Forbidden");
+        if (owner_.services.secrets) bindings_ = owner_.services.secrets->bindings();
+        scanner_ = StandInScanner(bindings_, target_.host);
+        if (request.method() != http::verb::connect) {
+            std::ostringstream head;
+            head << request.base();
+            plain_head_ = head.str();
+            if (const auto* found = scanner_.find_in(plain_head_))
+                return deny(decision_.rule, exfiltration_reason(*found, target_.host), 403, "Forbidden");
+        }
         if (target_.ip) return connect({*parse_address(target_.host)});
         // Strong: while the name resolves, nothing else holds this connection.
         owner_.resolver.resolve(target_.host, [self = shared_from_this()](Result<std::vector<Address>> addresses) {
@@ -256,6 +280,7 @@ private:
             }
             endpoints.emplace_back(to_asio(address), target_.port);
         }
+        endpoints_ = endpoints;
         if (endpoints.empty())
             return deny(decision_.rule, refusal.empty() ? target_.host + " has no address" : refusal, 403,
                         "Forbidden");
@@ -277,27 +302,64 @@ private:
     void on_connected() {
         boost::system::error_code ignored;
         upstream_.set_option(tcp::no_delay(true), ignored);
-        std::string first;
         if (parser_.get().method() == http::verb::connect) {
             static constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
             auto reply = std::make_shared<std::string>(kEstablished);
             net::async_write(client_, net::buffer(*reply),
                              [self = shared_from_this(), reply](const boost::system::error_code& error, std::size_t) {
                                  if (error) return self->close();
+                                 if (self->intercepts()) return self->intercept();
                                  self->begin_tunnel();
                              });
             return;
         }
         // Plain HTTP: the rewritten head, then whatever body bytes came with it.
-        std::ostringstream head;
-        head << parser_.get().base();
-        auto bytes = std::make_shared<std::string>(head.str());
+        auto bytes = std::make_shared<std::string>(std::move(plain_head_));
         up_.bytes += bytes->size();
         net::async_write(upstream_, net::buffer(*bytes),
                          [self = shared_from_this(), bytes](const boost::system::error_code& error, std::size_t) {
                              if (error) return self->close();
                              self->begin_tunnel();
                          });
+    }
+
+    // TLS is terminated only for a host a key of this session is bound to; everything
+    // else is tunnelled untouched.
+    bool intercepts() const {
+        if (!owner_.services.tls || !owner_.services.secrets) return false;
+        return std::any_of(bindings_.begin(), bindings_.end(),
+                           [&](const SecretBinding& binding) { return binding.bound_to(target_.host); });
+    }
+
+    void intercept() {
+        InterceptionSetup setup(std::move(client_), std::move(upstream_));
+        setup.early_bytes.assign(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+        buffer_.consume(buffer_.size());
+        setup.endpoints = endpoints_;
+        setup.session_id = owner_.options.session_id;
+        setup.host = target_.host;
+        setup.port = target_.port;
+        setup.rule = decision_.rule;
+        setup.bindings = bindings_;
+        setup.secrets = owner_.services.secrets;
+        setup.tls = owner_.services.tls;
+        setup.audit = &owner_.audit;
+        setup.now = owner_.now;
+        setup.header_limit_bytes = owner_.options.header_limit_bytes;
+        setup.connect_timeout = owner_.options.connect_timeout;
+        setup.idle_timeout = owner_.options.idle_timeout;
+        tunnelling_ = true;
+        interception_ = Interception::start(
+            std::move(setup), [self = shared_from_this()](std::uint64_t up, std::uint64_t down,
+                                                          const std::string& reason) {
+                self->up_.bytes = up;
+                self->down_.bytes = down;
+                if (self->audit_id_ != 0)
+                    self->owner_.audit.finish(std::exchange(self->audit_id_, 0), up, down,
+                                              self->cut_reason_.empty() ? reason : self->cut_reason_);
+                self->closed_ = true;
+                self->interception_.reset(); // it holds us through this callback
+            });
     }
 
     // Bytes both ways until both sides are done. Bytes that arrived with the head (a
@@ -309,6 +371,7 @@ private:
                                                        buffer_.size());
             buffer_.consume(buffer_.size());
             up_.bytes += early->size();
+            if (const auto* found = scanner_.feed(*early)) return exfiltrated(*found);
             net::async_write(upstream_, net::buffer(*early),
                              [self = shared_from_this(), early](const boost::system::error_code& error, std::size_t) {
                                  if (error) return self->close();
@@ -321,7 +384,8 @@ private:
     }
 
     // One direction of the tunnel: read, count, write, repeat; at the end of input, pass
-    // the half-close on and mark the direction done.
+    // the half-close on and mark the direction done. Bytes going out pass the stand-in
+    // scanner first (a no-op for a session without keys).
     struct Direction {
         std::array<char, 64 * 1024> buffer{};
         std::uint64_t bytes = 0;
@@ -329,29 +393,46 @@ private:
     };
 
     template <class From, class To>
-    void pump(From& from, To& to, Direction& direction) {
-        from.async_read_some(net::buffer(direction.buffer),
-                             [self = shared_from_this(), &from, &to, &direction](
-                                 const boost::system::error_code& error, std::size_t n) {
-                                 if (self->closed_) return;
-                                 if (error) {
-                                     boost::system::error_code ignored;
-                                     to.shutdown(net::socket_base::shutdown_send, ignored);
-                                     direction.done = true;
-                                     return self->maybe_finish();
-                                 }
-                                 direction.bytes += n;
-                                 net::async_write(to, net::buffer(direction.buffer.data(), n),
-                                                  [self, &from, &to, &direction](
-                                                      const boost::system::error_code& write_error, std::size_t) {
-                                                      if (write_error) return self->close();
-                                                      self->pump(from, to, direction);
-                                                  });
-                             });
+    void pump(From& from, To& to, Direction& direction, StandInScanner* scanner) {
+        from.async_read_some(
+            net::buffer(direction.buffer),
+            [self = shared_from_this(), &from, &to, &direction, scanner](const boost::system::error_code& error,
+                                                                         std::size_t n) {
+                if (self->closed_) return;
+                if (error) {
+                    boost::system::error_code ignored;
+                    to.shutdown(net::socket_base::shutdown_send, ignored);
+                    direction.done = true;
+                    return self->maybe_finish();
+                }
+                direction.bytes += n;
+                const std::string_view out(direction.buffer.data(), n);
+                if (scanner)
+                    if (const auto* found = scanner->feed(out)) return self->exfiltrated(*found);
+                net::async_write(to, net::buffer(out.data(), out.size()),
+                                 [self, &from, &to, &direction, scanner](const boost::system::error_code& write_error,
+                                                                        std::size_t) {
+                                     if (write_error) return self->close();
+                                     self->pump(from, to, direction, scanner);
+                                 });
+            });
     }
 
-    void pump_up() { pump(client_, upstream_, up_); }
-    void pump_down() { pump(upstream_, client_, down_); }
+    void pump_up() { pump(client_, upstream_, up_, &scanner_); }
+    void pump_down() { pump(upstream_, client_, down_, nullptr); }
+
+    // A stand-in on its way to a host it is not bound to: logged as its own refusal, and
+    // the connection cut before the bytes that carry it go on.
+    void exfiltrated(const SecretBinding& binding) {
+        const std::string reason = exfiltration_reason(binding, target_.host);
+        spdlog::warn("session {}: {}", owner_.options.session_id, reason);
+        const auto tunnel = std::exchange(audit_id_, 0);
+        record(Verdict::deny, decision_.rule, reason);
+        owner_.audit.finish(std::exchange(audit_id_, 0), 0, 0, reason);
+        audit_id_ = tunnel;
+        cut_reason_ = "cut: " + reason;
+        close();
+    }
 
     void maybe_finish() {
         if (up_.done && down_.done) close();
@@ -399,6 +480,11 @@ private:
     net::steady_timer timer_;
     beast::flat_buffer buffer_;
     http::request_parser<http::empty_body> parser_;
+    std::vector<tcp::endpoint> endpoints_;
+    std::vector<SecretBinding> bindings_;
+    StandInScanner scanner_;
+    std::string plain_head_;
+    std::shared_ptr<Interception> interception_;
     Direction up_;   // container → upstream
     Direction down_; // upstream → container
     Target target_;
@@ -430,9 +516,9 @@ void EgressProxy::Impl::accept() {
     });
 }
 
-EgressProxy::EgressProxy(net::io_context& io, ProxyOptions options, PolicySource policy, Resolver& resolver,
-                         AuditSink& audit, Now now, std::vector<Address> own)
-    : impl_(std::make_shared<Impl>(io, std::move(options), std::move(policy), resolver, audit, std::move(now),
+EgressProxy::EgressProxy(net::io_context& io, ProxyOptions options, PolicySource policy, ProxyServices services,
+                         Now now, std::vector<Address> own)
+    : impl_(std::make_shared<Impl>(io, std::move(options), std::move(policy), services, std::move(now),
                                    std::move(own))) {}
 
 EgressProxy::~EgressProxy() { stop(); }

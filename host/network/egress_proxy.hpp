@@ -16,6 +16,7 @@
 
 #include "core/result.hpp"
 #include "network/policy.hpp"
+#include "network/secret_binding.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -30,6 +31,10 @@ namespace boost::asio {
 class io_context;
 } // namespace boost::asio
 
+namespace handler::tls {
+class CertificateAuthority;
+} // namespace handler::tls
+
 namespace handler::network {
 
 // One decision, as the audit log keeps it.
@@ -43,6 +48,7 @@ struct AuditEntry {
     Verdict verdict = Verdict::deny;
     std::string rule;
     std::string reason; // why it was refused (or cut)
+    std::string secret; // the key put into this request (intercepted hosts only)
     std::uint64_t bytes_up = 0;
     std::uint64_t bytes_down = 0;
 };
@@ -76,6 +82,27 @@ public:
 std::unique_ptr<Resolver> make_system_resolver(boost::asio::io_context& io,
                                                std::map<std::string, std::vector<Address>> overrides);
 
+// The TLS side of interception, shared by every session's proxy: per-host server
+// contexts built from the CA's leaves (cached), and the client context that verifies
+// real upstreams against the system's trust store (OpenSSL's default paths, so
+// SSL_CERT_FILE/SSL_CERT_DIR apply). Both offer HTTP/1.1 only, which every harness
+// speaks. Used on the io thread only.
+class TlsContexts {
+public:
+    // `ca` must outlive this.
+    static Result<std::unique_ptr<TlsContexts>> create(tls::CertificateAuthority& ca);
+    ~TlsContexts();
+    TlsContexts(const TlsContexts&) = delete;
+    TlsContexts& operator=(const TlsContexts&) = delete;
+
+    struct Impl;
+    Impl& impl() { return *impl_; }
+
+private:
+    explicit TlsContexts(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
 struct ProxyOptions {
     std::filesystem::path socket_path;
     std::string session_id;
@@ -83,6 +110,17 @@ struct ProxyOptions {
     std::chrono::milliseconds header_timeout{30'000};
     std::chrono::milliseconds connect_timeout{10'000};
     std::size_t max_connections = 512;
+    // An intercepted connection with no request for this long is closed.
+    std::chrono::milliseconds idle_timeout{5 * 60'000};
+};
+
+// What a proxy uses and does not own; each must outlive it. `secrets` and `tls` may be
+// null (a session with no keys): then nothing is intercepted.
+struct ProxyServices {
+    Resolver* resolver = nullptr;
+    AuditSink* audit = nullptr;
+    SecretSource* secrets = nullptr;
+    TlsContexts* tls = nullptr;
 };
 
 class EgressProxy {
@@ -90,11 +128,10 @@ public:
     using PolicySource = std::function<Policy()>;
     using Now = std::function<std::int64_t()>;
 
-    // `resolver`, `audit` must outlive the proxy; `policy` is asked on every connection
-    // (and on reevaluate()), so changes apply at once.
+    // `policy` is asked on every connection (and on reevaluate()), so changes apply at
+    // once; so are the session's keys.
     EgressProxy(boost::asio::io_context& io, ProxyOptions options, PolicySource policy,
-                Resolver& resolver, AuditSink& audit, Now now,
-                std::vector<Address> own_addresses);
+                ProxyServices services, Now now, std::vector<Address> own_addresses);
     ~EgressProxy();
     EgressProxy(const EgressProxy&) = delete;
     EgressProxy& operator=(const EgressProxy&) = delete;

@@ -25,6 +25,9 @@ inline constexpr const char* kManagedSelector = "io.handler.managed=1";
 // Where handlerd's own folders appear inside every session container (read-only).
 inline constexpr const char* kControlMountPoint = "/run/handler"; // the shim's socket
 inline constexpr const char* kHelperMountPoint = "/opt/handler";  // handler-shim and co.
+// Debian's (and most distributions') system trust store, where a session's trust bundle
+// goes so tools that read only the system store trust handler's CA too.
+inline constexpr const char* kSystemTrustStore = "/etc/ssl/certs/ca-certificates.crt";
 
 // Zero is never valid (STYLE.md): a zero-filled value reads as a mistake.
 enum class NetworkMode {
@@ -65,6 +68,9 @@ struct ContainerSpec {
     // Empty: not mounted.
     std::filesystem::path control_dir;
     std::filesystem::path helper_dir;
+    // A file directly in control_dir, mounted read-only over kSystemTrustStore: the
+    // system's CAs plus handler's own (docs/network.md, "Keys"). Empty: not mounted.
+    std::filesystem::path trust_bundle;
     NetworkMode network = NetworkMode::none;
     bool tty = false;         // allocate a terminal (interactive harnesses)
     bool interactive = false; // keep stdin open

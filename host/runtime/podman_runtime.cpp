@@ -345,6 +345,18 @@ Result<std::vector<std::string>> PodmanRuntime::run_command(const ContainerSpec&
             return make_error(ErrorCode::conflict,
                               std::string("two mounts at '") + kControlMountPoint + "'");
         argv.push_back("--volume=" + control.string() + ":" + kControlMountPoint + ":ro");
+        if (!spec.trust_bundle.empty()) {
+            const fs::path bundle = fs::canonical(spec.trust_bundle, error);
+            if (error || bundle.parent_path() != control || !fs::is_regular_file(bundle, error))
+                return make_error(ErrorCode::invalid_argument,
+                                  "trust bundle '" + spec.trust_bundle.string() +
+                                      "' must be a file in the session's control folder");
+            if (!destinations.insert(kSystemTrustStore).second)
+                return make_error(ErrorCode::conflict, std::string("two mounts at '") + kSystemTrustStore + "'");
+            argv.push_back("--volume=" + bundle.string() + ":" + kSystemTrustStore + ":ro");
+        }
+    } else if (!spec.trust_bundle.empty()) {
+        return make_error(ErrorCode::invalid_argument, "a trust bundle needs the session's control folder");
     }
     if (!spec.helper_dir.empty()) {
         auto helpers = check_mount_source(spec.helper_dir, "helper program folder");

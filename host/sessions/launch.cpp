@@ -16,10 +16,10 @@ Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
                           "the harness asked for files in the container (" +
                               launch.files.front().path +
                               "), which this version of handlerd cannot place yet");
-    if (!launch.secret_env.empty())
-        return make_error(ErrorCode::unavailable,
-                          "the harness needs secret " + launch.secret_env.front().secret_name +
-                              ", and this version of handlerd has no secret service yet");
+    for (const auto& secret : launch.secret_env)
+        if (!context.stand_ins.contains(secret.secret_name))
+            return make_error(ErrorCode::internal, "no stand-in was made for the harness's " +
+                                                       secret.secret_name + " key");
     if (context.rows == 0 || context.cols == 0)
         return make_error(ErrorCode::invalid_argument, "terminal size must be at least 1x1");
 
@@ -32,6 +32,7 @@ Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
     spec.control_dir = context.control_dir;
     spec.helper_dir = context.helper_dir;
     spec.network = runtime::NetworkMode::none;
+    if (context.trust_ca) spec.trust_bundle = context.control_dir / kTrustBundleName;
 
     const std::string helper = std::string(runtime::kHelperMountPoint) + "/" + kShimProgram;
     spec.argv = {helper, "--connect",
@@ -58,7 +59,19 @@ Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
         for (const char* name : {"NO_PROXY", "no_proxy"})
             spec.env.push_back({name, "localhost,127.0.0.1,::1"});
     }
+    if (context.trust_ca) {
+        // The system store is replaced too (trust_bundle), but many runtimes bring their
+        // own list: these are the variables each reads (Node adds to its list; the
+        // others replace theirs, so they get the whole bundle).
+        const std::string dir = std::string(runtime::kControlMountPoint) + "/";
+        spec.env.push_back({"NODE_EXTRA_CA_CERTS", dir + kCaCertificateName});
+        for (const char* name : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"})
+            spec.env.push_back({name, dir + kTrustBundleName});
+    }
     for (const auto& entry : launch.env) spec.env.push_back({entry.name, entry.value});
+    // Last, so nothing the harness sets can put anything else there.
+    for (const auto& secret : launch.secret_env)
+        spec.env.push_back({secret.name, context.stand_ins.at(secret.secret_name)});
     return spec;
 }
 

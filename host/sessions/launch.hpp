@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 
 namespace handler::sessions {
@@ -30,9 +31,16 @@ struct LaunchContext {
     // Inside the container: the shim bridges 127.0.0.1:proxy_port to the session's
     // egress proxy socket, and the proxy variables point there. 0: none.
     std::uint16_t proxy_port = 0;
+    // The stand-in for each key the harness asked for (secret_env), by secret name.
+    std::map<std::string, std::string> stand_ins;
+    // The control folder holds handler's CA (kCaCertificateName) and the system's CAs plus
+    // it (kTrustBundleName): point every TLS library in the container at them.
+    bool trust_ca = false;
 };
 
 inline constexpr const char* kProxySocketName = "proxy.sock";
+inline constexpr const char* kCaCertificateName = "ca.crt";
+inline constexpr const char* kTrustBundleName = "ca-bundle.crt";
 
 Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
                                               const LaunchContext& context);

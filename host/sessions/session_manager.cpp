@@ -3,6 +3,8 @@
 #include "api/routes_json.hpp"
 #include "core/paths.hpp"
 #include "network/egress_proxy.hpp"
+#include "secrets/secret_store.hpp"
+#include "sessions/session_keys.hpp"
 #include "sessions/launch.hpp"
 #include "sessions/output_log.hpp"
 #include "store/store.hpp"
@@ -25,9 +27,11 @@
 #include <array>
 #include <atomic>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <utility>
 
 namespace handler::sessions {
@@ -102,6 +106,7 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
                                                                    : "deny";
         row.rule = entry.rule;
         row.reason = entry.reason;
+        row.secret = entry.secret;
         auto id = store.add_network_entry(row);
         if (!id) {
             spdlog::error("session {}: cannot record a network decision: {}", entry.session_id,
@@ -189,6 +194,29 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
     }
 
     Result<std::shared_ptr<Channel>> open_channel(const store::Session& session);
+
+    // handler's CA, and the system's CAs plus it, for the container to trust. Read-only
+    // inside (the control folder is mounted so), and written before it starts.
+    Result<void> write_trust_files(const fs::path& control_dir) {
+        std::string bundle;
+        if (std::ifstream system(options.system_ca_bundle, std::ios::binary); system) {
+            std::ostringstream text;
+            text << system.rdbuf();
+            bundle = text.str();
+            if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
+        }
+        bundle += options.ca_certificate_pem;
+        using File = std::pair<const char*, const std::string*>;
+        for (const auto& [name, text] : {File{kCaCertificateName, &options.ca_certificate_pem},
+                                         File{kTrustBundleName, &bundle}}) {
+            std::ofstream out(control_dir / name, std::ios::binary | std::ios::trunc);
+            out << *text;
+            if (!out.flush())
+                return make_error(ErrorCode::internal,
+                                  "cannot write " + (control_dir / name).string() + " for the session");
+        }
+        return {};
+    }
     void finish(const std::string& id, std::optional<std::int64_t> exit_code, SessionState state,
                 std::optional<std::string> message);
     void remove_container_later(std::string container_id);
@@ -256,9 +284,12 @@ public:
         options.socket_path = control_dir / kProxySocketName;
         options.session_id = id_;
         auto& owner = owner_;
+        if (owner.options.secret_store)
+            keys_ = std::make_unique<SessionKeys>(owner.store, *owner.options.secret_store, id_);
         proxy_ = std::make_unique<network::EgressProxy>(
             owner.io, options, [&owner, id = id_] { return owner.policy_for(id); },
-            *owner.resolver, owner, [&owner] { return owner.clock.now_ms(); },
+            network::ProxyServices{owner.resolver.get(), &owner, keys_.get(), owner.options.tls},
+            [&owner] { return owner.clock.now_ms(); },
             owner.own_addresses);
         return proxy_->start();
     }
@@ -556,6 +587,7 @@ private:
     std::map<std::uint64_t, Client> clients_;
     std::optional<shim::Size> size_;
     std::optional<std::int64_t> exit_code_;
+    std::unique_ptr<SessionKeys> keys_; // before proxy_, which uses it
     std::unique_ptr<network::EgressProxy> proxy_;
     std::string pending_input_;
     bool pending_eof_ = false;
@@ -895,17 +927,6 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     };
     auto launch = impl.launcher(record.harness, launch_request);
     if (!launch) return fail(launch.error());
-    if (!launch->allowed_hosts.empty()) {
-        // The harness's model hosts, kept with the session for every later decision.
-        store::SessionChanges hosts;
-        hosts.model_hosts.emplace();
-        for (const auto& host : launch->allowed_hosts)
-            hosts.model_hosts->push_back(host.port == 0 ? host.pattern
-                                                        : host.pattern + ":" + std::to_string(host.port));
-        for (const auto& text : *hosts.model_hosts)
-            if (auto rule = network::parse_rule(text); !rule) return fail(rule.error());
-        impl.record(id, hosts);
-    }
     LaunchContext context;
     context.session_id = id;
     context.project_path = project->path;
@@ -916,10 +937,39 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     context.rows = request.rows;
     context.cols = request.cols;
     context.proxy_port = impl.options.proxy_port;
+    if (!launch->secret_env.empty()) {
+        if (!impl.options.secret_store)
+            return fail(make_error(ErrorCode::unavailable, "the harness needs a key and this handlerd has no key store"));
+        std::vector<std::string> kinds;
+        for (const auto& secret : launch->secret_env) kinds.push_back(secret.secret_name);
+        auto stand_ins = make_stand_ins(impl.store, *impl.options.secret_store, id, kinds, agent, *project,
+                                        secrets::system_random());
+        if (!stand_ins) return fail(stand_ins.error());
+        context.stand_ins = std::move(*stand_ins);
+    }
+    // The harness's model hosts, and the hosts of the keys it uses (where it is meant to
+    // go), kept with the session for every later decision.
+    std::vector<std::string> model_hosts;
+    for (const auto& host : launch->allowed_hosts)
+        model_hosts.push_back(host.port == 0 ? host.pattern : host.pattern + ":" + std::to_string(host.port));
+    for (const auto& [kind, stand_in] : context.stand_ins)
+        for (const auto& host : secrets::provider_for(kind)->hosts)
+            if (std::find(model_hosts.begin(), model_hosts.end(), host) == model_hosts.end())
+                model_hosts.emplace_back(host);
+    for (const auto& text : model_hosts)
+        if (auto rule = network::parse_rule(text); !rule) return fail(rule.error());
+    if (!model_hosts.empty()) {
+        store::SessionChanges hosts;
+        hosts.model_hosts = std::move(model_hosts);
+        impl.record(id, hosts);
+    }
+    context.trust_ca = !impl.options.ca_certificate_pem.empty();
     auto spec = container_spec(*launch, context);
     if (!spec) return fail(spec.error());
     auto channel = impl.open_channel(*session);
     if (!channel) return fail(channel.error());
+    if (context.trust_ca)
+        if (auto written = impl.write_trust_files(context.control_dir); !written) return fail(written.error());
     impl.launch_container(id, std::move(*spec));
     return impl.store.get_session(id);
 }

@@ -40,6 +40,12 @@ class io_context;
 namespace handler::store {
 class Store;
 }
+namespace handler::secrets {
+class SecretStore;
+}
+namespace handler::network {
+class TlsContexts;
+}
 
 namespace handler::sessions {
 
@@ -72,6 +78,13 @@ struct SessionManagerOptions {
     std::uint16_t proxy_port = 3128;
     std::map<std::string, std::vector<network::Address>> resolve;
     std::chrono::milliseconds learn_window{15 * 60 * 1000};
+    // Keys (docs/network.md, "Keys"): where the real values are, the proxy's TLS side,
+    // the CA certificate containers trust, and the system's own CAs to trust with it.
+    // Null/empty: sessions get no keys (a harness that asks for one is refused).
+    secrets::SecretStore* secret_store = nullptr;
+    network::TlsContexts* tls = nullptr;
+    std::string ca_certificate_pem;
+    std::filesystem::path system_ca_bundle = "/etc/ssl/certs/ca-certificates.crt";
 };
 
 class SessionManager final : public api::SessionControl {

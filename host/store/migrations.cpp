@@ -115,7 +115,21 @@ CREATE TABLE network_log (
 CREATE INDEX network_log_session ON network_log(session_id, id);
 )sql";
 
-constexpr std::array<std::string_view, 3> kMigrations = {kVersion1, kVersion2, kVersion3};
+// Keys: the stand-in each session got for each kind of key (so a restarted handlerd's
+// proxy recognises what the running container holds), and which key the proxy put into
+// an intercepted request.
+constexpr std::string_view kVersion4 = R"sql(
+CREATE TABLE session_secrets (
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    kind        TEXT NOT NULL,
+    account_id  INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    stand_in    TEXT NOT NULL,
+    PRIMARY KEY (session_id, kind)
+) STRICT, WITHOUT ROWID;
+ALTER TABLE network_log ADD COLUMN secret TEXT NOT NULL DEFAULT '';
+)sql";
+
+constexpr std::array<std::string_view, 4> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4};
 
 Result<void> ensure_migrations_table(sqlite::Database& db) {
     return db.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("

@@ -98,9 +98,18 @@ struct NetworkEntry {
     std::string verdict; // allow | deny | learned
     std::string rule;
     std::string reason;
+    std::string secret; // the kind of key injected into this request, if any
     std::int64_t bytes_up = 0;
     std::int64_t bytes_down = 0;
     std::optional<TimeMs> ended_at; // unset while the connection is open
+};
+
+// The stand-in a session holds for one kind of key, and whose key it stands for.
+struct SessionSecret {
+    std::string session_id;
+    std::string kind;
+    std::int64_t account_id = 0;
+    std::string stand_in;
 };
 
 // A host a learning session reached that filtered mode would have refused.

@@ -852,6 +852,7 @@ NetworkEntry read_network_entry(const sqlite::Statement& row) {
     entry.bytes_up = row.integer(10);
     entry.bytes_down = row.integer(11);
     entry.ended_at = row.optional_integer(12);
+    entry.secret = row.text(13);
     return entry;
 }
 } // namespace
@@ -860,9 +861,9 @@ Result<std::int64_t> Store::add_network_entry(const NetworkEntry& entry) {
     std::lock_guard lock(mutex_);
     auto insert = db_.prepare(
         "INSERT INTO network_log (session_id, at, host, port, method, path, verdict, rule, reason, "
-        "ended_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "ended_at, secret) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         entry.session_id, entry.at, entry.host, entry.port, entry.method, entry.path, entry.verdict,
-        entry.rule, entry.reason, entry.ended_at);
+        entry.rule, entry.reason, entry.ended_at, entry.secret);
     if (!insert) return insert.take_error();
     if (auto done = insert->run(); !done) return done.take_error();
     return db_.last_insert_rowid();
@@ -884,10 +885,29 @@ Result<std::vector<NetworkEntry>> Store::network_log(std::string_view session_id
                                                      std::int64_t after_id, std::int64_t limit) {
     std::lock_guard lock(mutex_);
     return collect(db_.prepare("SELECT id, session_id, at, host, port, method, path, verdict, rule, "
-                               "reason, bytes_up, bytes_down, ended_at FROM network_log "
+                               "reason, bytes_up, bytes_down, ended_at, secret FROM network_log "
                                "WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
                                session_id, after_id, limit),
                    read_network_entry);
+}
+
+Result<void> Store::add_session_secret(const SessionSecret& secret) {
+    std::lock_guard lock(mutex_);
+    auto insert = db_.prepare("INSERT INTO session_secrets (session_id, kind, account_id, stand_in) "
+                              "VALUES (?1, ?2, ?3, ?4)",
+                              secret.session_id, secret.kind, secret.account_id, secret.stand_in);
+    if (!insert) return insert.take_error();
+    return insert->run();
+}
+
+Result<std::vector<SessionSecret>> Store::session_secrets(std::string_view session_id) {
+    std::lock_guard lock(mutex_);
+    return collect(db_.prepare("SELECT session_id, kind, account_id, stand_in FROM session_secrets "
+                               "WHERE session_id = ?1 ORDER BY kind",
+                               session_id),
+                   [](const sqlite::Statement& row) {
+                       return SessionSecret{row.text(0), row.text(1), row.integer(2), row.text(3)};
+                   });
 }
 
 Result<std::vector<LearnedHost>> Store::learned_hosts(std::string_view session_id) {

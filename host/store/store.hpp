@@ -102,6 +102,9 @@ public:
                                       std::int64_t bytes_down, std::string_view reason,
                                       TimeMs ended_at);
     // Entries after `after_id`, oldest first, at most `limit`.
+    // The stand-ins a session holds (written once, at its start).
+    Result<void> add_session_secret(const SessionSecret& secret);
+    Result<std::vector<SessionSecret>> session_secrets(std::string_view session_id);
     Result<std::vector<NetworkEntry>> network_log(std::string_view session_id,
                                                   std::int64_t after_id, std::int64_t limit);
     Result<std::vector<LearnedHost>> learned_hosts(std::string_view session_id);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the podman test image without a registry or network: a rootfs of Debian's
-# static busybox (package busybox-static) plus a minimal /etc/passwd, imported with
-# `podman import`. Idempotent: an existing image of that name is kept if it was made
+# static busybox (package busybox-static), the host's curl with the libraries it links
+# (a real TLS client that reads the system trust store and the proxy variables, for
+# the key tests), and a minimal /etc/passwd, imported with `podman import`. Idempotent: an existing image of that name is kept if it was made
 # from this same recipe (the label io.handler.test-image holds the recipe's version).
 #
 # Usage: make_test_image.sh [IMAGE]   (default localhost/handler-test-busybox:latest)
@@ -11,7 +12,7 @@ set -euo pipefail
 image=${1:-localhost/handler-test-busybox:latest}
 busybox=${HANDLER_BUSYBOX:-/bin/busybox}
 # Bump when the rootfs below changes, so machines with an older image rebuild it.
-recipe_version=4
+recipe_version=5
 applets="sh ash ls id stat touch cat test mkdir rm echo sleep ps grep head tail wc pwd
          readlink true false env printf uname awk cut tr sort basename dirname stty
          wget nc seq"
@@ -42,6 +43,13 @@ cp "$busybox" "$root/bin/busybox"
 for applet in $applets; do
   ln -s busybox "$root/bin/$applet"
 done
+# curl and exactly the shared objects it loads, at the same paths as on the host.
+curl_bin=$(command -v curl) || { echo "make_test_image: curl is missing" >&2; exit 1; }
+for file in "$curl_bin" $(ldd "$curl_bin" | awk '/=> \//{print $3} /^\t\//{print $1}'); do
+  mkdir -p "$root$(dirname "$file")"
+  cp -L "$file" "$root$file"
+done
+mkdir -p "$root/etc/ssl/certs"
 # keep-id adds the user's own entry at start; root and nobody are what tools expect.
 cat > "$root/etc/passwd" <<'PASSWD'
 root:x:0:0:root:/root:/bin/sh

@@ -3,6 +3,7 @@
 // replay, input, exit codes, stop, remove, and re-adoption by a second manager (a
 // restarted handlerd) of what the first one left running.
 #include "sessions/session_manager.hpp"
+#include "secrets/secret_store.hpp"
 
 #include "store/store.hpp"
 #include "support/fake_container_runtime.hpp"
@@ -20,6 +21,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 namespace handler::sessions {
@@ -139,6 +142,9 @@ protected:
         options.default_image = kImage;
         options.replay_bytes = 64;
         options.lost_link_check = std::chrono::milliseconds(50);
+        options.secret_store = &secrets_;
+        options.ca_certificate_pem = kCaPem;
+        options.system_ca_bundle = dir_.write("system/ca-certificates.crt", "SYSTEM CAS\n");
         fs::create_directories(options.helper_dir);
         manager_.reset();
         manager_ = std::make_unique<SessionManager>(
@@ -146,12 +152,16 @@ protected:
             [this](std::string_view harness, const plugins::LaunchRequest& request)
                 -> Result<plugins::LaunchSpec> {
                 requests_.push_back(request);
-                if (harness != "shell") return make_error(ErrorCode::not_found, "no harness");
+                if (harness != "shell" && harness != "keyed") return make_error(ErrorCode::not_found, "no harness");
                 plugins::LaunchSpec spec;
                 spec.arguments = {"bash", "-l"};
+                if (harness == "keyed") {
+                    spec.env = {{"ANTHROPIC_API_KEY", "set by the harness itself"}};
+                    spec.secret_env = {{"ANTHROPIC_API_KEY", "anthropic-api-key"}};
+                }
                 return spec;
             },
-            [](std::string_view harness) { return harness == "shell"; }, events_, clock_,
+            [](std::string_view harness) { return harness == "shell" || harness == "keyed"; }, events_, clock_,
             options);
     }
 
@@ -167,6 +177,8 @@ protected:
     }
 
     SessionState state(const std::string& id) { return store_->get_session(id)->state; }
+
+    static constexpr const char* kCaPem = "-----BEGIN CERTIFICATE-----\nHANDLER CA\n-----END CERTIFICATE-----\n";
 
     fs::path socket(const std::string& id) { return dir_ / "run/sessions" / id / "control.sock"; }
 
@@ -206,6 +218,7 @@ protected:
     FakeClock clock_;
     std::unique_ptr<store::Store> store_;
     std::int64_t project_id_ = 0;
+    secrets::SecretStore secrets_{dir_ / "data/secrets"};
     FakeContainerRuntime runtime_;
     api::EventHub events_;
     boost::asio::io_context io_;
@@ -250,6 +263,71 @@ TEST_F(SessionManagerTest, EachSessionGetsItsOwnEgressProxy) {
     EXPECT_EQ(entry.host, "blocked.example");
     EXPECT_EQ(entry.verdict, "deny");
     EXPECT_TRUE(contains(entry.reason, "not allowed")) << entry.reason;
+}
+
+// The harness asked for an Anthropic key: the container gets a same-shaped stand-in (over
+// whatever the harness put in that variable), the real key appears nowhere in what
+// podman is given, the stand-in is recorded for the proxy, and the container trusts
+// handler's CA through its system store and the usual variables.
+TEST_F(SessionManagerTest, AHarnessThatNeedsAKeyGetsAStandInAndTrustsHandlersCa) {
+    const std::string real = "sk-ant-api03-" + std::string(40, 'R');
+    api::StartRequest request;
+    request.harness = "keyed";
+    request.directory = (dir_ / "project").string();
+    auto no_account = manager_->start(request);
+    ASSERT_FALSE(no_account.ok());
+    EXPECT_TRUE(contains(no_account.error().message, "handler account add NAME --kind anthropic-api-key"))
+        << no_account.error().message;
+
+    auto account = store_->create_account({"work", "anthropic-api-key", {}});
+    ASSERT_TRUE(account.ok());
+    auto no_key = manager_->start(request);
+    ASSERT_FALSE(no_key.ok());
+    EXPECT_TRUE(contains(no_key.error().message, "handler account set-key work")) << no_key.error().message;
+
+    ASSERT_TRUE(secrets_.put(account->id, real).ok());
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    ASSERT_EQ(runtime_.containers.size(), 1u);
+    const auto& spec = runtime_.containers.begin()->second.spec;
+    std::string stand_in;
+    for (const auto& entry : spec.env) {
+        EXPECT_FALSE(contains(entry.value, real)) << entry.name;
+        if (entry.name == "ANTHROPIC_API_KEY") stand_in = entry.value; // the last one wins
+    }
+    for (const auto& argument : spec.argv) EXPECT_FALSE(contains(argument, real));
+    EXPECT_TRUE(stand_in.starts_with("sk-ant-api03-")) << stand_in;
+    EXPECT_EQ(stand_in.size(), real.size());
+    EXPECT_NE(stand_in, real);
+    auto recorded = store_->session_secrets(started->id);
+    ASSERT_TRUE(recorded.ok());
+    ASSERT_EQ(recorded->size(), 1u);
+    EXPECT_EQ(recorded->front().stand_in, stand_in);
+    EXPECT_EQ(recorded->front().account_id, account->id);
+
+    const fs::path control = dir_ / "run/sessions" / started->id;
+    EXPECT_EQ(spec.trust_bundle, control / "ca-bundle.crt");
+    std::ifstream bundle(control / "ca-bundle.crt");
+    std::string text((std::istreambuf_iterator<char>(bundle)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text, std::string("SYSTEM CAS\n") + kCaPem);
+    auto env_of = [&](const std::string& name) {
+        for (const auto& entry : spec.env)
+            if (entry.name == name) return entry.value;
+        return std::string();
+    };
+    EXPECT_EQ(env_of("NODE_EXTRA_CA_CERTS"), "/run/handler/ca.crt");
+    EXPECT_EQ(env_of("SSL_CERT_FILE"), "/run/handler/ca-bundle.crt");
+
+    // A second session gets a stand-in of its own.
+    auto second = manager_->start(request);
+    ASSERT_TRUE(second.ok());
+    EXPECT_NE(store_->session_secrets(second->id)->front().stand_in, stand_in);
+
+    // Two accounts of the kind and no agent to choose: refused with the fix.
+    ASSERT_TRUE(store_->create_account({"home", "anthropic-api-key", {}}).ok());
+    auto ambiguous = manager_->start(request);
+    ASSERT_FALSE(ambiguous.ok());
+    EXPECT_TRUE(contains(ambiguous.error().message, "several accounts")) << ambiguous.error().message;
 }
 
 TEST_F(SessionManagerTest, OutputReachesEveryClientAndInputReachesTheShim) {

@@ -1,0 +1,551 @@
+#include "network/interception.hpp"
+
+#include "tls/ca.hpp"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference" // Asio false positives
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/write.hpp>
+#pragma GCC diagnostic pop
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <spdlog/spdlog.h>
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+#include <exception>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+
+namespace handler::network {
+
+namespace net = boost::asio;
+namespace ssl = net::ssl;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using local = net::local::stream_protocol;
+using tcp = net::ip::tcp;
+
+namespace {
+
+// ALPN: HTTP/1.1 only, on both sides. Every harness speaks it (HARNESS-PROTOCOLS.md), and
+// one protocol keeps the request rewriting simple enough to trust.
+constexpr unsigned char kAlpnHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+constexpr std::size_t kMaxServerContexts = 256;
+constexpr std::chrono::seconds kShutdownGrace{2};
+
+int select_http11(SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* offered,
+                  unsigned int offered_length, void*) {
+    unsigned char* chosen = nullptr;
+    if (SSL_select_next_proto(&chosen, out_length, kAlpnHttp11, sizeof kAlpnHttp11, offered, offered_length) !=
+        OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_NOACK; // no HTTP/1.1 offered: go on without ALPN
+    *out = chosen;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+bool is_ip_literal(const std::string& host) {
+    boost::system::error_code error;
+    net::ip::make_address(host, error);
+    return !error;
+}
+
+} // namespace
+
+struct TlsContexts::Impl {
+    explicit Impl(tls::CertificateAuthority& authority) : ca(authority) {}
+
+    Result<std::shared_ptr<ssl::context>> server_for(const std::string& host) {
+        auto leaf = ca.leaf_for(host);
+        if (!leaf) return leaf.take_error();
+        if (auto found = servers.find(host); found != servers.end() && found->second.leaf == *leaf)
+            return found->second.context;
+        auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
+        SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
+        boost::system::error_code error;
+        context->use_certificate(net::buffer((*leaf)->certificate_pem), ssl::context::pem, error);
+        if (!error) context->use_private_key(net::buffer((*leaf)->private_key_pem), ssl::context::pem, error);
+        if (error)
+            return make_error(ErrorCode::internal, "cannot use the certificate minted for " + host + ": " +
+                                                       error.message());
+        SSL_CTX_set_alpn_select_cb(context->native_handle(), select_http11, nullptr);
+        if (servers.size() >= kMaxServerContexts) servers.clear();
+        servers[host] = Server{*leaf, context};
+        return context;
+    }
+
+    struct Server {
+        std::shared_ptr<const tls::LeafCertificate> leaf;
+        std::shared_ptr<ssl::context> context;
+    };
+
+    tls::CertificateAuthority& ca;
+    ssl::context client{ssl::context::tls_client};
+    std::unordered_map<std::string, Server> servers;
+};
+
+TlsContexts::TlsContexts(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TlsContexts::~TlsContexts() = default;
+
+Result<std::unique_ptr<TlsContexts>> TlsContexts::create(tls::CertificateAuthority& ca) {
+    auto impl = std::make_unique<Impl>(ca);
+    boost::system::error_code error;
+    impl->client.set_default_verify_paths(error);
+    if (error)
+        return make_error(ErrorCode::internal, "cannot load the system's trusted certificates: " + error.message());
+    impl->client.set_verify_mode(ssl::verify_peer);
+    SSL_CTX_set_min_proto_version(impl->client.native_handle(), TLS1_2_VERSION);
+    if (SSL_CTX_set_alpn_protos(impl->client.native_handle(), kAlpnHttp11, sizeof kAlpnHttp11) != 0)
+        return make_error(ErrorCode::internal, "cannot set ALPN on the upstream TLS context");
+    return std::unique_ptr<TlsContexts>(new TlsContexts(std::move(impl)));
+}
+
+namespace {
+
+using ClientStream = ssl::stream<local::socket>;
+using UpstreamStream = ssl::stream<tcp::socket>;
+
+// Thrown out of an exchange to end the tunnel with a reply the client can read.
+struct Refusal {
+    unsigned status;
+    const char* status_text;
+    std::string reason;
+};
+
+class InterceptionImpl final : public Interception {
+public:
+    InterceptionImpl(InterceptionSetup setup, Done done, std::shared_ptr<ssl::context> server)
+        : setup_(std::move(setup)), done_(std::move(done)), executor_(setup_.client.get_executor()),
+          server_context_(std::move(server)), client_(std::move(setup_.client), *server_context_),
+          timer_(executor_), buffer_(64 * 1024) {
+        upstream_.emplace(std::move(setup_.upstream), setup_.tls->impl().client);
+    }
+
+    void begin() {
+        net::co_spawn(executor_, run(std::static_pointer_cast<InterceptionImpl>(shared_from_this())),
+                      net::detached);
+    }
+
+    void close(const std::string& reason) override {
+        if (closed_) return;
+        if (!reason.empty()) reason_ = reason;
+        shut();
+    }
+
+private:
+    void shut() {
+        closed_ = true;
+        boost::system::error_code ignored;
+        timer_.cancel();
+        client_.lowest_layer().close(ignored);
+        if (upstream_) upstream_->lowest_layer().close(ignored);
+    }
+
+    void arm(std::chrono::steady_clock::duration limit) {
+        timer_.expires_after(limit);
+        timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& error) {
+            if (error) return;
+            if (auto self = weak.lock()) static_cast<InterceptionImpl&>(*self).shut();
+        });
+    }
+
+    static net::awaitable<void> run(std::shared_ptr<InterceptionImpl> self) {
+        std::optional<Refusal> refused;
+        try {
+            co_await self->serve();
+        } catch (const Refusal& refusal) {
+            refused = refusal;
+        } catch (const boost::system::system_error& error) {
+            if (!self->closed_ && error.code() != net::error::eof && error.code() != ssl::error::stream_truncated)
+                spdlog::debug("session {}: intercepted {}: {}", self->setup_.session_id, self->setup_.host,
+                              error.what());
+        } catch (const std::exception& error) {
+            spdlog::warn("session {}: intercepted {}: {}", self->setup_.session_id, self->setup_.host,
+                         error.what());
+        }
+        if (refused) {
+            self->reason_ = refused->reason;
+            co_await self->reply(*refused);
+        }
+        self->shut();
+        if (self->done_) self->done_(self->up_, self->down_, self->reason_);
+    }
+
+    net::awaitable<void> reply(const Refusal& refusal) {
+        if (closed_) co_return;
+        const std::string text = text_response(refusal.status, refusal.status_text, "handler: " + refusal.reason);
+        arm(kShutdownGrace);
+        boost::system::error_code ignored;
+        co_await net::async_write(client_, net::buffer(text), net::redirect_error(net::use_awaitable, ignored));
+        co_await client_.async_shutdown(net::redirect_error(net::use_awaitable, ignored));
+    }
+
+    net::awaitable<void> serve() {
+        // The container's side first: it is waiting for our hello. Bytes it sent behind
+        // the CONNECT head are the start of its own.
+        arm(setup_.connect_timeout);
+        co_await client_.async_handshake(ssl::stream_base::server, net::buffer(setup_.early_bytes),
+                                         net::use_awaitable);
+        co_await handshake_upstream();
+        timer_.cancel();
+
+        beast::flat_buffer from_client;
+        beast::flat_buffer from_upstream;
+        for (;;) {
+            http::request_parser<http::buffer_body> request;
+            request.header_limit(static_cast<std::uint32_t>(setup_.header_limit_bytes));
+            request.body_limit(std::numeric_limits<std::uint64_t>::max());
+            arm(setup_.idle_timeout);
+            boost::system::error_code error;
+            co_await http::async_read_header(client_, from_client, request,
+                                             net::redirect_error(net::use_awaitable, error));
+            timer_.cancel();
+            if (error == http::error::header_limit)
+                throw Refusal{431, "Request Header Fields Too Large",
+                              "the request head is over " + std::to_string(setup_.header_limit_bytes) + " bytes"};
+            if (error == http::error::end_of_stream || error == net::error::eof ||
+                error == ssl::error::stream_truncated || closed_)
+                co_return;
+            if (error) throw Refusal{400, "Bad Request", "malformed request: " + error.message()};
+            const bool again = co_await exchange(request, from_client, from_upstream);
+            if (!again) break;
+        }
+        boost::system::error_code ignored;
+        arm(kShutdownGrace);
+        co_await client_.async_shutdown(net::redirect_error(net::use_awaitable, ignored));
+    }
+
+    net::awaitable<void> handshake_upstream() {
+        SSL* native = upstream_->native_handle();
+        if (is_ip_literal(setup_.host)) {
+            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(native), setup_.host.c_str());
+        } else {
+            // SSL_set_tlsext_host_name, without the macro's C cast.
+            SSL_ctrl(native, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                     const_cast<char*>(setup_.host.c_str()));
+            SSL_set1_host(native, setup_.host.c_str());
+        }
+        boost::system::error_code error;
+        co_await upstream_->async_handshake(ssl::stream_base::client, net::redirect_error(net::use_awaitable, error));
+        if (error) {
+            const long verify = SSL_get_verify_result(native);
+            std::string why = error.message();
+            if (verify != X509_V_OK) why = X509_verify_cert_error_string(verify);
+            throw Refusal{502, "Bad Gateway",
+                          "TLS to " + setup_.host + ":" + std::to_string(setup_.port) + " failed: " + why};
+        }
+    }
+
+    // An idle upstream may have closed (or said close_notify) since the last response;
+    // a request written into that would be lost, so connect again first.
+    bool upstream_usable(const beast::flat_buffer& from_upstream) {
+        if (upstream_dead_ || from_upstream.size() > 0 || SSL_pending(upstream_->native_handle()) > 0) return false;
+        char byte = 0;
+        const ssize_t got = ::recv(upstream_->lowest_layer().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+
+    net::awaitable<void> reconnect() {
+        boost::system::error_code ignored;
+        upstream_->lowest_layer().close(ignored);
+        upstream_.emplace(tcp::socket(executor_), setup_.tls->impl().client);
+        arm(setup_.connect_timeout);
+        boost::system::error_code error;
+        co_await net::async_connect(upstream_->lowest_layer(), setup_.endpoints,
+                                    net::redirect_error(net::use_awaitable, error));
+        if (error)
+            throw Refusal{502, "Bad Gateway",
+                          "cannot connect to " + setup_.host + ":" + std::to_string(setup_.port) + ": " +
+                              error.message()};
+        upstream_->lowest_layer().set_option(tcp::no_delay(true), ignored);
+        co_await handshake_upstream();
+        timer_.cancel();
+        upstream_dead_ = false;
+    }
+
+    // The stand-ins in a request head: swapped for the real value in the bound header
+    // of a bound host; anywhere else they stop the request. Returns the key injected.
+    std::string inspect(http::request<http::buffer_body>& head, const std::vector<SecretBinding>& bindings,
+                        KeyRedactor& redactor) {
+        const StandInScanner foreign(bindings, setup_.host);
+        auto exfiltration = [&](const SecretBinding& binding) {
+            std::string hosts;
+            for (const auto& host : binding.hosts) hosts += (hosts.empty() ? "" : ", ") + host;
+            return Refusal{403, "Forbidden",
+                           "exfiltration attempt: this request to " + setup_.host + " carries the session's stand-in for its " +
+                               binding.name + " key, which only ever goes to " + hosts +
+                               "; the request was refused and logged"};
+        };
+        if (const auto* found = foreign.find_in(head.target())) throw exfiltration(*found);
+        std::vector<std::pair<std::string, std::string>> replaced;
+        std::string injected;
+        for (const auto& field : head) {
+            const std::string_view value = field.value();
+            if (const auto* found = foreign.find_in(value)) throw exfiltration(*found);
+            for (const auto& binding : bindings) {
+                if (!binding.bound_to(setup_.host) || !beast::iequals(field.name_string(), binding.header) ||
+                    value.find(binding.stand_in) == std::string_view::npos)
+                    continue;
+                auto real = setup_.secrets->real_value(binding);
+                if (!real)
+                    throw Refusal{502, "Bad Gateway", "the " + binding.name + " key cannot be read: " + real.error().message};
+                std::string swapped(value);
+                for (auto at = swapped.find(binding.stand_in); at != std::string::npos;
+                     at = swapped.find(binding.stand_in, at + real->size()))
+                    swapped.replace(at, binding.stand_in.size(), *real);
+                replaced.emplace_back(std::string(field.name_string()), std::move(swapped));
+                redactor.add(std::move(*real), binding.stand_in);
+                injected = binding.name;
+            }
+        }
+        for (auto& [name, value] : replaced) head.set(name, value);
+        return injected;
+    }
+
+    // One request and its response. False: the connection ends after it.
+    net::awaitable<bool> exchange(http::request_parser<http::buffer_body>& request, beast::flat_buffer& from_client,
+                                  beast::flat_buffer& from_upstream) {
+        auto& head = request.get();
+        const auto bindings = setup_.secrets ? setup_.secrets->bindings() : std::vector<SecretBinding>{};
+        AuditEntry entry;
+        entry.session_id = setup_.session_id;
+        entry.at_ms = setup_.now();
+        entry.host = setup_.host;
+        entry.port = setup_.port;
+        entry.method = std::string(head.method_string());
+        entry.path = std::string(head.target());
+        entry.rule = setup_.rule;
+        KeyRedactor redactor;
+        try {
+            entry.secret = inspect(head, bindings, redactor);
+        } catch (const Refusal& refusal) {
+            entry.verdict = Verdict::deny;
+            entry.reason = refusal.reason;
+            spdlog::warn("session {}: {}", setup_.session_id, refusal.reason);
+            setup_.audit->finish(setup_.audit->record(entry), 0, 0, refusal.reason);
+            throw;
+        }
+        entry.verdict = Verdict::allow;
+        const std::int64_t audit_id = setup_.audit->record(entry);
+        std::uint64_t sent = 0;
+        std::uint64_t received = 0;
+        std::optional<Refusal> refused;
+        std::exception_ptr failed;
+        bool again = false;
+        try {
+            again = co_await forward(request, from_client, from_upstream, bindings, redactor, sent, received);
+        } catch (const Refusal& refusal) {
+            refused = refusal;
+        } catch (...) {
+            failed = std::current_exception();
+        }
+        setup_.audit->finish(audit_id, sent, received, refused ? refused->reason : std::string());
+        if (refused) throw *refused;
+        if (failed) std::rethrow_exception(failed);
+        co_return again;
+    }
+
+    net::awaitable<bool> forward(http::request_parser<http::buffer_body>& request, beast::flat_buffer& from_client,
+                                 beast::flat_buffer& from_upstream, const std::vector<SecretBinding>& bindings,
+                                 KeyRedactor& redactor, std::uint64_t& sent, std::uint64_t& received) {
+        auto& head = request.get();
+        const bool expects_continue = beast::iequals(head[http::field::expect], "100-continue");
+        if (expects_continue) head.erase(http::field::expect);
+        const bool is_head = head.method() == http::verb::head;
+        const bool client_keeps_alive = head.keep_alive();
+        if (!upstream_usable(from_upstream)) {
+            from_upstream.clear();
+            co_await reconnect();
+        }
+
+        StandInScanner scanner(bindings, setup_.host);
+        http::request_serializer<http::buffer_body> outgoing(head);
+        co_await http::async_write_header(*upstream_, outgoing, net::use_awaitable);
+        if (expects_continue && !request.is_done()) {
+            static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+            co_await net::async_write(client_, net::buffer(kContinue), net::use_awaitable);
+        }
+        boost::system::error_code error;
+        while (!outgoing.is_done()) {
+            if (!request.is_done()) {
+                head.body().data = buffer_.data();
+                head.body().size = buffer_.size();
+                co_await http::async_read(client_, from_client, request, net::redirect_error(net::use_awaitable, error));
+                if (error == http::error::need_buffer) error = {};
+                if (error) throw boost::system::system_error(error);
+                const std::size_t got = buffer_.size() - head.body().size;
+                if (const auto* found = scanner.feed({buffer_.data(), got})) {
+                    // Nothing of this chunk goes on: the upstream sees a request cut short.
+                    upstream_dead_ = true;
+                    upstream_->lowest_layer().close(error);
+                    std::string hosts;
+                    for (const auto& host : found->hosts) hosts += (hosts.empty() ? "" : ", ") + host;
+                    throw Refusal{403, "Forbidden",
+                                  "exfiltration attempt: the body of this request to " + setup_.host +
+                                      " carries the session's stand-in for its " + found->name +
+                                      " key, which only ever goes to " + hosts + "; the request was cut and logged"};
+                }
+                head.body().data = buffer_.data();
+                head.body().size = got;
+                head.body().more = !request.is_done();
+                sent += got;
+            } else {
+                head.body().data = nullptr;
+                head.body().size = 0;
+                head.body().more = false;
+            }
+            co_await http::async_write(*upstream_, outgoing, net::redirect_error(net::use_awaitable, error));
+            if (error == http::error::need_buffer) error = {};
+            if (error) throw boost::system::system_error(error);
+        }
+
+        // The response; interim ones (103, and 100 if the upstream sends it anyway) pass on first.
+        std::optional<http::response_parser<http::buffer_body>> response;
+        for (;;) {
+            response.emplace();
+            response->body_limit(std::numeric_limits<std::uint64_t>::max());
+            if (is_head) response->skip(true);
+            co_await http::async_read_header(*upstream_, from_upstream, *response,
+                                             net::redirect_error(net::use_awaitable, error));
+            if (error) {
+                upstream_dead_ = true;
+                throw Refusal{502, "Bad Gateway",
+                              "no response from " + setup_.host + ":" + std::to_string(setup_.port) + ": " +
+                                  error.message()};
+            }
+            redact_head(response->get(), redactor);
+            const unsigned status = response->get().result_int();
+            if (status < 100 || status >= 200 || status == 101) break;
+            http::response_serializer<http::buffer_body> interim(response->get());
+            co_await http::async_write_header(client_, interim, net::use_awaitable);
+        }
+        auto& answer = response->get();
+        http::response_serializer<http::buffer_body> incoming(answer);
+        co_await http::async_write_header(client_, incoming, net::use_awaitable);
+        if (answer.result() == http::status::switching_protocols) {
+            co_await splice(from_client, from_upstream);
+            co_return false;
+        }
+        while (!incoming.is_done()) {
+            if (!response->is_done()) {
+                answer.body().data = buffer_.data();
+                answer.body().size = buffer_.size();
+                co_await http::async_read(*upstream_, from_upstream, *response,
+                                          net::redirect_error(net::use_awaitable, error));
+                if (error == http::error::need_buffer) error = {};
+                if (error) throw boost::system::system_error(error);
+                const std::size_t got = buffer_.size() - answer.body().size;
+                const auto ready = redactor.feed({buffer_.data(), got}, response->is_done());
+                answer.body().data = const_cast<char*>(ready.data());
+                answer.body().size = ready.size();
+                answer.body().more = !response->is_done();
+                received += got;
+            } else {
+                answer.body().data = nullptr;
+                answer.body().size = 0;
+                answer.body().more = false;
+            }
+            co_await http::async_write(client_, incoming, net::redirect_error(net::use_awaitable, error));
+            if (error == http::error::need_buffer) error = {};
+            if (error) throw boost::system::system_error(error);
+        }
+        up_ += sent;
+        down_ += received;
+        if (!answer.keep_alive() || response->need_eof()) upstream_dead_ = true;
+        co_return client_keeps_alive && answer.keep_alive() && !response->need_eof();
+    }
+
+    static void redact_head(http::response<http::buffer_body>& head, const KeyRedactor& redactor) {
+        if (!redactor.active()) return;
+        std::vector<std::pair<std::string, std::string>> replaced;
+        for (const auto& field : head) {
+            std::string value = redactor.redact(field.value());
+            if (value != field.value()) replaced.emplace_back(std::string(field.name_string()), std::move(value));
+        }
+        for (auto& [name, value] : replaced) head.set(name, value);
+    }
+
+    // After 101 (a WebSocket): bytes both ways until either side ends. The frames a
+    // client sends are masked, so no stand-in can be looked for in them; the
+    // request that opened it was inspected.
+    net::awaitable<void> splice(beast::flat_buffer& from_client, beast::flat_buffer& from_upstream) {
+        if (from_client.size() > 0) {
+            co_await net::async_write(*upstream_, from_client.data(), net::use_awaitable);
+            from_client.consume(from_client.size());
+        }
+        if (from_upstream.size() > 0) {
+            co_await net::async_write(client_, from_upstream.data(), net::use_awaitable);
+            from_upstream.consume(from_upstream.size());
+        }
+        auto self = std::static_pointer_cast<InterceptionImpl>(shared_from_this());
+        net::co_spawn(executor_, pump_down(self), net::detached);
+        std::array<char, 16 * 1024> chunk{};
+        for (;;) {
+            const std::size_t got = co_await client_.async_read_some(net::buffer(chunk), net::use_awaitable);
+            up_ += got;
+            co_await net::async_write(*upstream_, net::buffer(chunk.data(), got), net::use_awaitable);
+        }
+    }
+
+    static net::awaitable<void> pump_down(std::shared_ptr<InterceptionImpl> self) {
+        std::array<char, 16 * 1024> chunk{};
+        try {
+            for (;;) {
+                const std::size_t got = co_await self->upstream_->async_read_some(net::buffer(chunk), net::use_awaitable);
+                self->down_ += got;
+                co_await net::async_write(self->client_, net::buffer(chunk.data(), got), net::use_awaitable);
+            }
+        } catch (const boost::system::system_error&) {
+        }
+        self->shut();
+    }
+
+    InterceptionSetup setup_;
+    Done done_;
+    net::any_io_executor executor_;
+    std::shared_ptr<ssl::context> server_context_;
+    ClientStream client_;
+    std::optional<UpstreamStream> upstream_;
+    net::steady_timer timer_;
+    std::vector<char> buffer_;
+    std::uint64_t up_ = 0;
+    std::uint64_t down_ = 0;
+    std::string reason_;
+    bool upstream_dead_ = false;
+    bool closed_ = false;
+};
+
+} // namespace
+
+std::shared_ptr<Interception> Interception::start(InterceptionSetup setup, Done done) {
+    // The container already has its "200 Connection established" and is sending its
+    // TLS hello; without a certificate all that is left is to close.
+    auto server = setup.tls->impl().server_for(setup.host);
+    if (!server) {
+        spdlog::error("session {}: cannot intercept {}: {}", setup.session_id, setup.host, server.error().message);
+        if (done) done(0, 0, server.error().message);
+        return nullptr;
+    }
+    auto interception = std::make_shared<InterceptionImpl>(std::move(setup), std::move(done), std::move(*server));
+    interception->begin();
+    return interception;
+}
+
+} // namespace handler::network

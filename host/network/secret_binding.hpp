@@ -1,0 +1,83 @@
+// What the egress proxy knows of a session's keys (docs/network.md, "Keys"): for each,
+// the stand-in the session holds, the hosts the real value may go to and the header it
+// goes in. The real value is asked for only when a request to one of those hosts needs
+// it, and never kept by the proxy.
+#pragma once
+
+#include "core/result.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace handler::network {
+
+struct SecretBinding {
+    std::string name;               // the key's kind ("anthropic-api-key"): logs, errors
+    std::string stand_in;           // what the session holds in place of the key
+    std::vector<std::string> hosts; // exact lower-case names the real value may go to
+    std::string header;             // lower case ("x-api-key", "authorization")
+    std::string value_prefix;       // before the key in that header ("Bearer ")
+    std::int64_t account_id = 0;
+
+    bool bound_to(std::string_view host) const;
+};
+
+// One session's keys. Asked on every connection, so a key added or changed while the
+// session runs applies to its next request.
+class SecretSource {
+public:
+    virtual ~SecretSource() = default;
+    virtual std::vector<SecretBinding> bindings() = 0;
+    // The real value; an error (logged, and the request refused) when it cannot be read.
+    virtual Result<std::string> real_value(const SecretBinding& binding) = 0;
+};
+
+// Looks for a session's stand-ins in bytes on their way out of the container, where no
+// stand-in may appear: a stand-in is only ever needed by its own hosts, so one headed
+// anywhere else is an attempt to carry it off. A stand-in may straddle two chunks, so
+// the last (longest stand-in - 1) bytes already passed are kept to look across the
+// seam. Nothing is held back (a protocol waiting for its last bytes' answer would hang),
+// so at most the first part of a stand-in gets out before the connection is cut: never
+// all of it, and a stand-in is worthless anywhere but at the proxy anyway.
+class StandInScanner {
+public:
+    StandInScanner() = default;
+    // The stand-ins of `bindings` not bound to `host`.
+    StandInScanner(const std::vector<SecretBinding>& bindings, std::string_view host);
+
+    bool active() const { return !patterns_.empty(); }
+    // The binding whose stand-in `chunk` completes, if any; then send nothing more.
+    const SecretBinding* feed(std::string_view chunk);
+    // One whole piece (a request head): the binding whose stand-in it holds, if any.
+    const SecretBinding* find_in(std::string_view text) const;
+
+private:
+    std::vector<SecretBinding> patterns_;
+    std::size_t keep_ = 0;
+    std::string window_;
+};
+
+// The other direction: real keys in bytes going back to the container (an upstream's
+// error message that quotes the key it got) are replaced by a mask of the same length,
+// the key's stand-in when it has that length, so lengths and framing stay intact and the
+// agent still never sees a real value. Only bytes that could be the start of a key are
+// held back, until the next chunk (or the end) shows whether they are.
+class KeyRedactor {
+public:
+    void add(std::string real, const std::string& stand_in);
+    bool active() const { return !keys_.empty(); }
+    std::string_view feed(std::string_view chunk, bool last = false);
+    std::string redact(std::string_view whole) const;
+
+private:
+    void replace_in(std::string& text) const;
+    std::vector<std::pair<std::string, std::string>> keys_; // real, mask
+    std::size_t keep_ = 0;
+    std::string held_;
+    std::string out_;
+};
+
+} // namespace handler::network

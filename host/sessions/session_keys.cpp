@@ -1,0 +1,104 @@
+#include "sessions/session_keys.hpp"
+
+#include "secrets/secret_store.hpp"
+#include "store/store.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace handler::sessions {
+
+Result<store::Account> account_for(store::Store& store, std::string_view kind,
+                                   const std::optional<store::Agent>& agent,
+                                   const store::Project& project) {
+    const std::string wanted(kind);
+    auto accounts = store.list_accounts();
+    if (!accounts) return accounts.take_error();
+    if (agent && agent->account) {
+        const auto account = std::find_if(accounts->begin(), accounts->end(),
+                                          [&](const store::Account& each) { return each.name == *agent->account; });
+        if (account == accounts->end())
+            return make_error(ErrorCode::not_found, "agent '" + agent->name + "' runs on account '" +
+                                                        *agent->account + "', which no longer exists");
+        if (account->kind != wanted)
+            return make_error(ErrorCode::invalid_argument,
+                              "agent '" + agent->name + "' runs on account '" + account->name + "', a " +
+                                  account->kind + " account, but its harness needs a " + wanted +
+                                  " key; choose another with `handler agent edit " + agent->name +
+                                  " --account NAME`");
+        return std::move(*account);
+    }
+    std::vector<store::Account> usable;
+    for (auto& account : *accounts)
+        if (account.kind == wanted && (!account.context || account.context == project.context))
+            usable.push_back(std::move(account));
+    if (usable.size() == 1) return std::move(usable.front());
+    if (usable.empty())
+        return make_error(ErrorCode::not_found,
+                          "the harness needs a " + wanted + " key and no account holds one; add it with "
+                          "`handler account add NAME --kind " + wanted + " --api-key-stdin`");
+    std::string names;
+    for (const auto& account : usable) names += (names.empty() ? "" : ", ") + account.name;
+    return make_error(ErrorCode::invalid_argument,
+                      "several accounts hold a " + wanted + " key (" + names +
+                          "); give the agent one with `handler agent edit AGENT --account NAME`");
+}
+
+Result<std::map<std::string, std::string>> make_stand_ins(
+    store::Store& store, const secrets::SecretStore& secrets, const std::string& session_id,
+    const std::vector<std::string>& kinds, const std::optional<store::Agent>& agent,
+    const store::Project& project, const secrets::RandomBytes& random) {
+    std::map<std::string, std::string> stand_ins;
+    for (const auto& kind : kinds) {
+        if (stand_ins.contains(kind)) continue;
+        if (!secrets::provider_for(kind))
+            return make_error(ErrorCode::invalid_argument,
+                              "the harness asks for a " + kind + " key, which Handler cannot put into requests");
+        auto account = account_for(store, kind, agent, project);
+        if (!account) return account.take_error();
+        auto real = secrets.get(account->id);
+        if (!real) return real.take_error();
+        if (!*real)
+            return make_error(ErrorCode::not_found, "account '" + account->name +
+                                                        "' has no key yet; store it with `handler account set-key " +
+                                                        account->name + "`");
+        store::SessionSecret secret{session_id, kind, account->id, secrets::make_stand_in(**real, random)};
+        if (auto added = store.add_session_secret(secret); !added) return added.take_error();
+        stand_ins[kind] = std::move(secret.stand_in);
+    }
+    return stand_ins;
+}
+
+std::vector<network::SecretBinding> SessionKeys::bindings() {
+    std::vector<network::SecretBinding> bindings;
+    auto secrets = store_.session_secrets(session_id_);
+    if (!secrets) {
+        spdlog::error("session {}: cannot read its keys: {}", session_id_, secrets.error().message);
+        return bindings;
+    }
+    for (const auto& secret : *secrets) {
+        const auto* provider = secrets::provider_for(secret.kind);
+        if (!provider) continue;
+        network::SecretBinding binding;
+        binding.name = secret.kind;
+        binding.stand_in = secret.stand_in;
+        binding.hosts.assign(provider->hosts.begin(), provider->hosts.end());
+        binding.header = provider->header;
+        binding.value_prefix = provider->value_prefix;
+        binding.account_id = secret.account_id;
+        bindings.push_back(std::move(binding));
+    }
+    return bindings;
+}
+
+Result<std::string> SessionKeys::real_value(const network::SecretBinding& binding) {
+    auto value = secrets_.get(binding.account_id);
+    if (!value) return value.take_error();
+    if (!*value)
+        return make_error(ErrorCode::not_found,
+                          "the account's key was removed; store one with `handler account set-key`");
+    return std::move(**value);
+}
+
+} // namespace handler::sessions

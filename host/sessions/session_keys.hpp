@@ -1,0 +1,57 @@
+// A session's keys (docs/network.md, "Keys"). When a harness asks for a key of some kind
+// (LaunchSpec::secret_env), the session gets a stand-in of the same shape, recorded with
+// the session, and the account it stands for; the container sees only the stand-in.
+// SessionKeys then tells the session's egress proxy which stand-ins exist, where each
+// may go, and reads the real value from the secret store when a request needs it.
+#pragma once
+
+#include "core/result.hpp"
+#include "network/secret_binding.hpp"
+#include "secrets/providers.hpp"
+#include "store/records.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace handler::store {
+class Store;
+}
+namespace handler::secrets {
+class SecretStore;
+}
+
+namespace handler::sessions {
+
+// The account whose `kind` key a session uses: its agent's account when it has one (which
+// must be of that kind), else the only account of that kind the project may use (one of
+// the project's context, or of none). The errors say which command fixes it.
+Result<store::Account> account_for(store::Store& store, std::string_view kind,
+                                   const std::optional<store::Agent>& agent,
+                                   const store::Project& project);
+
+// Makes and records a stand-in for each kind in `kinds`; returns them by kind. A kind
+// Handler cannot inject, or an account without a stored key, is refused.
+Result<std::map<std::string, std::string>> make_stand_ins(
+    store::Store& store, const secrets::SecretStore& secrets, const std::string& session_id,
+    const std::vector<std::string>& kinds, const std::optional<store::Agent>& agent,
+    const store::Project& project, const secrets::RandomBytes& random);
+
+class SessionKeys final : public network::SecretSource {
+public:
+    // Both must outlive this.
+    SessionKeys(store::Store& store, const secrets::SecretStore& secrets, std::string session_id)
+        : store_(store), secrets_(secrets), session_id_(std::move(session_id)) {}
+
+    std::vector<network::SecretBinding> bindings() override;
+    Result<std::string> real_value(const network::SecretBinding& binding) override;
+
+private:
+    store::Store& store_;
+    const secrets::SecretStore& secrets_;
+    const std::string session_id_;
+};
+
+} // namespace handler::sessions

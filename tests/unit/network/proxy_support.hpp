@@ -1,0 +1,150 @@
+// What the egress proxy's unit tests share: a recording audit sink, a threaded TCP
+// upstream on 127.0.0.1, and blocking socket helpers with deadlines.
+#pragma once
+
+#include "network/egress_proxy.hpp"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace handler::network::testing {
+
+using namespace std::chrono_literals;
+
+inline bool eventually(const std::function<bool()>& condition) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(10ms);
+    }
+    return true;
+}
+
+class RecordingAudit final : public AuditSink {
+public:
+    std::int64_t record(const AuditEntry& entry) override {
+        std::lock_guard lock(mutex_);
+        entries_.push_back(entry);
+        return static_cast<std::int64_t>(entries_.size());
+    }
+    void finish(std::int64_t id, std::uint64_t up, std::uint64_t down, const std::string& reason) override {
+        std::lock_guard lock(mutex_);
+        auto& entry = entries_.at(static_cast<std::size_t>(id - 1));
+        entry.bytes_up = up;
+        entry.bytes_down = down;
+        if (!reason.empty()) entry.reason = reason;
+        ++finished_;
+    }
+    std::vector<AuditEntry> entries() {
+        std::lock_guard lock(mutex_);
+        return entries_;
+    }
+    int finished() {
+        std::lock_guard lock(mutex_);
+        return finished_;
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<AuditEntry> entries_;
+    int finished_ = 0;
+};
+
+// A TCP server on 127.0.0.1 that runs `serve(fd)` for each connection on its own thread.
+class Upstream {
+public:
+    explicit Upstream(std::function<void(int)> serve) : serve_(std::move(serve)) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address);
+        ::listen(fd_, 16);
+        socklen_t length = sizeof address;
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+        port_ = ntohs(address.sin_port);
+        thread_ = std::thread([this] {
+            for (;;) {
+                const int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+                if (client < 0) return;
+                workers_.emplace_back([this, client] {
+                    serve_(client);
+                    ::close(client);
+                });
+            }
+        });
+    }
+    ~Upstream() {
+        ::shutdown(fd_, SHUT_RDWR);
+        ::close(fd_);
+        thread_.join();
+        for (auto& worker : workers_) worker.join();
+    }
+    std::uint16_t port() const { return port_; }
+
+private:
+    std::function<void(int)> serve_;
+    int fd_ = -1;
+    std::uint16_t port_ = 0;
+    std::thread thread_;
+    std::vector<std::thread> workers_;
+};
+
+inline std::string read_all(int fd, std::chrono::milliseconds limit = 5000ms) {
+    std::string out;
+    char buffer[65536];
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        pollfd ready{fd, POLLIN, 0};
+        if (::poll(&ready, 1, 50) <= 0) continue;
+        const ssize_t got = ::read(fd, buffer, sizeof buffer);
+        if (got <= 0) break;
+        out.append(buffer, static_cast<std::size_t>(got));
+    }
+    return out;
+}
+
+inline std::string read_until(int fd, std::string_view needle, std::chrono::milliseconds limit = 5000ms) {
+    std::string out;
+    char c;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (out.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+        pollfd ready{fd, POLLIN, 0};
+        if (::poll(&ready, 1, 50) <= 0) continue;
+        if (::read(fd, &c, 1) != 1) break;
+        out.push_back(c);
+    }
+    return out;
+}
+
+inline void send_all(int fd, std::string_view data) {
+    while (!data.empty()) {
+        const ssize_t sent = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+        ASSERT_GT(sent, 0);
+        data.remove_prefix(static_cast<std::size_t>(sent));
+    }
+}
+
+inline void echo(int fd) {
+    char buffer[65536];
+    for (;;) {
+        const ssize_t got = ::read(fd, buffer, sizeof buffer);
+        if (got <= 0) return;
+        send_all(fd, std::string_view(buffer, static_cast<std::size_t>(got)));
+    }
+}
+
+} // namespace handler::network::testing
