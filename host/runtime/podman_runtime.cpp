@@ -176,7 +176,9 @@ std::string_view to_string(ContainerState state) {
 std::string_view to_string(NetworkMode mode) {
     switch (mode) {
     case NetworkMode::none: return "none";
-    case NetworkMode::slirp4netns: return "slirp4netns";
+    // Said explicitly though it is the default: the host's loopback (handlerd's API
+    // port, other local services) must stay out of reach even in open mode.
+    case NetworkMode::slirp4netns: return "slirp4netns:allow_host_loopback=false";
     }
     return "invalid";
 }

@@ -31,7 +31,7 @@ Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
                                           : std::filesystem::path(launch.workdir);
     spec.control_dir = context.control_dir;
     spec.helper_dir = context.helper_dir;
-    spec.network = runtime::NetworkMode::none;
+    spec.network = context.open_network ? runtime::NetworkMode::slirp4netns : runtime::NetworkMode::none;
     if (context.trust_ca) spec.trust_bundle = context.control_dir / kTrustBundleName;
 
     const std::string helper = std::string(runtime::kHelperMountPoint) + "/" + kShimProgram;

@@ -36,6 +36,9 @@ struct LaunchContext {
     // The control folder holds handler's CA (kCaCertificateName) and the system's CAs plus
     // it (kTrustBundleName): point every TLS library in the container at them.
     bool trust_ca = false;
+    // Open mode: a real (user-mode) network besides the proxy. The proxy variables stay,
+    // so keys are still put in, but what goes around the proxy is not seen.
+    bool open_network = false;
 };
 
 inline constexpr const char* kProxySocketName = "proxy.sock";

@@ -964,6 +964,9 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
         impl.record(id, hosts);
     }
     context.trust_ca = !impl.options.ca_certificate_pem.empty();
+    // The mode it starts in decides the container's network; a later change of mode
+    // applies to the proxy at once, and to the network at the next session (docs/network.md).
+    context.open_network = impl.policy_for(id).mode == network::Mode::open;
     auto spec = container_spec(*launch, context);
     if (!spec) return fail(spec.error());
     auto channel = impl.open_channel(*session);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The egress proxy on REAL rootless podman with the real handlerd, shim and shell plugin:
 # from inside a session, an allowed host is reachable through the proxy, a refused one
-# gets the 403 that names the fix, raw TCP out and the host's loopback (handlerd's API
-# port included) are unreachable, CONNECT to loopback is refused, allowing a host
+# gets the 403 that names the fix, raw TCP out, UDP DNS, IPv6 and the host's loopback
+# (handlerd's API port included) are unreachable in filtered and none mode, CONNECT to loopback is refused, allowing a host
 # applies to the session that is already running, learn mode records what it let
 # through, and the network log holds every decision.
 #
@@ -43,16 +43,29 @@ proxy_request() { # REQUEST-LINE HOST: raw request to the bridge, so the 403 bod
 }
 
 echo "== allowed, refused, and no way around the proxy"
+# What an agent might try besides the proxy, in a mode ($1): every line must say closed.
+no_way_out="
+  echo interfaces=\$(ls /sys/class/net | tr '\n' ' ')
+  if nc -w 2 1.1.1.1 80 </dev/null; then echo raw-out=open; else echo raw-out=closed; fi
+  if nslookup -timeout=2 example.com 1.1.1.1 >/dev/null 2>&1; then echo udp-dns=open; else echo udp-dns=closed; fi
+  if nc -w 2 2606:4700:4700::1111 80 </dev/null; then echo ipv6-out=open; else echo ipv6-out=closed; fi
+  if nc -w 2 127.0.0.1 $api_port </dev/null; then echo api=open; else echo api=closed; fi
+  if nc -w 2 ::1 $api_port </dev/null; then echo api-v6=open; else echo api-v6=closed; fi
+  if nc -w 2 127.0.0.1 $port </dev/null; then echo host-loopback=open; else echo host-loopback=closed; fi"
+check_no_way_out() { # OUTPUT MODE
+  # This machine reaches no outside address either way, so the proof that nothing but
+  # the proxy leads out is that the container has no interface but loopback.
+  grep -qx "interfaces=lo" <<<"$1" || fail "$2: the session has a network interface besides lo"
+  for probe in raw-out udp-dns ipv6-out api api-v6 host-loopback; do
+    grep -qx "$probe=closed" <<<"$1" || fail "$2: $probe is not closed: $(grep "^$probe=" <<<"$1")"
+  done
+}
 set +e
-inside=$(handler run web -p "
+inside=$(handler run web -p "$no_way_out
   echo allowed=\$(wget -q -O- http://allowed.test:$port/hello.txt 2>&1)
   printf 'GET http://blocked.test:$port/hello.txt HTTP/1.1\r\nHost: blocked.test\r\n\r\n' |
     nc 127.0.0.1 3128 | head -n 20 | sed 's/^/blocked: /'
   printf 'CONNECT 127.0.0.1:$api_port HTTP/1.1\r\n\r\n' | nc 127.0.0.1 3128 | head -n1 | sed 's/^/loopback: /'
-  echo interfaces=\$(ls /sys/class/net | tr '\n' ' ')
-  if nc -w 2 1.1.1.1 80 </dev/null; then echo raw-out=open; else echo raw-out=closed; fi
-  if nc -w 2 127.0.0.1 $api_port </dev/null; then echo api=open; else echo api=closed; fi
-  if nc -w 2 127.0.0.1 $port </dev/null; then echo host-loopback=open; else echo host-loopback=closed; fi
   echo proxy=\$HTTPS_PROXY" 2>&1)
 code=$?
 set -e
@@ -62,15 +75,12 @@ grep -qx "allowed=hello-through-proxy" <<<"$inside" || fail "the allowed host wa
 grep -q "blocked: HTTP/1.1 403 Forbidden" <<<"$inside" || fail "the refused host did not get a 403"
 grep -q "handler network allow web blocked.test" <<<"$inside" || fail "the 403 does not say how to allow it"
 grep -q "loopback: HTTP/1.1 403" <<<"$inside" || fail "CONNECT to handlerd's port was not refused"
-# This machine reaches no outside address either way, so the proof that nothing but the
-# proxy leads out is that the container has no interface but loopback.
-grep -qx "interfaces=lo" <<<"$inside" || fail "the session has a network interface besides lo"
-grep -qx "raw-out=closed" <<<"$inside" || fail "raw TCP out of the session worked"
-grep -qx "api=closed" <<<"$inside" || fail "handlerd's API port was reachable from inside"
-grep -qx "host-loopback=closed" <<<"$inside" || fail "the host's loopback was reachable from inside"
+check_no_way_out "$inside" filtered
 grep -qx "proxy=http://127.0.0.1:3128" <<<"$inside" || fail "HTTPS_PROXY is not set"
 
 id=$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
+none_mode=$(handler run web --network none -p "$no_way_out" 2>&1) || fail "the none-mode session failed: $none_mode"
+check_no_way_out "$none_mode" none
 net_log=$(handler network log "$id" --json)
 echo "$net_log"
 grep -q '"host":"allowed.test".*"verdict":"allow"' <<<"$net_log" || fail "the allowed request is not in the log"

@@ -6,7 +6,8 @@
 # TLS with handler's CA and sends the REAL key on over TLS it verifies; the stand-in
 # sent to another allowed host is refused as an exfiltration attempt and logged; and the
 # real key is found nowhere in the container (its processes' environments, its files,
-# what the upstream echoed back) nor in handlerd's log.
+# what the upstream echoed back) nor in handlerd's log. Open mode adds a real network
+# (slirp4netns) and still puts the key in; the host's loopback stays out of reach.
 #
 # The upstream is a Python HTTPS server on the host's loopback with a certificate from a
 # test CA; handlerd trusts that CA through SSL_CERT_FILE (OpenSSL's own variable, as
@@ -124,4 +125,18 @@ grep -q '"method":"POST","path":"/v1/messages","verdict":"allow".*"secret":"anth
   fail "the intercepted request and the key put into it are not in the log"
 grep -q '"host":"other.test".*"verdict":"deny","rule":"[^"]*","reason":"exfiltration attempt' <<<"$net_log" ||
   fail "the exfiltration attempt is not in the log"
+
+echo "== open mode: a real network besides the proxy, and keys still put in"
+api_port=$(handler status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tcp"]["port"])')
+before=$(grep -c "\"key\": \"$real_key\"" "$work/upstream.log")
+open_mode=$(handler run coder --network open -p "
+  echo interfaces=\$(ls /sys/class/net | tr '\n' ' ')
+  echo answer=\$(curl -sS https://api.anthropic.com:$tls_port/v1/messages -H \"x-api-key: \$ANTHROPIC_API_KEY\" -d '{}' 2>&1)
+  if nc -w 2 10.0.2.2 $api_port </dev/null; then echo host-loopback=open; else echo host-loopback=closed; fi" 2>&1) ||
+  fail "the open-mode session failed: $open_mode"
+echo "$open_mode"
+grep -q "^interfaces=.*tap0" <<<"$open_mode" || fail "open mode has no network interface"
+grep -q "^answer=.*invalid x-api-key: sk-ant-api03-" <<<"$open_mode" || fail "open mode lost key injection"
+[ "$(grep -c "\"key\": \"$real_key\"" "$work/upstream.log")" -gt "$before" ] || fail "the open-mode request did not carry the real key"
+grep -qx "host-loopback=closed" <<<"$open_mode" || fail "open mode reached the host's loopback (handlerd's API port)"
 echo "PASS ($test_name)"

@@ -129,7 +129,7 @@ TEST_F(PodmanRuntimeTest, HonoursTtyInteractiveNetworkWorkdirAndLabels) {
     std::vector<std::string> argv = run_argv(container);
     EXPECT_TRUE(has(argv, "--tty"));
     EXPECT_TRUE(has(argv, "--interactive"));
-    EXPECT_TRUE(has(argv, "--network=slirp4netns"));
+    EXPECT_TRUE(has(argv, "--network=slirp4netns:allow_host_loopback=false"));
     EXPECT_TRUE(has(argv, "--workdir=" + (project_ / "src").string()));
     EXPECT_TRUE(has(argv, "io.example.purpose=test"));
 }

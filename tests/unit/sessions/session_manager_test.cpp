@@ -249,6 +249,23 @@ TEST_F(SessionManagerTest, StartsOneLabelledContainerRunningTheShim) {
 
 // The session's way out: its proxy socket next to the control socket, the shim told to
 // bridge to it, and every decision in the session's network log.
+TEST_F(SessionManagerTest, OnlyOpenModeGetsARealNetwork) {
+    api::StartRequest request;
+    request.harness = "shell";
+    request.directory = (dir_ / "project").string();
+    for (const char* mode : {"none", "filtered", "learn", "open"}) {
+        request.network = mode;
+        auto started = manager_->start(request);
+        ASSERT_TRUE(started.ok()) << started.error().message;
+        ASSERT_TRUE(pump_until([&] { return runtime_.containers.size() == 1; })) << mode;
+        const auto& spec = runtime_.containers.begin()->second.spec;
+        EXPECT_EQ(spec.network, std::string(mode) == "open" ? runtime::NetworkMode::slirp4netns
+                                                            : runtime::NetworkMode::none)
+            << mode;
+        runtime_.containers.clear();
+    }
+}
+
 TEST_F(SessionManagerTest, EachSessionGetsItsOwnEgressProxy) {
     const std::string id = start_shell();
     const auto& spec = runtime_.containers.begin()->second.spec;
