@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <algorithm>
 
 namespace handler::runtime {
@@ -183,6 +185,33 @@ TEST_F(PodmanRuntimeTest, MountsTheControlAndHelperFoldersReadOnly) {
     auto result = runtime.run_command(container);
     ASSERT_FALSE(result);
     EXPECT_EQ(result.error().code, ErrorCode::forbidden);
+}
+
+// The trust bundle goes over the image's system store, and only a file of the session's
+// own control folder may: never a host file such as ~/.ssh/id_ed25519.
+TEST_F(PodmanRuntimeTest, MountsTheSessionsTrustBundleOverTheSystemStoreOnly) {
+    const fs::path control = paths_.runtime_dir / "sessions" / "s-42";
+    fs::create_directories(control);
+    std::ofstream(control / "ca-bundle.crt") << "CAS";
+    ContainerSpec container = spec();
+    container.control_dir = control;
+    container.trust_bundle = control / "ca-bundle.crt";
+    EXPECT_TRUE(has(run_argv(container), "--volume=" + fs::canonical(control / "ca-bundle.crt").string() +
+                                             ":/etc/ssl/certs/ca-certificates.crt:ro"));
+
+    PodmanRuntime runtime(runner_, options_);
+    fs::create_directories(home_ / ".ssh");
+    std::ofstream(home_ / ".ssh/id_ed25519") << "KEY";
+    fs::create_symlink(home_ / ".ssh/id_ed25519", control / "link.crt");
+    for (const fs::path& bad : {home_ / ".ssh/id_ed25519", control / "link.crt", control / "missing.crt"}) {
+        container.trust_bundle = bad;
+        auto result = runtime.run_command(container);
+        ASSERT_FALSE(result) << bad;
+        EXPECT_TRUE(contains(result.error().message, "control folder")) << result.error().message;
+    }
+    container.control_dir.clear();
+    container.trust_bundle = control / "ca-bundle.crt";
+    EXPECT_FALSE(runtime.run_command(container));
 }
 
 TEST_F(PodmanRuntimeTest, RefusesASymlinkThatLeadsToTheHome) {
