@@ -244,12 +244,33 @@ Response Routes::contexts(const Call& call) {
 
 // ---- projects ---------------------------------------------------------------------
 
+namespace {
+
+// The project fields shared by POST and PATCH (path is POST's alone).
+Result<store::ProjectChanges> read_project_fields(const BodyReader& reader) {
+    store::ProjectChanges fields;
+    auto name = reader.optional_string("name");
+    if (!name) return name.take_error();
+    fields.name = std::move(*name);
+    auto context = reader.nullable_string("context");
+    if (!context) return context.take_error();
+    fields.context = std::move(*context);
+    auto hosts = reader.optional_string_list("allowed_hosts");
+    if (!hosts) return hosts.take_error();
+    fields.allowed_hosts = std::move(*hosts);
+    return fields;
+}
+
+} // namespace
+
 Response Routes::projects(const Call& call) {
     if (call.segments.size() == 2) {
-        if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
+        if (call.method != "GET" && call.method != "PATCH")
+            return not_allowed(call.method, call.target, {"GET", "PATCH"});
         const auto id = parse_id(call.segments[1]);
         if (!id) return error_response(ErrorCode::not_found,
                                        "project '" + call.segments[1] + "' does not exist");
+        if (call.method == "PATCH") return update_project(call, *id);
         auto project = store_.get_project(*id);
         if (!project) return error_response(project.error());
         return json_response(200, to_json(*project));
@@ -285,14 +306,12 @@ Response Routes::create_project(const Call& call) {
     auto body = parse_body(call.body);
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
-    if (auto known = reader.allow_only({"path", "name", "context"}); !known)
+    if (auto known = reader.allow_only({"path", "name", "context", "allowed_hosts"}); !known)
         return error_response(known.error());
     auto path = reader.required_string("path");
     if (!path) return error_response(path.error());
-    auto name = reader.optional_string("name");
-    if (!name) return error_response(name.error());
-    auto context = reader.nullable_string("context");
-    if (!context) return error_response(context.error());
+    auto fields = read_project_fields(reader);
+    if (!fields) return error_response(fields.error());
 
     if (!path->starts_with("/"))
         return error_response(ErrorCode::invalid_argument,
@@ -316,13 +335,34 @@ Response Routes::create_project(const Call& call) {
                                   "project's own folder instead");
     }
 
-    store::NewProject project{name->value_or(folder.filename().string()), folder.string(),
-                              context->value_or(std::nullopt)};
+    store::NewProject project{fields->name.value_or(folder.filename().string()), folder.string(),
+                              fields->context.value_or(std::nullopt),
+                              fields->allowed_hosts.value_or(std::vector<std::string>{})};
     auto made = store_.create_project(project);
     if (!made) return error_response(made.error());
     auto json_project = to_json(*made);
     publish("project.created", json_project);
     return created(json_project, "/api/v1/projects/" + std::to_string(made->id));
+}
+
+Response Routes::update_project(const Call& call, std::int64_t id) {
+    auto body = parse_body(call.body);
+    if (!body) return error_response(body.error());
+    BodyReader reader(*body);
+    if (reader.has("path"))
+        return error_response(ErrorCode::invalid_argument,
+                              "field 'path' cannot be changed; register the other folder as a "
+                              "project of its own instead");
+    if (auto known = reader.allow_only({"name", "context", "allowed_hosts"}); !known)
+        return error_response(known.error());
+    auto changes = read_project_fields(reader);
+    if (!changes) return error_response(changes.error());
+    auto updated = store_.update_project(id, *changes);
+    if (!updated) return error_response(updated.error());
+    auto json_project = to_json(*updated);
+    // Running sessions' proxies listen for this: a new list applies to open tunnels too.
+    if (!changes->empty()) publish("project.updated", json_project);
+    return json_response(200, json_project);
 }
 
 // ---- accounts ---------------------------------------------------------------------

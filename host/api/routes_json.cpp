@@ -141,6 +141,13 @@ json::value nullable(const std::optional<std::int64_t>& number) {
     return number ? json::value(*number) : json::value(nullptr);
 }
 
+json::array strings(const std::vector<std::string>& items) {
+    json::array out;
+    out.reserve(items.size());
+    for (const auto& item : items) out.emplace_back(item);
+    return out;
+}
+
 } // namespace
 
 json::object to_json(const store::Project& project) {
@@ -148,6 +155,7 @@ json::object to_json(const store::Project& project) {
             {"name", project.name},
             {"path", project.path},
             {"context", nullable(project.context)},
+            {"allowed_hosts", strings(project.allowed_hosts)},
             {"created_at", project.created_at}};
 }
 
@@ -160,8 +168,6 @@ json::object to_json(const store::Account& account) {
 }
 
 json::object to_json(const store::Agent& agent) {
-    json::array hosts;
-    for (const auto& host : agent.allowed_hosts) hosts.emplace_back(host);
     return {{"id", agent.id},
             {"name", agent.name},
             {"project", agent.project_id},
@@ -170,7 +176,7 @@ json::object to_json(const store::Agent& agent) {
             {"instructions", agent.instructions},
             {"account", nullable(agent.account)},
             {"network_mode", to_string(agent.network_mode)},
-            {"allowed_hosts", std::move(hosts)},
+            {"allowed_hosts", strings(agent.allowed_hosts)},
             {"created_at", agent.created_at},
             {"updated_at", agent.updated_at}};
 }

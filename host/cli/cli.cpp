@@ -40,6 +40,7 @@ struct Options {
     std::vector<std::string> allow_hosts;
     std::vector<std::string> remove_hosts;
     bool clear_account = false;
+    bool clear_context = false;
     bool all_projects = false;
     bool check_only = false;
     std::string shell;
@@ -67,6 +68,7 @@ struct Tree {
     CLI::App* context_list = nullptr;
     CLI::App* project_add = nullptr;
     CLI::App* project_list = nullptr;
+    CLI::App* project_edit = nullptr;
     CLI::App* agent_add = nullptr;
     CLI::App* agent_list = nullptr;
     CLI::App* agent_show = nullptr;
@@ -132,8 +134,23 @@ Tree define(CLI::App& app, Options& options) {
         ->check(CLI::ExistingDirectory);
     tree.project_add->add_option("--name", options.name, "Its name (default: folder name)");
     tree.project_add->add_option("--context", options.context, "Its context");
+    tree.project_add->add_option("--allow", options.allow_hosts,
+                                 "Host every session in it may reach (repeat): host, *.domain, "
+                                 "optional :port");
     tree.project_list = project->add_subcommand("list", "List projects");
     add_json_flag(tree.project_list, options);
+    tree.project_edit = project->add_subcommand("edit", "Change a project");
+    tree.project_edit->add_option("PATH", options.project,
+                                  "Its folder (default: the registered project containing the "
+                                  "current folder)");
+    tree.project_edit->add_option("--rename", options.rename, "New name");
+    tree.project_edit->add_option("--context", options.context, "Move it to this context");
+    tree.project_edit->add_flag("--no-context", options.clear_context,
+                                "Take it out of its context");
+    tree.project_edit->add_option("--allow", options.allow_hosts, "Add an allowed host (repeat)");
+    tree.project_edit->add_option("--disallow", options.remove_hosts,
+                                  "Remove an allowed host (repeat)");
+    add_json_flag(tree.project_edit, options);
 
     auto* agent = app.add_subcommand("agent", "Agents: a harness with a goal, in a project");
     agent->require_subcommand(1);
@@ -423,10 +440,48 @@ int command_context_add(Session& session, const Options& options) {
     return kExitOk;
 }
 
+json::array host_list(const std::vector<std::string>& hosts) {
+    json::array out;
+    for (const auto& host : hosts) out.emplace_back(host);
+    return out;
+}
+
+// --allow and --disallow applied to the allowed_hosts of `record` (an agent or a
+// project), into `body`: the API replaces the whole list.
+void put_host_changes(json::object& body, const json::object& record, const Options& options) {
+    if (options.allow_hosts.empty() && options.remove_hosts.empty()) return;
+    json::array hosts;
+    for (const auto& host : record.at("allowed_hosts").as_array()) {
+        const std::string existing(host.as_string());
+        if (std::find(options.remove_hosts.begin(), options.remove_hosts.end(), existing) ==
+            options.remove_hosts.end())
+            hosts.emplace_back(existing);
+    }
+    for (const auto& host : options.allow_hosts)
+        if (std::find(hosts.begin(), hosts.end(), json::value(host)) == hosts.end())
+            hosts.emplace_back(host);
+    body["allowed_hosts"] = std::move(hosts);
+}
+
+// Sends the changes in `body` to `target` and prints the record handlerd answers.
+int patch_record(Session& session, const Options& options, const std::string& target,
+                 json::object body, std::string_view command) {
+    if (body.empty())
+        return session.fail("nothing to change; see `handler " + std::string(command) +
+                                " --help`",
+                            kExitUsage);
+    json::value value = std::move(body);
+    auto updated = session.call("PATCH", target, &value);
+    if (!updated) return session.exit_code();
+    return print_or_json(session, options, *updated,
+                         [&](std::ostream& out) { print_record(out, updated->as_object()); });
+}
+
 int command_project_add(Session& session, const Options& options) {
     json::object body = {{"path", std::filesystem::absolute(options.path).string()}};
     if (!options.name.empty()) body["name"] = options.name;
     if (!options.context.empty()) body["context"] = options.context;
+    if (!options.allow_hosts.empty()) body["allowed_hosts"] = host_list(options.allow_hosts);
     json::value value = body;
     auto created = session.call("POST", "/api/v1/projects", &value);
     if (!created) return session.exit_code();
@@ -434,6 +489,19 @@ int command_project_add(Session& session, const Options& options) {
     session.context().out << "Registered project " << display(project.at("name")) << " ("
                           << display(project.at("path")) << ").\n";
     return kExitOk;
+}
+
+int command_project_edit(Session& session, const Options& options) {
+    auto project = resolve_project(session, options);
+    if (!project) return session.exit_code();
+    json::object body;
+    if (options.rename) body["name"] = *options.rename;
+    if (!options.context.empty()) body["context"] = options.context;
+    if (options.clear_context) body["context"] = nullptr;
+    put_host_changes(body, *project, options);
+    const auto id = project->at("id").to_number<std::int64_t>();
+    return patch_record(session, options, "/api/v1/projects/" + std::to_string(id),
+                        std::move(body), "project edit");
 }
 
 void put_agent_fields(json::object& body, const Options& options) {
@@ -451,11 +519,7 @@ int command_agent_add(Session& session, const Options& options) {
                          {"project", project->at("id")},
                          {"harness", options.harness}};
     put_agent_fields(body, options);
-    if (!options.allow_hosts.empty()) {
-        json::array hosts;
-        for (const auto& host : options.allow_hosts) hosts.emplace_back(host);
-        body["allowed_hosts"] = std::move(hosts);
-    }
+    if (!options.allow_hosts.empty()) body["allowed_hosts"] = host_list(options.allow_hosts);
     json::value value = body;
     auto created = session.call("POST", "/api/v1/agents", &value);
     if (!created) return session.exit_code();
@@ -505,27 +569,10 @@ int command_agent_edit(Session& session, const Options& options) {
     if (options.rename) body["name"] = *options.rename;
     if (!options.harness.empty()) body["harness"] = options.harness;
     put_agent_fields(body, options);
-    if (!options.allow_hosts.empty() || !options.remove_hosts.empty()) {
-        json::array hosts;
-        for (const auto& host : agent->at("allowed_hosts").as_array()) {
-            const std::string existing(host.as_string());
-            if (std::find(options.remove_hosts.begin(), options.remove_hosts.end(), existing) ==
-                options.remove_hosts.end())
-                hosts.emplace_back(existing);
-        }
-        for (const auto& host : options.allow_hosts)
-            if (std::find(hosts.begin(), hosts.end(), json::value(host)) == hosts.end())
-                hosts.emplace_back(host);
-        body["allowed_hosts"] = std::move(hosts);
-    }
-    if (body.empty())
-        return session.fail("nothing to change; see `handler agent edit --help`", kExitUsage);
-    json::value value = body;
+    put_host_changes(body, *agent, options);
     const auto id = agent->at("id").to_number<std::int64_t>();
-    auto updated = session.call("PATCH", "/api/v1/agents/" + std::to_string(id), &value);
-    if (!updated) return session.exit_code();
-    return print_or_json(session, options, *updated,
-                         [&](std::ostream& out) { print_record(out, updated->as_object()); });
+    return patch_record(session, options, "/api/v1/agents/" + std::to_string(id),
+                        std::move(body), "agent edit");
 }
 
 // Needs no daemon: it is what gets one running. The daemon is only asked whether it
@@ -867,7 +914,8 @@ int run_cli(const std::vector<std::string>& arguments, CliContext& context) {
         if (tree.project_add->parsed()) return command_project_add(session, options);
         if (tree.project_list->parsed())
             return command_list(session, options, "/api/v1/projects", "projects",
-                                {"id", "name", "context", "path"});
+                                {"id", "name", "context", "path", "allowed_hosts"});
+        if (tree.project_edit->parsed()) return command_project_edit(session, options);
         if (tree.agent_add->parsed()) return command_agent_add(session, options);
         if (tree.agent_list->parsed()) return command_agent_list(session, options);
         if (tree.agent_show->parsed()) return command_agent_show(session, options);

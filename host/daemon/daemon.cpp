@@ -170,8 +170,12 @@ int run_daemon(const DaemonOptions& options) {
     session_options.helper_dir = builtin_helper_dir();
     session_options.log_limit_bytes = config.sessions.log_limit_bytes;
     session_options.proxy_port = config.network.proxy_port;
-    for (const auto& [name, address] : config.network.resolve)
-        session_options.resolve[name] = {*network::parse_address(address)};
+    for (const auto& [name, address] : config.network.resolve) {
+        if (name.find(':') == std::string::npos)
+            session_options.resolve[name] = {*network::parse_address(address)};
+        else
+            session_options.resolve_endpoints[name] = *network::parse_endpoint(address, false);
+    }
     session_options.default_image = config.sessions.image;
     if (session_options.default_image.empty()) {
         auto reference = runtime::base_image_ref(runtime::default_base_recipe());

@@ -66,8 +66,9 @@ net::ip::address to_asio(const Address& address) {
 
 class SystemResolver final : public Resolver {
 public:
-    SystemResolver(net::io_context& io, std::map<std::string, std::vector<Address>> overrides)
-        : io_(io), overrides_(std::move(overrides)) {}
+    SystemResolver(net::io_context& io, std::map<std::string, std::vector<Address>> overrides,
+                   std::map<std::string, HostPort> endpoints)
+        : io_(io), overrides_(std::move(overrides)), endpoints_(std::move(endpoints)) {}
 
     void resolve(const std::string& host, Done done) override {
         if (auto found = overrides_.find(host); found != overrides_.end()) {
@@ -92,9 +93,16 @@ public:
 
     bool pinned(const std::string& host) const override { return overrides_.count(host) > 0; }
 
+    std::optional<HostPort> pinned_endpoint(const std::string& host, std::uint16_t port) const override {
+        const auto found = endpoints_.find(host + ":" + std::to_string(port));
+        if (found == endpoints_.end()) return std::nullopt;
+        return found->second;
+    }
+
 private:
     net::io_context& io_;
     std::map<std::string, std::vector<Address>> overrides_;
+    std::map<std::string, HostPort> endpoints_;
 };
 
 } // namespace
@@ -259,6 +267,11 @@ private:
             if (const auto* found = scanner_.find_in(plain_head_))
                 return deny(decision_.rule, exfiltration_reason(*found, target_.host), 403, "Forbidden");
         }
+        if (auto fixed = owner_.resolver.pinned_endpoint(target_.host, target_.port)) {
+            connect_port_ = fixed->port;
+            pinned_ = true;
+            return connect({*parse_address(fixed->host)});
+        }
         if (target_.ip) return connect({*parse_address(target_.host)});
         // Strong: while the name resolves, nothing else holds this connection.
         owner_.resolver.resolve(target_.host, [self = shared_from_this()](Result<std::vector<Address>> addresses) {
@@ -272,13 +285,14 @@ private:
         std::vector<tcp::endpoint> endpoints;
         std::string refusal;
         Decision effective = decision_;
-        if (!target_.ip && owner_.resolver.pinned(target_.host)) effective.exact = true;
+        if (pinned_ || (!target_.ip && owner_.resolver.pinned(target_.host))) effective.exact = true;
+        const std::uint16_t port = connect_port_ != 0 ? connect_port_ : target_.port;
         for (const auto& address : addresses) {
             if (auto why = check_address(effective, target_, address, owner_.own_addresses)) {
                 refusal = *why;
                 continue;
             }
-            endpoints.emplace_back(to_asio(address), target_.port);
+            endpoints.emplace_back(to_asio(address), port);
         }
         endpoints_ = endpoints;
         if (endpoints.empty())
@@ -481,6 +495,8 @@ private:
     beast::flat_buffer buffer_;
     http::request_parser<http::empty_body> parser_;
     std::vector<tcp::endpoint> endpoints_;
+    std::uint16_t connect_port_ = 0; // the port connected to, when the settings moved it
+    bool pinned_ = false;
     std::vector<SecretBinding> bindings_;
     StandInScanner scanner_;
     std::string plain_head_;
@@ -564,8 +580,9 @@ std::size_t EgressProxy::open_connections() const {
 }
 
 std::unique_ptr<Resolver> make_system_resolver(net::io_context& io,
-                                               std::map<std::string, std::vector<Address>> overrides) {
-    return std::make_unique<SystemResolver>(io, std::move(overrides));
+                                               std::map<std::string, std::vector<Address>> overrides,
+                                               std::map<std::string, HostPort> endpoints) {
+    return std::make_unique<SystemResolver>(io, std::move(overrides), std::move(endpoints));
 }
 
 std::vector<Address> own_addresses() {

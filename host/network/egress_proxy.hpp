@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,12 +76,21 @@ public:
         (void)host;
         return false;
     }
+    // Where the user sent host:port instead (like curl --connect-to), if they did. Such a
+    // destination is theirs too, so it may be loopback.
+    virtual std::optional<HostPort> pinned_endpoint(const std::string& host, std::uint16_t port) const {
+        (void)host;
+        (void)port;
+        return std::nullopt;
+    }
 };
 
 // getaddrinfo through Asio. `overrides` maps names to fixed addresses, like
-// curl --resolve: the test setting [network] resolve (docs/configuration.md).
+// curl --resolve, and `endpoints` maps "name:port" to an IP address and port, like
+// curl --connect-to: the test setting [network] resolve (docs/configuration.md).
 std::unique_ptr<Resolver> make_system_resolver(boost::asio::io_context& io,
-                                               std::map<std::string, std::vector<Address>> overrides);
+                                               std::map<std::string, std::vector<Address>> overrides,
+                                               std::map<std::string, HostPort> endpoints = {});
 
 // The TLS side of interception, shared by every session's proxy: per-host server
 // contexts built from the CA's leaves (cached), and the client context that verifies

@@ -195,12 +195,33 @@ Decision decide(const Policy& policy, const Target& target, std::int64_t now_ms)
                       (policy.mode == Mode::none ? ": only the harness's model hosts"
                                                  : ": no rule matches") +
                       ")";
-    if (!policy.agent.empty())
-        decision.reason += "; allow it with: handler network allow " + policy.agent + " " +
-                           (target.ip && target.host.find(':') != std::string::npos
-                                ? "[" + target.host + "]"
-                                : target.host);
+    const std::string host =
+        target.ip && target.host.find(':') != std::string::npos ? "[" + target.host + "]" : target.host;
+    // A session without an agent takes its project's list (run in the project's folder).
+    decision.reason += policy.agent.empty() ? "; allow it for the project with: handler project edit --allow " + host
+                                            : "; allow it with: handler network allow " + policy.agent + " " + host;
     return decision;
+}
+
+std::optional<HostPort> parse_endpoint(std::string_view text, bool host_may_be_name) {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+    std::string_view host = text.substr(0, colon);
+    const std::string_view port_text = text.substr(colon + 1);
+    unsigned port = 0;
+    const auto [end, error] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (error != std::errc() || end != port_text.data() + port_text.size() || port == 0 || port > 65535)
+        return std::nullopt;
+    if (host.front() == '[') {
+        if (host.size() < 3 || host.back() != ']') return std::nullopt;
+        host = host.substr(1, host.size() - 2);
+        if (!parse_address(host) || !parse_address(host)->v6) return std::nullopt;
+    } else if (host.find(':') != std::string_view::npos) {
+        return std::nullopt; // an IPv6 address needs its brackets here
+    } else if (!parse_address(host) && !(host_may_be_name && parse_target(host, 1).ok())) {
+        return std::nullopt;
+    }
+    return HostPort{std::string(host), static_cast<std::uint16_t>(port)};
 }
 
 std::optional<Address> parse_address(std::string_view text) {

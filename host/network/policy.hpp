@@ -89,6 +89,14 @@ struct Address {
 std::optional<Address> parse_address(std::string_view text);
 std::string to_string(const Address& address);
 
+// "host:port", with an IPv6 host in brackets; the host comes back without them. With
+// `host_may_be_name` false the host must be an IP address. The port is 1 to 65535.
+struct HostPort {
+    std::string host;
+    std::uint16_t port = 0;
+};
+std::optional<HostPort> parse_endpoint(std::string_view text, bool host_may_be_name);
+
 // Loopback, unspecified, private (10/8, 172.16/12, 192.168/16, 100.64/10 CGNAT, fc00::/7),
 // link-local (169.254/16, fe80::/10), multicast, broadcast, and IPv4-mapped/compatible
 // forms of those.

@@ -89,7 +89,7 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
           launcher(std::move(harness_launcher)), harness_exists(std::move(harness_check)),
           events(hub), clock(time),
           options(std::move(manager_options)),
-          resolver(network::make_system_resolver(io_context, options.resolve)),
+          resolver(network::make_system_resolver(io_context, options.resolve, options.resolve_endpoints)),
           own_addresses(network::own_addresses()) {}
 
     // ---- AuditSink: the proxy's decisions go to the store ----------------------------
@@ -128,8 +128,10 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
             spdlog::error("cannot record the end of a connection: {}", done.error().message);
     }
 
-    // The live policy of a session: read at every connection, so an edit of its agent
-    // applies to the next one (and reevaluate() cuts what is now refused).
+    // The live policy of a session: read at every connection, so an edit of its agent or
+    // project applies to the next one (and reevaluate() cuts what is now refused). The
+    // allow-list is the agent's, then the project's; a session without an agent gets the
+    // project's alone.
     network::Policy policy_for(const std::string& id) {
         network::Policy policy;
         policy.mode = network::Mode::filtered;
@@ -140,6 +142,10 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
         }
         for (const auto& text : session->model_hosts)
             if (auto rule = network::parse_rule(text)) policy.model_hosts.push_back(*rule);
+        const auto allow = [&policy](const std::vector<std::string>& hosts) {
+            for (const auto& text : hosts)
+                if (auto rule = network::parse_rule(text)) policy.allow.push_back(*rule);
+        };
         std::optional<store::Agent> agent;
         if (session->agent_id)
             if (auto found = store.get_agent(*session->agent_id)) agent = *found;
@@ -147,9 +153,9 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
             policy.agent = agent->name;
             policy.mode = network::parse_mode(store::to_string(agent->network_mode))
                               .value_or(network::Mode::filtered);
-            for (const auto& text : agent->allowed_hosts)
-                if (auto rule = network::parse_rule(text)) policy.allow.push_back(*rule);
+            allow(agent->allowed_hosts);
         }
+        if (auto project = store.get_project(session->project_id)) allow(project->allowed_hosts);
         if (session->network_mode)
             policy.mode = network::parse_mode(*session->network_mode).value_or(policy.mode);
         policy.learn_until_ms = session->learn_until.value_or(0);
@@ -702,10 +708,13 @@ SessionManager::SessionManager(net::io_context& io, store::Store& store,
                                const Clock& clock, SessionManagerOptions options)
     : impl_(std::make_shared<Impl>(io, store, runtime, std::move(launcher),
                                    std::move(harness_exists), events, clock, std::move(options))) {
-    // An agent's mode or hosts changed: every open tunnel is decided again at once.
+    // An agent's mode or hosts, or a project's hosts, changed: every open tunnel is
+    // decided again at once.
     impl_->agent_events = events.subscribe([weak = std::weak_ptr<Impl>(impl_)](const api::EventHub::Message& message) {
         auto impl = weak.lock();
-        if (!impl || message->find("\"type\":\"agent.") == std::string::npos) return;
+        if (!impl || (message->find("\"type\":\"agent.") == std::string::npos &&
+                      message->find("\"type\":\"project.updated\"") == std::string::npos))
+            return;
         for (auto& [id, channel] : impl->channels) channel->reevaluate();
     });
 }

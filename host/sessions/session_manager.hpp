@@ -77,6 +77,7 @@ struct SessionManagerOptions {
     // how long `--network learn` lets everything through.
     std::uint16_t proxy_port = 3128;
     std::map<std::string, std::vector<network::Address>> resolve;
+    std::map<std::string, network::HostPort> resolve_endpoints; // "name:port" -> address:port
     std::chrono::milliseconds learn_window{15 * 60 * 1000};
     // Keys (docs/network.md, "Keys"): where the real values are, the proxy's TLS side,
     // the CA certificate containers trust, and the system's own CAs to trust with it.

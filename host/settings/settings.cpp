@@ -307,13 +307,25 @@ void check_format_2(const toml::table& root, Checker& check, Parsed& parsed) {
                         }
                         for (const auto& [name_key, address] : *table) {
                             const auto* text = address.as_string();
-                            const std::string entry = label + "." + std::string(name_key.str());
-                            if (text == nullptr || !network::parse_address(text->get())) {
-                                check.add(address.source(), entry + ": expected an IP address such as \"127.0.0.1\", got " +
-                                                                describe(address));
+                            const std::string pinned(name_key.str());
+                            const std::string entry = label + "." + pinned;
+                            // "name" = "address", or "name:port" = "address:port" (like curl
+                            // --connect-to: a test server on another port than the real one).
+                            const bool with_port = pinned.find(':') != std::string::npos;
+                            if (with_port && !network::parse_endpoint(pinned, /*host_may_be_name=*/true)) {
+                                check.add(name_key.source(), entry + ": expected a name or name:port (1 to 65535)");
                                 continue;
                             }
-                            s.network.resolve[std::string(name_key.str())] = text->get();
+                            const bool valid = text != nullptr && (with_port ? network::parse_endpoint(text->get(), false).has_value()
+                                                                             : network::parse_address(text->get()).has_value());
+                            if (!valid) {
+                                check.add(address.source(),
+                                          entry + (with_port ? ": expected an address and port such as \"127.0.0.1:8443\", got "
+                                                             : ": expected an IP address such as \"127.0.0.1\", got ") +
+                                              describe(address));
+                                continue;
+                            }
+                            s.network.resolve[pinned] = text->get();
                         }
                     });
         } else if (name == "sessions") {
@@ -489,7 +501,7 @@ std::string render(const Settings& settings, const std::vector<std::string>& exp
          std::to_string(settings.network.proxy_port), std::to_string(defaults.network.proxy_port),
          "network");
     out << "# Names resolved to fixed addresses, for test servers on this machine:\n"
-           "# resolve = { \"api.example.test\" = \"127.0.0.1\" }\n";
+           "# resolve = { \"api.example.test\" = \"127.0.0.1\", \"api.example.com:443\" = \"127.0.0.1:8443\" }\n";
     return out.str();
 }
 

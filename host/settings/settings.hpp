@@ -54,8 +54,9 @@ struct SessionSettings {
 struct NetworkSettings {
     // Inside each session: the port of the bridge to the egress proxy.
     std::uint16_t proxy_port = 3128;
-    // name -> address, like curl --resolve: for test upstreams on this machine. The
-    // addresses are used as they are (a name mapped to loopback still needs an exact rule).
+    // name -> address, like curl --resolve, or name:port -> address:port, like curl
+    // --connect-to: for test upstreams on this machine. A name listed here is the user's,
+    // so it may be loopback.
     std::map<std::string, std::string> resolve;
 };
 

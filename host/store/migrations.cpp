@@ -117,7 +117,8 @@ CREATE INDEX network_log_session ON network_log(session_id, id);
 
 // Keys: the stand-in each session got for each kind of key (so a restarted handlerd's
 // proxy recognises what the running container holds), and which key the proxy put into
-// an intercepted request.
+// an intercepted request. And a project's own allow-list, kept like an agent's and
+// merged into the policy of every session in the project.
 constexpr std::string_view kVersion4 = R"sql(
 CREATE TABLE session_secrets (
     session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -127,6 +128,13 @@ CREATE TABLE session_secrets (
     PRIMARY KEY (session_id, kind)
 ) STRICT, WITHOUT ROWID;
 ALTER TABLE network_log ADD COLUMN secret TEXT NOT NULL DEFAULT '';
+CREATE TABLE project_allowed_hosts (
+    project_id  INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    position    INTEGER NOT NULL,
+    host        TEXT NOT NULL,
+    PRIMARY KEY (project_id, position),
+    UNIQUE (project_id, host)
+) STRICT, WITHOUT ROWID;
 )sql";
 
 constexpr std::array<std::string_view, 4> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4};

@@ -42,6 +42,9 @@ struct Project {
     std::string name;
     std::string path;                   // absolute and canonical
     std::optional<std::string> context; // context name
+    // Hosts every session in the project may reach, after its agent's own; normalized
+    // like Agent::allowed_hosts.
+    std::vector<std::string> allowed_hosts;
     TimeMs created_at = 0;
 };
 
@@ -126,6 +129,7 @@ struct NewProject {
     std::string name;
     std::string path;
     std::optional<std::string> context;
+    std::vector<std::string> allowed_hosts;
 };
 
 // For a nullable field, the outer optional says "change it", the inner one the value
@@ -133,6 +137,9 @@ struct NewProject {
 struct ProjectChanges {
     std::optional<std::string> name;
     std::optional<std::optional<std::string>> context;
+    std::optional<std::vector<std::string>> allowed_hosts; // replaces the whole list
+
+    bool empty() const { return !name && !context && !allowed_hosts; }
 };
 
 struct NewAccount {

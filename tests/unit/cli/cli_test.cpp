@@ -229,6 +229,65 @@ TEST(Cli, AgentEditMergesHostsAndPatchesById) {
               R"(["b.com","c.com"])");
 }
 
+TEST(Cli, ProjectAddSendsItsAllowedHosts) {
+    FakeDaemon daemon;
+    daemon.answer(201, R"({"id":7,"name":"tmp","path":"/tmp","context":null,"allowed_hosts":["pypi.org"]})");
+    auto result = run(daemon, {"project", "add", "/tmp", "--allow", "pypi.org", "--allow",
+                               "*.npmjs.org:443"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    ASSERT_EQ(daemon.calls.size(), 1u);
+    EXPECT_EQ(daemon.calls[0].method, "POST");
+    EXPECT_EQ(daemon.calls[0].target, "/api/v1/projects");
+    auto body = json::parse(daemon.calls[0].body).as_object();
+    EXPECT_EQ(body.at("path").as_string(), "/tmp");
+    EXPECT_EQ(json::serialize(body.at("allowed_hosts")), R"(["pypi.org","*.npmjs.org:443"])");
+
+    // Without --allow the field is left out (the daemon's default: none).
+    daemon.answer(201, R"({"id":8,"name":"tmp","path":"/tmp","context":null,"allowed_hosts":[]})");
+    ASSERT_EQ(run(daemon, {"project", "add", "/tmp"}).code, kExitOk);
+    EXPECT_FALSE(json::parse(daemon.calls[1].body).as_object().contains("allowed_hosts"));
+}
+
+TEST(Cli, ProjectEditMergesHostsAndPatchesById) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"projects":[{"id":7,"name":"app","path":"/home/u/code/app",
+        "context":null,"allowed_hosts":["a.com","b.com"]}]})");
+    daemon.answer(200, R"({"id":7,"name":"app","allowed_hosts":["b.com","c.com"]})");
+    auto result = run(daemon, {"project", "edit", "--allow", "c.com", "--disallow", "a.com"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    ASSERT_EQ(daemon.calls.size(), 2u);
+    EXPECT_EQ(daemon.calls[0].target, "/api/v1/projects?path=%2Fhome%2Fu%2Fcode%2Fapp%2Fsrc");
+    EXPECT_EQ(daemon.calls[1].method, "PATCH");
+    EXPECT_EQ(daemon.calls[1].target, "/api/v1/projects/7");
+    EXPECT_EQ(daemon.calls[1].body, R"({"allowed_hosts":["b.com","c.com"]})");
+    EXPECT_NE(result.out.find("c.com"), std::string::npos) << result.out;
+
+    // A folder given names the project; nothing to change is a usage error, sent nowhere.
+    daemon.answer(200, R"({"projects":[{"id":9,"name":"lib","path":"/srv/lib","context":"Work",
+        "allowed_hosts":[]}]})");
+    auto nothing = run(daemon, {"project", "edit", "/srv/lib"});
+    EXPECT_EQ(nothing.code, kExitUsage);
+    EXPECT_NE(nothing.err.find("handler project edit --help"), std::string::npos) << nothing.err;
+    EXPECT_EQ(daemon.calls.back().target, "/api/v1/projects?path=%2Fsrv%2Flib");
+
+    daemon.answer(200, R"({"projects":[{"id":9,"name":"lib","path":"/srv/lib","context":"Work",
+        "allowed_hosts":[]}]})");
+    daemon.answer(200, R"({"id":9,"name":"core","context":null,"allowed_hosts":[]})");
+    ASSERT_EQ(run(daemon, {"project", "edit", "/srv/lib", "--rename", "core", "--no-context"}).code,
+              kExitOk);
+    EXPECT_EQ(daemon.calls.back().target, "/api/v1/projects/9");
+    EXPECT_EQ(json::parse(daemon.calls.back().body), json::parse(R"({"name":"core","context":null})"));
+}
+
+TEST(Cli, ProjectListShowsHosts) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"projects":[{"id":7,"name":"app","path":"/home/u/code/app",
+        "context":null,"allowed_hosts":["pypi.org","*.npmjs.org"]}]})");
+    auto result = run(daemon, {"project", "list"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_NE(result.out.find("pypi.org, *.npmjs.org"), std::string::npos) << result.out;
+}
+
 TEST(Cli, UnknownAgentNamesTheProject) {
     FakeDaemon daemon;
     daemon.answer(200, kProject);

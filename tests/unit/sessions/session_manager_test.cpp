@@ -5,6 +5,8 @@
 #include "sessions/session_manager.hpp"
 #include "secrets/secret_store.hpp"
 
+#include "api/routes_json.hpp"
+
 #include "store/store.hpp"
 #include "support/fake_container_runtime.hpp"
 #include "support/fakes.hpp"
@@ -14,6 +16,8 @@
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -92,6 +96,18 @@ public:
         put_back_.clear();
         return frames;
     }
+    // Raw bytes the other end has sent so far (does not wait), for a proxy connection.
+    std::string drain() const {
+        std::string bytes;
+        char buffer[4096];
+        pollfd ready{fd_, POLLIN, 0};
+        while (::poll(&ready, 1, 0) > 0 && (ready.revents & POLLIN) != 0) {
+            const ssize_t got = ::recv(fd_, buffer, sizeof buffer, MSG_DONTWAIT);
+            if (got <= 0) break;
+            bytes.append(buffer, static_cast<std::size_t>(got));
+        }
+        return bytes;
+    }
     // Frames a caller read but did not use: received() returns them first next time.
     void put_back(std::vector<shim::Frame> frames) { put_back_ = std::move(frames); }
 
@@ -126,7 +142,7 @@ protected:
         auto opened = store::Store::open(dir_ / "data/handler.db", clock_);
         EXPECT_TRUE(opened.ok());
         store_ = std::move(*opened);
-        auto project = store_->create_project({"project", (dir_ / "project").string(), {}});
+        auto project = store_->create_project({"project", (dir_ / "project").string(), {}, {}});
         EXPECT_TRUE(project.ok()) << project.error().message;
         project_id_ = project->id;
         runtime_.images.insert(kImage);
@@ -282,6 +298,91 @@ TEST_F(SessionManagerTest, EachSessionGetsItsOwnEgressProxy) {
     EXPECT_TRUE(contains(entry.reason, "not allowed")) << entry.reason;
 }
 
+// A loopback TCP port that accepts connections (the kernel completes them without an
+// accept()), for tunnels that must really open.
+class Listener {
+public:
+    Listener() {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof address;
+        if (::bind(fd_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+            ::listen(fd_, 8) != 0 ||
+            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+            ADD_FAILURE() << "cannot listen on loopback";
+        port_ = ntohs(address.sin_port);
+    }
+    ~Listener() { ::close(fd_); }
+    Listener(const Listener&) = delete;
+    Listener& operator=(const Listener&) = delete;
+    std::uint16_t port() const { return port_; }
+
+private:
+    int fd_ = -1;
+    std::uint16_t port_ = 0;
+};
+
+// The project's allow-list joins the agent's in every session of the project, a bare
+// `handler run` included; an edit applies at the next connection, and a project.updated
+// event cuts open tunnels the new list refuses.
+TEST_F(SessionManagerTest, TheProjectsAllowListAppliesToItsSessionsLive) {
+    Listener upstream;
+    const std::string target = "127.0.0.1:" + std::to_string(upstream.port());
+    const std::string id = start_shell(); // no agent
+    const fs::path proxy = dir_ / "run/sessions" / id / "proxy.sock";
+    auto entries = [&](const std::string& session) { return *store_->network_log(session, 0, 100); };
+
+    ShimDouble before;
+    ASSERT_TRUE(before.connect(proxy));
+    before.send("CONNECT " + target + " HTTP/1.1\r\n\r\n");
+    ASSERT_TRUE(pump_until([&] { return entries(id).size() == 1; }));
+    EXPECT_EQ(entries(id)[0].verdict, "deny");
+
+    store::ProjectChanges changes;
+    changes.allowed_hosts = std::vector<std::string>{"127.0.0.1"};
+    ASSERT_TRUE(store_->update_project(project_id_, changes).ok());
+    ShimDouble after;
+    ASSERT_TRUE(after.connect(proxy));
+    after.send("CONNECT " + target + " HTTP/1.1\r\n\r\n");
+    ASSERT_TRUE(pump_until([&] { return entries(id).size() == 2; }));
+    EXPECT_EQ(entries(id)[1].host, "127.0.0.1");
+    EXPECT_EQ(entries(id)[1].verdict, "allow");
+    EXPECT_EQ(entries(id)[1].rule, "127.0.0.1");
+    std::string answer;
+    ASSERT_TRUE(pump_until([&] { return contains(answer += after.drain(), "\r\n\r\n"); }));
+    EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
+
+    // A session of an agent gets the project's list after the agent's own.
+    store::NewAgent agent;
+    agent.project_id = project_id_;
+    agent.name = "helper";
+    agent.harness = "shell";
+    agent.allowed_hosts = {"agent.example"};
+    ASSERT_TRUE(store_->create_agent(agent).ok());
+    api::StartRequest request;
+    request.name = "helper";
+    request.directory = (dir_ / "project").string();
+    auto agents_session = manager_->start(request);
+    ASSERT_TRUE(agents_session.ok()) << agents_session.error().message;
+    ASSERT_TRUE(pump_until([&] { return state(agents_session->id) == SessionState::running; }));
+    ShimDouble of_agent;
+    ASSERT_TRUE(of_agent.connect(dir_ / "run/sessions" / agents_session->id / "proxy.sock"));
+    of_agent.send("CONNECT " + target + " HTTP/1.1\r\n\r\n");
+    ASSERT_TRUE(pump_until([&] { return entries(agents_session->id).size() == 1; }));
+    EXPECT_EQ(entries(agents_session->id)[0].verdict, "allow");
+
+    // The host leaves the project's list: the open tunnels to it are cut at the event.
+    changes.allowed_hosts = std::vector<std::string>{};
+    ASSERT_TRUE(store_->update_project(project_id_, changes).ok());
+    events_.publish(api::event_json("project.updated", {{"id", project_id_}}, clock_.now_ms()));
+    ASSERT_TRUE(pump_until([&] {
+        return after.closed_by_peer() && entries(id)[1].ended_at.has_value();
+    })) << after.drain();
+    EXPECT_TRUE(entries(id)[1].reason.starts_with("cut: ")) << entries(id)[1].reason;
+}
+
 // The harness asked for an Anthropic key: the container gets a same-shaped stand-in (over
 // whatever the harness put in that variable), the real key appears nowhere in what
 // podman is given, the stand-in is recorded for the proxy, and the container trusts
@@ -305,7 +406,8 @@ TEST_F(SessionManagerTest, AHarnessThatNeedsAKeyGetsAStandInAndTrustsHandlersCa)
     ASSERT_TRUE(secrets_.put(account->id, real).ok());
     auto started = manager_->start(request);
     ASSERT_TRUE(started.ok()) << started.error().message;
-    ASSERT_EQ(runtime_.containers.size(), 1u);
+    // The container is started on the worker thread.
+    ASSERT_TRUE(pump_until([&] { return runtime_.containers.size() == 1; }));
     const auto& spec = runtime_.containers.begin()->second.spec;
     std::string stand_in;
     for (const auto& entry : spec.env) {

@@ -67,6 +67,28 @@ disabled = ["codex", "pi"]
     EXPECT_EQ(parsed->explicit_keys.size(), 7u);
 }
 
+TEST(SettingsParse, ResolveTakesNamesAndNamePortPairs) {
+    auto parsed = parse("format = 2\n[network]\nresolve = { \"a.test\" = \"127.0.0.1\", "
+                        "\"api.example.com:443\" = \"127.0.0.1:8443\", \"v6.test:80\" = \"[::1]:8080\" }\n",
+                        kFile);
+    ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+    const auto& resolve = parsed->settings.network.resolve;
+    EXPECT_EQ(resolve.at("a.test"), "127.0.0.1");
+    EXPECT_EQ(resolve.at("api.example.com:443"), "127.0.0.1:8443");
+    EXPECT_EQ(resolve.at("v6.test:80"), "[::1]:8080");
+
+    for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
+             {"\"a.test\" = \"127.0.0.1:80\"", "expected an IP address"},
+             {"\"a.test:443\" = \"127.0.0.1\"", "expected an address and port"},
+             {"\"a.test:443\" = \"name.test:80\"", "expected an address and port"},
+             {"\"a.test:0\" = \"127.0.0.1:80\"", "expected a name or name:port"},
+             {"\"a.test:443\" = \"::1:80\"", "expected an address and port"}}) {
+        auto refused = parse("format = 2\n[network]\nresolve = { " + text + " }\n", kFile);
+        ASSERT_FALSE(refused.ok()) << text;
+        EXPECT_NE(refused.error().message.find(expected), std::string::npos) << refused.error().message;
+    }
+}
+
 TEST(SettingsParse, AcceptsAnyAddressIn127Slash8) {
     EXPECT_EQ(error_of("format = 2\n[api]\naddress = \"127.3.2.1\"\n"), "");
 }

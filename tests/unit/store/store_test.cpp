@@ -87,7 +87,7 @@ protected:
     fs::path file() const { return dir_ / "data/handler.db"; }
 
     Project project(const std::string& path, std::optional<std::string> context = {}) {
-        auto made = store_->create_project({fs::path(path).filename().string(), path, context});
+        auto made = store_->create_project({fs::path(path).filename().string(), path, context, {}});
         EXPECT_TRUE(made.ok()) << made.error().message;
         return made.ok() ? *made : Project{};
     }
@@ -249,36 +249,130 @@ TEST_F(StoreTest, Contexts) {
 
 TEST_F(StoreTest, Projects) {
     ASSERT_TRUE(store_->create_context("Work").ok());
-    auto app = store_->create_project({"app", "/src/app", "Work"});
+    auto app = store_->create_project({"app", "/src/app", "Work", {}});
     ASSERT_TRUE(app.ok()) << app.error().message;
     EXPECT_EQ(app->context, "Work");
     EXPECT_EQ(app->path, "/src/app");
 
-    auto again = store_->create_project({"other", "/src/app", std::nullopt});
+    auto again = store_->create_project({"other", "/src/app", std::nullopt, {}});
     ASSERT_FALSE(again.ok());
     EXPECT_EQ(again.error().code, ErrorCode::conflict);
     EXPECT_EQ(again.error().message,
               "the folder /src/app is already project 'app' (id " + std::to_string(app->id) + ")");
 
-    auto unknown = store_->create_project({"x", "/src/x", "Nope"});
+    auto unknown = store_->create_project({"x", "/src/x", "Nope", {}});
     ASSERT_FALSE(unknown.ok());
     EXPECT_EQ(unknown.error().code, ErrorCode::not_found);
     EXPECT_EQ(unknown.error().message, "context 'Nope' does not exist; create it first");
 
-    EXPECT_EQ(store_->create_project({"x", "src/x", std::nullopt}).error().code,
+    EXPECT_EQ(store_->create_project({"x", "src/x", std::nullopt, {}}).error().code,
               ErrorCode::invalid_argument);
-    EXPECT_EQ(store_->create_project({"", "/src/x", std::nullopt}).error().code,
+    EXPECT_EQ(store_->create_project({"", "/src/x", std::nullopt, {}}).error().code,
               ErrorCode::invalid_argument);
 
-    auto renamed = store_->update_project(app->id, {std::string("App"), std::nullopt});
+    auto renamed = store_->update_project(app->id, {std::string("App"), std::nullopt, std::nullopt});
     ASSERT_TRUE(renamed.ok());
     EXPECT_EQ(renamed->name, "App");
     EXPECT_EQ(renamed->context, "Work");
-    auto untagged = store_->update_project(app->id, {std::nullopt, std::optional<std::string>()});
+    auto untagged = store_->update_project(app->id, {std::nullopt, std::optional<std::string>(), std::nullopt});
     ASSERT_TRUE(untagged.ok());
     EXPECT_FALSE(untagged->context.has_value());
     EXPECT_EQ(store_->list_projects()->size(), 1u);
     EXPECT_EQ(store_->get_project(12345).error().code, ErrorCode::not_found);
+}
+
+TEST_F(StoreTest, ProjectsKeepTheirAllowedHostsOnEveryRead) {
+    auto app = store_->create_project({"app", "/src/app", std::nullopt,
+                                       {"GitHub.com", "*.npmjs.org", "10.0.0.5:8443"}});
+    ASSERT_TRUE(app.ok()) << app.error().message;
+    const std::vector<std::string> hosts = {"github.com", "*.npmjs.org", "10.0.0.5:8443"};
+    EXPECT_EQ(app->allowed_hosts, hosts);
+    EXPECT_EQ(store_->get_project(app->id)->allowed_hosts, hosts);
+    EXPECT_EQ(store_->list_projects()->front().allowed_hosts, hosts);
+    EXPECT_EQ((**store_->find_project_by_path("/src/app")).allowed_hosts, hosts);
+    EXPECT_EQ((**store_->find_project_containing("/src/app/x")).allowed_hosts, hosts);
+    // Each project reads its own list, and an agent's list is not a project's.
+    auto other = project("/src/other");
+    EXPECT_TRUE(other.allowed_hosts.empty());
+    ASSERT_TRUE(store_->create_agent({app->id, "a", "codex", "", "", {}, NetworkMode::filtered,
+                                      {"agent.example"}})
+                    .ok());
+    EXPECT_EQ(store_->get_project(app->id)->allowed_hosts, hosts);
+    EXPECT_TRUE(store_->get_project(other.id)->allowed_hosts.empty());
+
+    // A change of name keeps the list; a new list replaces it whole.
+    auto renamed = store_->update_project(app->id, {std::string("App"), std::nullopt, std::nullopt});
+    ASSERT_TRUE(renamed.ok());
+    EXPECT_EQ(renamed->allowed_hosts, hosts);
+    auto replaced = store_->update_project(
+        app->id, {std::nullopt, std::nullopt, std::vector<std::string>{"PyPI.org"}});
+    ASSERT_TRUE(replaced.ok()) << replaced.error().message;
+    EXPECT_EQ(replaced->allowed_hosts, std::vector<std::string>{"pypi.org"});
+    EXPECT_EQ(replaced->name, "App");
+    auto cleared = store_->update_project(
+        app->id, {std::nullopt, std::nullopt, std::vector<std::string>{}});
+    ASSERT_TRUE(cleared.ok());
+    EXPECT_TRUE(cleared->allowed_hosts.empty());
+    EXPECT_TRUE(store_->get_project(app->id)->allowed_hosts.empty());
+}
+
+TEST_F(StoreTest, InvalidProjectHostsAreRefusedAndWriteNothing) {
+    RawDb raw(file());
+    for (const auto& hosts : {std::vector<std::string>{"ok.com", "https://bad"},
+                              std::vector<std::string>{"ok.com", "OK.com"},
+                              std::vector<std::string>{"*"}}) {
+        auto made = store_->create_project({"app", "/src/app", std::nullopt, hosts});
+        ASSERT_FALSE(made.ok());
+        EXPECT_EQ(made.error().code, ErrorCode::invalid_argument);
+        EXPECT_TRUE(made.error().message.starts_with("allowed_hosts[")) << made.error().message;
+    }
+    EXPECT_EQ(raw.count("projects"), 0);
+    EXPECT_EQ(raw.count("project_allowed_hosts"), 0);
+
+    auto app = store_->create_project({"app", "/src/app", std::nullopt, {"one.com"}});
+    ASSERT_TRUE(app.ok());
+    auto invalid = store_->update_project(
+        app->id, {std::string("renamed"), std::nullopt, std::vector<std::string>{"two.com", "a b"}});
+    ASSERT_FALSE(invalid.ok());
+    EXPECT_EQ(invalid.error().code, ErrorCode::invalid_argument);
+    EXPECT_TRUE(invalid.error().message.starts_with("allowed_hosts[1]")) << invalid.error().message;
+    auto after = store_->get_project(app->id);
+    EXPECT_EQ(after->name, "app");
+    EXPECT_EQ(after->allowed_hosts, std::vector<std::string>{"one.com"});
+    EXPECT_EQ(store_->update_project(999, {std::nullopt, std::nullopt, std::vector<std::string>{}})
+                  .error()
+                  .code,
+              ErrorCode::not_found);
+}
+
+// The project row and its hosts are one transaction, as for agents; deleting the
+// project deletes its hosts.
+TEST_F(StoreTest, AFailureHalfWayThroughAProjectWritesNothingAndDeleteCascades) {
+    {
+        RawDb raw(file());
+        raw.exec("CREATE TRIGGER boom BEFORE INSERT ON project_allowed_hosts "
+                 "WHEN NEW.host = 'boom.example' BEGIN SELECT RAISE(ABORT, 'planted fault'); END");
+    }
+    auto made = store_->create_project(
+        {"app", "/src/app", std::nullopt, {"one.com", "two.com", "boom.example"}});
+    ASSERT_FALSE(made.ok());
+    EXPECT_NE(made.error().message.find("planted fault"), std::string::npos);
+    RawDb raw(file());
+    EXPECT_EQ(raw.count("projects"), 0);
+    EXPECT_EQ(raw.count("project_allowed_hosts"), 0);
+
+    auto app = store_->create_project({"app", "/src/app", std::nullopt, {"one.com", "two.com"}});
+    ASSERT_TRUE(app.ok()) << app.error().message;
+    auto updated = store_->update_project(
+        app->id, {std::string("renamed"), std::nullopt,
+                  std::vector<std::string>{"three.com", "boom.example"}});
+    ASSERT_FALSE(updated.ok());
+    auto after = store_->get_project(app->id);
+    EXPECT_EQ(after->name, "app");
+    EXPECT_EQ(after->allowed_hosts, (std::vector<std::string>{"one.com", "two.com"}));
+
+    ASSERT_TRUE(store_->delete_project(app->id).ok());
+    EXPECT_EQ(raw.count("project_allowed_hosts"), 0);
 }
 
 TEST_F(StoreTest, FindsTheDeepestProjectContainingAPath) {
@@ -421,7 +515,7 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
     EXPECT_EQ(store_->get_agent(good->id)->account, "mine");
 
     // Moving the project or the account to another context would break the rule.
-    auto moved = store_->update_project(work_project.id, {std::nullopt, std::string("Work")});
+    auto moved = store_->update_project(work_project.id, {std::nullopt, std::string("Work"), std::nullopt});
     ASSERT_FALSE(moved.ok());
     EXPECT_EQ(moved.error().message,
               "project 'y' cannot move to context 'Work': its agent 'a' uses account 'mine', "
@@ -544,7 +638,7 @@ TEST(StoreSessions, RetriesWhenARandomIdIsTaken) {
     options.random = [&] { return draws[std::min(next++, draws.size() - 1)]; };
     auto store = Store::open_in_memory(clock, options);
     ASSERT_TRUE(store.ok()) << store.error().message;
-    auto p = (*store)->create_project({"app", "/src/app", std::nullopt});
+    auto p = (*store)->create_project({"app", "/src/app", std::nullopt, {}});
     ASSERT_TRUE(p.ok());
     auto first = (*store)->create_session(session_of(std::nullopt, p->id, "codex"));
     auto second = (*store)->create_session(session_of(std::nullopt, p->id, "codex"));
