@@ -93,6 +93,13 @@ public:
         if (!request.project_path.empty()) launch.workdir(request.project_path);
         if (const char* variable = key_variable(request.account_kind))
             launch.env_from_secret(variable, request.account_kind);
+        // A local model server: where its own clients look for it (ollama's CLI reads
+        // OLLAMA_HOST; llama.cpp's server speaks the OpenAI API under /v1).
+        if (!request.account_base_url.empty()) {
+            const std::string url(request.account_base_url);
+            if (request.account_kind == "ollama") launch.env("OLLAMA_HOST", url);
+            else launch.env("OPENAI_BASE_URL", url.ends_with("/v1") ? url : url + "/v1");
+        }
     }
 
     std::unique_ptr<handler::sdk::EventParser> open_events(std::string_view) override {

@@ -5,6 +5,7 @@
 
 #include "api/routes_json.hpp"
 #include "store/store.hpp"
+#include "store/validation.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/url/parse.hpp>
@@ -406,6 +407,23 @@ Response Routes::account_secret(const Call& call, std::int64_t id) {
     return no_content();
 }
 
+namespace {
+
+// base_url is a string, or null where an account has none: every kind but the local
+// servers', which always need one. `hint` says what leaving the field out does.
+Result<std::optional<std::string>> read_base_url(const BodyReader& reader,
+                                                 std::string_view kind, std::string_view hint) {
+    auto base_url = reader.nullable_string("base_url");
+    if (!base_url) return base_url.take_error();
+    if (*base_url && !**base_url && store::is_local_account_kind(kind))
+        return make_error(ErrorCode::invalid_argument,
+                          "field 'base_url' cannot be null: " + std::string(kind) +
+                              " accounts need their server's URL; " + std::string(hint));
+    return base_url->value_or(std::nullopt);
+}
+
+} // namespace
+
 Response Routes::accounts(const Call& call) {
     if (call.segments.size() == 3) {
         const auto id = parse_id(call.segments[1]);
@@ -413,10 +431,12 @@ Response Routes::accounts(const Call& call) {
         return account_secret(call, *id);
     }
     if (call.segments.size() == 2) {
-        if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
+        if (call.method != "GET" && call.method != "PATCH")
+            return not_allowed(call.method, call.target, {"GET", "PATCH"});
         const auto id = parse_id(call.segments[1]);
         if (!id) return error_response(ErrorCode::not_found,
                                        "account '" + call.segments[1] + "' does not exist");
+        if (call.method == "PATCH") return update_account(call, *id);
         auto account = store_.get_account(*id);
         if (!account) return error_response(account.error());
         return json_response(200, account_json(*account));
@@ -434,7 +454,7 @@ Response Routes::accounts(const Call& call) {
     auto body = parse_body(call.body);
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
-    if (auto known = reader.allow_only({"name", "kind", "context"}); !known)
+    if (auto known = reader.allow_only({"name", "kind", "context", "base_url"}); !known)
         return error_response(known.error());
     auto name = reader.required_string("name");
     if (!name) return error_response(name.error());
@@ -442,11 +462,46 @@ Response Routes::accounts(const Call& call) {
     if (!kind) return error_response(kind.error());
     auto context = reader.nullable_string("context");
     if (!context) return error_response(context.error());
-    auto account = store_.create_account({*name, *kind, context->value_or(std::nullopt)});
+    auto base_url = read_base_url(reader, *kind,
+                                  "leave the field out for the default, " +
+                                      std::string(store::default_base_url(*kind)));
+    if (!base_url) return error_response(base_url.error());
+    auto account =
+        store_.create_account({*name, *kind, context->value_or(std::nullopt), *base_url});
     if (!account) return error_response(account.error());
     auto json_account = account_json(*account);
     publish("account.created", json_account);
     return created(json_account, "/api/v1/accounts/" + std::to_string(account->id));
+}
+
+Response Routes::update_account(const Call& call, std::int64_t id) {
+    auto body = parse_body(call.body);
+    if (!body) return error_response(body.error());
+    BodyReader reader(*body);
+    if (auto known = reader.allow_only({"name", "kind", "context", "base_url"}); !known)
+        return error_response(known.error());
+    store::AccountChanges changes;
+    auto name = reader.optional_string("name");
+    if (!name) return error_response(name.error());
+    changes.name = std::move(*name);
+    auto kind = reader.optional_string("kind");
+    if (!kind) return error_response(kind.error());
+    changes.kind = std::move(*kind);
+    auto context = reader.nullable_string("context");
+    if (!context) return error_response(context.error());
+    changes.context = std::move(*context);
+    // Whether null is allowed depends on the kind the account ends up with.
+    auto current = store_.get_account(id);
+    if (!current) return error_response(current.error());
+    auto base_url = read_base_url(reader, changes.kind.value_or(current->kind),
+                                  "leave the field out to keep it");
+    if (!base_url) return error_response(base_url.error());
+    changes.base_url = std::move(*base_url);
+    auto updated = store_.update_account(id, changes);
+    if (!updated) return error_response(updated.error());
+    auto json_account = account_json(*updated);
+    if (!changes.empty()) publish("account.updated", json_account);
+    return json_response(200, json_account);
 }
 
 // ---- agents -----------------------------------------------------------------------

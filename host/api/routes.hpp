@@ -73,6 +73,7 @@ private:
     Response list_projects(const Call& call);
     Response create_project(const Call& call);
     Response update_project(const Call& call, std::int64_t id);
+    Response update_account(const Call& call, std::int64_t id);
     Response list_agents(const Call& call);
     Response create_agent(const Call& call);
     Response update_agent(const Call& call, std::int64_t id);

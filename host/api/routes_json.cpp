@@ -164,6 +164,7 @@ json::object to_json(const store::Account& account) {
             {"name", account.name},
             {"kind", account.kind},
             {"context", nullable(account.context)},
+            {"base_url", nullable(account.base_url)},
             {"created_at", account.created_at}};
 }
 

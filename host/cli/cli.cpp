@@ -4,6 +4,7 @@
 #include "cli/output.hpp"
 #include "cli/terminal.hpp"
 #include "setup/setup.hpp"
+#include "store/validation.hpp"
 
 #include <boost/json.hpp>
 #include <unistd.h>
@@ -58,6 +59,7 @@ struct Options {
     std::string host;
     std::string kind;
     bool key_stdin = false;
+    std::optional<std::string> base_url;
 };
 
 struct Tree {
@@ -86,6 +88,7 @@ struct Tree {
     CLI::App* account_add = nullptr;
     CLI::App* account_list = nullptr;
     CLI::App* account_set_key = nullptr;
+    CLI::App* account_set_url = nullptr;
     CLI::App* network_log = nullptr;
     CLI::App* network_learned = nullptr;
     CLI::App* network_allow = nullptr;
@@ -262,16 +265,25 @@ Tree define(CLI::App& app, Options& options) {
     tree.account_add = account->add_subcommand(
         "add", "Add an account; its key is read from stdin, never from the command line");
     tree.account_add->add_option("NAME", options.name,
-                                 "Its name; anthropic, claude, openai, openrouter or mistral "
-                                 "also pick the kind")
+                                 "Its name; anthropic, claude, openai, openrouter, mistral, "
+                                 "ollama or llama-cpp also pick the kind")
         ->required();
-    tree.account_add->add_option("--kind", options.kind, "anthropic-api-key, openai-api-key, ...");
+    tree.account_add->add_option("--kind", options.kind,
+                                 "anthropic-api-key, openai-api-key, ..., ollama, llama-cpp");
     tree.account_add->add_option("--context", options.context, "Its context");
     tree.account_add->add_flag("--api-key-stdin", options.key_stdin, "Read the key from stdin");
+    tree.account_add->add_option("--base-url", options.base_url,
+                                 "ollama and llama-cpp: where the server listens (default "
+                                 "http://127.0.0.1:11434 and http://127.0.0.1:8080)");
     tree.account_list = account->add_subcommand("list", "List accounts (never their keys)");
     add_json_flag(tree.account_list, options);
     tree.account_set_key = account->add_subcommand("set-key", "Replace an account's key (stdin)");
     tree.account_set_key->add_option("NAME", options.name, "The account")->required();
+    tree.account_set_url = account->add_subcommand(
+        "set-url", "Change where an ollama or llama-cpp account's server listens");
+    tree.account_set_url->add_option("NAME", options.name, "The account")->required();
+    tree.account_set_url->add_option("URL", options.base_url, "Like http://127.0.0.1:11434")
+        ->required();
 
     auto* network = app.add_subcommand("network", "What sessions reached, and what they may reach");
     network->require_subcommand(1);
@@ -836,7 +848,8 @@ int command_account_add(Session& session, const Options& options) {
     static const std::map<std::string, std::string, std::less<>> kShortNames = {
         {"anthropic", "anthropic-api-key"}, {"claude", "claude-subscription"},
         {"openai", "openai-api-key"},       {"openrouter", "openrouter-api-key"},
-        {"mistral", "mistral-api-key"},
+        {"mistral", "mistral-api-key"},     {"ollama", "ollama"},
+        {"llama-cpp", "llama-cpp"},
     };
     std::string kind = options.kind;
     if (kind.empty()) {
@@ -847,8 +860,14 @@ int command_account_add(Session& session, const Options& options) {
                                 kExitUsage);
         kind = found->second;
     }
+    // Refused before anything is created: the key would have nowhere to go.
+    if (options.key_stdin && store::is_local_account_kind(kind))
+        return session.fail(kind + " accounts have no key; give --base-url if the server is "
+                                   "not at " + std::string(store::default_base_url(kind)),
+                            kExitUsage);
     json::object body = {{"name", options.name}, {"kind", kind}};
     if (!options.context.empty()) body["context"] = options.context;
+    if (options.base_url) body["base_url"] = *options.base_url;
     json::value value = body;
     auto created = session.call("POST", "/api/v1/accounts", &value);
     if (!created) return session.exit_code();
@@ -856,8 +875,11 @@ int command_account_add(Session& session, const Options& options) {
         if (const int code = send_key(session, created->as_object().at("id").to_number<std::int64_t>());
             code != kExitOk)
             return code;
+    const auto* base_url = created->as_object().if_contains("base_url");
     session.context().out << "Added account " << options.name << " (" << kind
-                          << (options.key_stdin ? ", key stored" : "") << ").\n";
+                          << (options.key_stdin ? ", key stored" : "")
+                          << (base_url && base_url->is_string() ? ", " + display(*base_url) : "")
+                          << ").\n";
     return kExitOk;
 }
 
@@ -867,6 +889,13 @@ int command_account_set_key(Session& session, const Options& options) {
     if (const int code = send_key(session, *id); code != kExitOk) return code;
     session.context().out << "Stored the key of account " << options.name << ".\n";
     return kExitOk;
+}
+
+int command_account_set_url(Session& session, const Options& options) {
+    auto id = account_id(session, options.name);
+    if (!id) return session.exit_code();
+    return patch_record(session, options, "/api/v1/accounts/" + std::to_string(*id),
+                        {{"base_url", options.base_url.value_or("")}}, "account set-url");
 }
 
 int command_network_learned(Session& session, const Options& options) {
@@ -933,8 +962,9 @@ int run_cli(const std::vector<std::string>& arguments, CliContext& context) {
         if (tree.account_add->parsed()) return command_account_add(session, options);
         if (tree.account_list->parsed())
             return command_list(session, options, "/api/v1/accounts", "accounts",
-                                {"name", "kind", "context", "has_secret"});
+                                {"name", "kind", "context", "has_secret", "base_url"});
         if (tree.account_set_key->parsed()) return command_account_set_key(session, options);
+        if (tree.account_set_url->parsed()) return command_account_set_url(session, options);
         if (tree.network_log->parsed()) return command_network_log(session, options);
         if (tree.network_learned->parsed()) return command_network_learned(session, options);
         if (tree.network_allow->parsed()) {

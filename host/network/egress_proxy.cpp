@@ -401,7 +401,8 @@ private:
     // the half-close on and mark the direction done. Bytes going out pass the stand-in
     // scanner first (a no-op for a session without keys).
     struct Direction {
-        std::array<char, 64 * 1024> buffer{};
+        static constexpr std::size_t kSize = 64 * 1024;
+        std::unique_ptr<char[]> buffer{new char[kSize]}; // not zero-filled: read into first
         std::uint64_t bytes = 0;
         bool done = false;
     };
@@ -409,7 +410,7 @@ private:
     template <class From, class To>
     void pump(From& from, To& to, Direction& direction, StandInScanner* scanner) {
         from.async_read_some(
-            net::buffer(direction.buffer),
+            net::buffer(direction.buffer.get(), Direction::kSize),
             [self = shared_from_this(), &from, &to, &direction, scanner](const boost::system::error_code& error,
                                                                          std::size_t n) {
                 if (self->closed_) return;
@@ -420,7 +421,7 @@ private:
                     return self->maybe_finish();
                 }
                 direction.bytes += n;
-                const std::string_view out(direction.buffer.data(), n);
+                const std::string_view out(direction.buffer.get(), n);
                 if (scanner)
                     if (const auto* found = scanner->feed(out)) return self->exfiltrated(*found);
                 net::async_write(to, net::buffer(out.data(), out.size()),

@@ -31,6 +31,7 @@
 #include <cerrno>
 #include <exception>
 #include <limits>
+#include <map>
 #include <optional>
 #include <unordered_map>
 
@@ -303,7 +304,7 @@ private:
                 if (!binding.bound_to(setup_.host) || !beast::iequals(field.name_string(), binding.header) ||
                     value.find(binding.stand_in) == std::string_view::npos)
                     continue;
-                auto real = setup_.secrets->real_value(binding);
+                auto real = real_value(binding);
                 if (!real)
                     throw Refusal{502, "Bad Gateway", "the " + binding.name + " key cannot be read: " + real.error().message};
                 std::string swapped(value);
@@ -319,11 +320,20 @@ private:
         return injected;
     }
 
+    // Read once per connection: a key changed meanwhile applies from the next one.
+    Result<std::string> real_value(const SecretBinding& binding) {
+        if (auto found = real_values_.find(binding.account_id); found != real_values_.end()) return found->second;
+        auto real = setup_.secrets->real_value(binding);
+        if (real) real_values_[binding.account_id] = *real;
+        return real;
+    }
+
     // One request and its response. False: the connection ends after it.
     net::awaitable<bool> exchange(http::request_parser<http::buffer_body>& request, beast::flat_buffer& from_client,
                                   beast::flat_buffer& from_upstream) {
         auto& head = request.get();
-        const auto bindings = setup_.secrets ? setup_.secrets->bindings() : std::vector<SecretBinding>{};
+        // A session's stand-ins are made once, at its start: the connection's copy is current.
+        const auto& bindings = setup_.bindings;
         AuditEntry entry;
         entry.session_id = setup_.session_id;
         entry.at_ms = setup_.now();
@@ -528,6 +538,7 @@ private:
     std::uint64_t up_ = 0;
     std::uint64_t down_ = 0;
     std::string reason_;
+    std::map<std::int64_t, std::string> real_values_;
     bool upstream_dead_ = false;
     bool closed_ = false;
 };

@@ -21,6 +21,8 @@ struct LaunchRequest {
     std::string prompt;       // may be empty
     std::string model;        // empty: the harness's default
     std::string account_kind; // e.g. "anthropic-api-key"; empty: no account
+    // A local model server (llama-cpp, ollama accounts) as the container reaches it.
+    std::string account_base_url;
     std::vector<std::string> extra_args; // `handler terminal AGENT -- ARGS`
 };
 

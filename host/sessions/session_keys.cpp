@@ -2,8 +2,11 @@
 
 #include "secrets/secret_store.hpp"
 #include "store/store.hpp"
+#include "store/validation.hpp"
 
 #include <spdlog/spdlog.h>
+
+#include <boost/url/parse.hpp>
 
 #include <algorithm>
 
@@ -68,6 +71,59 @@ Result<std::map<std::string, std::string>> make_stand_ins(
         stand_ins[kind] = std::move(secret.stand_in);
     }
     return stand_ins;
+}
+
+Result<LocalServer> local_server(const store::Account& account) {
+    if (!store::is_local_account_kind(account.kind) || !account.base_url)
+        return make_error(ErrorCode::invalid_argument, "account '" + account.name + "' has no local server URL");
+    auto url = boost::urls::parse_absolute_uri(*account.base_url);
+    if (!url || !url->has_authority() || (url->scheme() != "http" && url->scheme() != "https"))
+        return make_error(ErrorCode::invalid_argument,
+                          "account '" + account.name + "': '" + *account.base_url + "' is not an http(s) URL");
+    LocalServer server;
+    const bool secure = url->scheme() == "https";
+    server.port = url->has_port() ? url->port_number() : (secure ? 443 : 80);
+    std::string host(url->host_type() == boost::urls::host_type::ipv6 ? url->host_ipv6_address().to_string()
+                                                                     : std::string(url->host()));
+    std::optional<network::Address> address = network::parse_address(host == "localhost" ? "127.0.0.1" : host);
+    static const auto v6_loopback = *network::parse_address("::1");
+    const bool loopback = address && (address->v6 ? address->bytes == v6_loopback.bytes : address->bytes[0] == 127);
+    if (loopback) {
+        server.name = account.kind + kLocalServerDomain;
+        server.pinned = address;
+    } else {
+        server.name = host;
+    }
+    const std::string authority = (server.name.find(':') != std::string::npos ? "[" + server.name + "]" : server.name) +
+                                  ":" + std::to_string(server.port);
+    server.rule = authority;
+    server.container_url = std::string(url->scheme()) + "://" + authority + std::string(url->encoded_path());
+    return server;
+}
+
+std::vector<LocalServer> SessionKeys::local_servers() {
+    std::vector<LocalServer> servers;
+    auto secrets = store_.session_secrets(session_id_);
+    if (!secrets) return servers;
+    for (const auto& secret : *secrets) {
+        if (!store::is_local_account_kind(secret.kind)) continue;
+        auto account = store_.get_account(secret.account_id);
+        if (!account) continue;
+        if (auto server = local_server(*account)) servers.push_back(std::move(*server));
+    }
+    return servers;
+}
+
+void SessionResolver::resolve(const std::string& host, Done done) {
+    for (const auto& server : keys_.local_servers())
+        if (server.pinned && server.name == host) return done(std::vector<network::Address>{*server.pinned});
+    base_.resolve(host, std::move(done));
+}
+
+bool SessionResolver::pinned(const std::string& host) const {
+    for (const auto& server : keys_.local_servers())
+        if (server.pinned && server.name == host) return true;
+    return base_.pinned(host);
 }
 
 std::vector<network::SecretBinding> SessionKeys::bindings() {

@@ -6,6 +6,8 @@
 #pragma once
 
 #include "core/result.hpp"
+#include "network/egress_proxy.hpp"
+#include "network/policy.hpp"
 #include "network/secret_binding.hpp"
 #include "secrets/providers.hpp"
 #include "store/records.hpp"
@@ -39,6 +41,20 @@ Result<std::map<std::string, std::string>> make_stand_ins(
     const std::vector<std::string>& kinds, const std::optional<store::Agent>& agent,
     const store::Project& project, const secrets::RandomBytes& random);
 
+// A local model server (an account of kind llama-cpp or ollama) as a session reaches it.
+// The container's loopback is not the host's, so a server on the host's loopback gets a
+// name of its own, "<kind>.handler.internal", which the session's proxy leads back to
+// it; any other host stays as it is. Either way an exact rule lets the session in.
+struct LocalServer {
+    std::string container_url; // what the harness is given
+    std::string rule;          // host:port, exact, for the session's model hosts
+    std::string name;          // the host part of container_url
+    std::uint16_t port = 0;
+    std::optional<network::Address> pinned; // where `name` leads (a renamed loopback)
+};
+inline constexpr const char* kLocalServerDomain = ".handler.internal";
+Result<LocalServer> local_server(const store::Account& account);
+
 class SessionKeys final : public network::SecretSource {
 public:
     // Both must outlive this.
@@ -47,11 +63,29 @@ public:
 
     std::vector<network::SecretBinding> bindings() override;
     Result<std::string> real_value(const network::SecretBinding& binding) override;
+    // The renamed local servers of the session: name -> the host's loopback address.
+    std::vector<LocalServer> local_servers();
 
 private:
     store::Store& store_;
     const secrets::SecretStore& secrets_;
     const std::string session_id_;
+};
+
+// The proxy's resolver for one session: its renamed local servers first, then the
+// daemon's. Both must outlive it.
+class SessionResolver final : public network::Resolver {
+public:
+    SessionResolver(network::Resolver& base, SessionKeys& keys) : base_(base), keys_(keys) {}
+    void resolve(const std::string& host, Done done) override;
+    bool pinned(const std::string& host) const override;
+    std::optional<network::HostPort> pinned_endpoint(const std::string& host, std::uint16_t port) const override {
+        return base_.pinned_endpoint(host, port);
+    }
+
+private:
+    network::Resolver& base_;
+    SessionKeys& keys_;
 };
 
 } // namespace handler::sessions

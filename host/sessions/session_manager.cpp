@@ -5,6 +5,7 @@
 #include "network/egress_proxy.hpp"
 #include "secrets/secret_store.hpp"
 #include "sessions/session_keys.hpp"
+#include "store/validation.hpp"
 #include "sessions/launch.hpp"
 #include "sessions/output_log.hpp"
 #include "store/store.hpp"
@@ -290,11 +291,15 @@ public:
         options.socket_path = control_dir / kProxySocketName;
         options.session_id = id_;
         auto& owner = owner_;
-        if (owner.options.secret_store)
+        network::Resolver* resolver = owner.resolver.get();
+        if (owner.options.secret_store) {
             keys_ = std::make_unique<SessionKeys>(owner.store, *owner.options.secret_store, id_);
+            resolver_ = std::make_unique<SessionResolver>(*owner.resolver, *keys_);
+            resolver = resolver_.get();
+        }
         proxy_ = std::make_unique<network::EgressProxy>(
             owner.io, options, [&owner, id = id_] { return owner.policy_for(id); },
-            network::ProxyServices{owner.resolver.get(), &owner, keys_.get(), owner.options.tls},
+            network::ProxyServices{resolver, &owner, keys_.get(), owner.options.tls},
             [&owner] { return owner.clock.now_ms(); },
             owner.own_addresses);
         return proxy_->start();
@@ -593,7 +598,8 @@ private:
     std::map<std::uint64_t, Client> clients_;
     std::optional<shim::Size> size_;
     std::optional<std::int64_t> exit_code_;
-    std::unique_ptr<SessionKeys> keys_; // before proxy_, which uses it
+    std::unique_ptr<SessionKeys> keys_; // before proxy_, which uses them
+    std::unique_ptr<SessionResolver> resolver_;
     std::unique_ptr<network::EgressProxy> proxy_;
     std::string pending_input_;
     bool pending_eof_ = false;
@@ -888,6 +894,7 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
 
     store::NewSession record;
     std::string account_kind;
+    std::optional<store::Account> local_account; // a local model server the agent uses
     if (agent) {
         record.agent_id = agent->id;
         record.harness = agent->harness;
@@ -895,7 +902,10 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
             auto accounts = impl.store.list_accounts();
             if (accounts)
                 for (const auto& account : *accounts)
-                    if (account.name == *agent->account) account_kind = account.kind;
+                    if (account.name == *agent->account) {
+                        account_kind = account.kind;
+                        if (store::is_local_account_kind(account.kind)) local_account = account;
+                    }
         }
     } else {
         record.harness = harness;
@@ -929,11 +939,21 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     launch_request.prompt = request.prompt;
     launch_request.account_kind = account_kind;
     launch_request.extra_args = request.args;
+    std::optional<LocalServer> server;
 
     auto fail = [&](const Error& error) -> Result<store::Session> {
         impl.finish(id, std::nullopt, SessionState::failed, error.message);
         return make_error(error.code, "session " + id + ": " + error.message);
     };
+    if (local_account) {
+        auto found = local_server(*local_account);
+        if (!found) return fail(found.error());
+        server = std::move(*found);
+        launch_request.account_base_url = server->container_url;
+        // Recorded like a key, without a stand-in: the proxy finds the server by it.
+        if (auto added = impl.store.add_session_secret({id, local_account->kind, local_account->id, ""}); !added)
+            return fail(added.error());
+    }
     auto launch = impl.launcher(record.harness, launch_request);
     if (!launch) return fail(launch.error());
     LaunchContext context;
@@ -965,6 +985,7 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
         for (const auto& host : secrets::provider_for(kind)->hosts)
             if (std::find(model_hosts.begin(), model_hosts.end(), host) == model_hosts.end())
                 model_hosts.emplace_back(host);
+    if (server) model_hosts.push_back(server->rule);
     for (const auto& text : model_hosts)
         if (auto rule = network::parse_rule(text); !rule) return fail(rule.error());
     if (!model_hosts.empty()) {

@@ -118,7 +118,9 @@ CREATE INDEX network_log_session ON network_log(session_id, id);
 // Keys: the stand-in each session got for each kind of key (so a restarted handlerd's
 // proxy recognises what the running container holds), and which key the proxy put into
 // an intercepted request. And a project's own allow-list, kept like an agent's and
-// merged into the policy of every session in the project.
+// merged into the policy of every session in the project. And where a local model
+// server (llama-cpp, ollama) listens; accounts made before get the server's default
+// (store/validation.cpp, kLocalServers).
 constexpr std::string_view kVersion4 = R"sql(
 CREATE TABLE session_secrets (
     session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -135,6 +137,9 @@ CREATE TABLE project_allowed_hosts (
     PRIMARY KEY (project_id, position),
     UNIQUE (project_id, host)
 ) STRICT, WITHOUT ROWID;
+ALTER TABLE accounts ADD COLUMN base_url TEXT;
+UPDATE accounts SET base_url = 'http://127.0.0.1:8080' WHERE kind = 'llama-cpp';
+UPDATE accounts SET base_url = 'http://127.0.0.1:11434' WHERE kind = 'ollama';
 )sql";
 
 constexpr std::array<std::string_view, 4> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4};

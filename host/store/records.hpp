@@ -53,6 +53,9 @@ struct Account {
     std::string name;
     std::string kind; // one of kAccountKinds
     std::optional<std::string> context;
+    // Local model servers (kinds llama-cpp, ollama): where the server listens, as the
+    // host sees it ("http://127.0.0.1:11434"). Unset for every other kind.
+    std::optional<std::string> base_url;
     TimeMs created_at = 0;
 };
 
@@ -146,12 +149,16 @@ struct NewAccount {
     std::string name;
     std::string kind;
     std::optional<std::string> context;
+    std::optional<std::string> base_url; // local kinds only; unset: the kind's default
 };
 
 struct AccountChanges {
     std::optional<std::string> name;
     std::optional<std::string> kind;
     std::optional<std::optional<std::string>> context;
+    std::optional<std::string> base_url; // not clearable: local kinds need one
+
+    bool empty() const { return !name && !kind && !context && !base_url; }
 };
 
 struct NewAgent {

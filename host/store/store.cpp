@@ -54,7 +54,7 @@ constexpr std::string_view kProjectColumns =
     "SELECT p.id, p.name, p.path, c.name, p.created_at "
     "FROM projects p LEFT JOIN contexts c ON c.id = p.context_id ";
 constexpr std::string_view kAccountColumns =
-    "SELECT a.id, a.name, a.kind, c.name, a.created_at "
+    "SELECT a.id, a.name, a.kind, c.name, a.base_url, a.created_at "
     "FROM accounts a LEFT JOIN contexts c ON c.id = a.context_id ";
 constexpr std::string_view kAgentColumns =
     "SELECT g.id, g.project_id, g.name, g.harness, g.goal, g.instructions, a.name, "
@@ -76,7 +76,8 @@ Project read_project(const sqlite::Statement& row) {
 }
 
 Account read_account(const sqlite::Statement& row) {
-    return Account{row.integer(0), row.text(1), row.text(2), row.optional_text(3), row.integer(4)};
+    return Account{row.integer(0),       row.text(1),          row.text(2),
+                   row.optional_text(3), row.optional_text(4), row.integer(5)};
 }
 
 Agent read_agent(const sqlite::Statement& row) {
@@ -527,15 +528,18 @@ Result<Account> Store::create_account(const NewAccount& account) {
     std::lock_guard lock(mutex_);
     if (auto valid = check_account_name(account.name); !valid) return valid.take_error();
     if (auto valid = check_account_kind(account.kind); !valid) return valid.take_error();
+    auto base_url = account_base_url(account.kind, account.base_url);
+    if (!base_url) return base_url.take_error();
     return in_transaction(Transaction::Kind::write, [&]() -> Result<Account> {
         auto context = context_id(account.context);
         if (!context) return context.take_error();
         auto existing = account_by_name(account.name);
         if (!existing) return existing.take_error();
         if (*existing) return conflict("an account named '" + account.name + "' exists already");
-        auto insert = db_.prepare(
-            "INSERT INTO accounts (name, kind, context_id, created_at) VALUES (?1, ?2, ?3, ?4)",
-            account.name, account.kind, *context, clock_->now_ms());
+        auto insert = db_.prepare("INSERT INTO accounts (name, kind, context_id, base_url, "
+                                  "created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                                  account.name, account.kind, *context, *base_url,
+                                  clock_->now_ms());
         if (!insert) return insert.take_error();
         if (auto done = insert->run(); !done) return done.take_error();
         return load_account(db_.last_insert_rowid());
@@ -571,9 +575,15 @@ Result<Account> Store::update_account(std::int64_t id, const AccountChanges& cha
             if (!update) return update.take_error();
             if (auto done = update->run(); !done) return done.take_error();
         }
-        if (changes.kind) {
-            auto update = db_.prepare("UPDATE accounts SET kind = ?1 WHERE id = ?2",
-                                      *changes.kind, id);
+        // A new kind starts from its own default (or none); otherwise the URL stays
+        // unless one is given.
+        const bool kind_changes = changes.kind && *changes.kind != account->kind;
+        if (kind_changes || changes.base_url) {
+            const std::string& kind = kind_changes ? *changes.kind : account->kind;
+            auto base_url = account_base_url(kind, changes.base_url);
+            if (!base_url) return base_url.take_error();
+            auto update = db_.prepare("UPDATE accounts SET kind = ?1, base_url = ?2 WHERE id = ?3",
+                                      kind, *base_url, id);
             if (!update) return update.take_error();
             if (auto done = update->run(); !done) return done.take_error();
         }

@@ -74,10 +74,14 @@ public:
     // Deletes its agents (and their hosts), its own hosts and its sessions with it.
     Result<void> delete_project(std::int64_t id);
 
-    // Accounts.
+    // Accounts. A local kind (llama-cpp, ollama) always has a base_url: the one given,
+    // normalized, or the kind's default; other kinds never have one
+    // (validation.hpp, account_base_url).
     Result<Account> create_account(const NewAccount& account);
     Result<std::vector<Account>> list_accounts();
     Result<Account> get_account(std::int64_t id);
+    // A change of kind replaces base_url with the new kind's default (or none) unless
+    // changes.base_url gives one.
     Result<Account> update_account(std::int64_t id, const AccountChanges& changes);
     // Refused (conflict) while an agent uses it.
     Result<void> delete_account(std::int64_t id);

@@ -1,8 +1,11 @@
 #include "store/validation.hpp"
 
+#include <boost/url/parse.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <optional>
 
 namespace handler::store {
 namespace {
@@ -63,6 +66,24 @@ Result<void> check_command_line_name(std::string_view what, std::string_view nam
     return {};
 }
 
+std::string lower_ascii(std::string_view text) {
+    std::string lower(text);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) {
+        return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    });
+    return lower;
+}
+
+// 1–65535 in decimal, leading zeros allowed ("08080").
+std::optional<unsigned> parse_port(std::string_view port) {
+    unsigned value = 0;
+    const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (port.empty() || port.size() > 5 || error != std::errc() ||
+        end != port.data() + port.size() || value < 1 || value > 65535)
+        return std::nullopt;
+    return value;
+}
+
 // One DNS label: 1–63 of [a-z0-9-], not starting or ending with '-'.
 bool is_label(std::string_view label) {
     if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-')
@@ -71,6 +92,31 @@ bool is_label(std::string_view label) {
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
     });
 }
+
+// Lower-case DNS labels joined by '.', at most 253 bytes.
+bool is_host_name(std::string_view host) {
+    if (host.empty() || host.size() > 253) return false;
+    for (std::size_t start = 0;;) {
+        const auto dot = host.find('.', start);
+        const std::string_view label =
+            host.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+        if (!is_label(label)) return false;
+        if (dot == std::string_view::npos) return true;
+        start = dot + 1;
+    }
+}
+
+struct LocalServer {
+    std::string_view kind;
+    std::string_view default_base_url;
+};
+
+// Where each server listens when started without options: `ollama serve` on 11434,
+// llama.cpp's `llama-server` on 8080, both on the loopback address.
+constexpr std::array<LocalServer, 2> kLocalServers = {{
+    {"llama-cpp", "http://127.0.0.1:8080"},
+    {"ollama", "http://127.0.0.1:11434"},
+}};
 
 } // namespace
 
@@ -111,6 +157,98 @@ Result<void> check_account_kind(std::string_view kind) {
     std::string known;
     for (const auto k : kAccountKinds) known += (known.empty() ? "" : ", ") + std::string(k);
     return invalid("account kind '" + std::string(kind) + "' is not known; use one of " + known);
+}
+
+bool is_local_account_kind(std::string_view kind) { return !default_base_url(kind).empty(); }
+
+std::string_view default_base_url(std::string_view kind) {
+    for (const auto& server : kLocalServers)
+        if (server.kind == kind) return server.default_base_url;
+    return {};
+}
+
+Result<std::string> normalize_base_url(std::string_view url) {
+    if (url.size() > kMaxBaseUrlBytes)
+        return invalid("base_url is " + std::to_string(url.size()) + " bytes long; at most " +
+                       std::to_string(kMaxBaseUrlBytes) + " are allowed");
+    auto refuse = [&](const std::string& why) -> Error {
+        return invalid("base_url '" + std::string(url) + "' is not valid: " + why +
+                       "; use http:// or https://, a host, an optional port and path, like "
+                       "'http://127.0.0.1:11434'");
+    };
+    // An absolute URI never holds '#', so this is the fragment parse_absolute_uri would
+    // only call a mismatch.
+    if (url.find('#') != std::string_view::npos) return refuse("it has a fragment ('#...')");
+    // "localhost:11434" parses, as scheme "localhost"; name the usual slip instead.
+    const bool has_scheme_separator = url.find("://") != std::string_view::npos;
+    const std::string no_scheme = "it does not start with http:// or https://";
+    const auto parsed = boost::urls::parse_absolute_uri(url);
+    if (!parsed)
+        return refuse(has_scheme_separator
+                          ? "it is not a well-formed URL (spaces and other special characters "
+                            "must be percent-encoded)"
+                          : no_scheme);
+    const boost::urls::url_view& view = *parsed;
+    if (view.scheme_id() != boost::urls::scheme::http &&
+        view.scheme_id() != boost::urls::scheme::https)
+        return refuse(has_scheme_separator ? "the scheme must be http or https, not '" +
+                                                 std::string(view.scheme()) + "'"
+                                           : no_scheme);
+    if (!view.has_authority()) return refuse("it has no host ('http://' must come first)");
+    if (view.has_userinfo())
+        return refuse("it carries a user name or password ('user:password@'); give the server "
+                      "address alone");
+    if (view.has_query()) return refuse("it has a query ('?...')");
+
+    std::string host;
+    switch (view.host_type()) {
+    case boost::urls::host_type::ipv4:
+        host = view.host_ipv4_address().to_string();
+        break;
+    case boost::urls::host_type::ipv6:
+        host = "[" + view.host_ipv6_address().to_string() + "]";
+        break;
+    case boost::urls::host_type::name:
+        host = lower_ascii(view.encoded_host_name());
+        if (host.empty()) return refuse("it has no host");
+        if (!is_host_name(host))
+            return refuse("the host '" + std::string(view.encoded_host_name()) +
+                          "' is not a host name, an IPv4 address or an [IPv6] address");
+        // A top-level label is never all digits: "300.1.1.1" is a mistyped address.
+        if (const auto last = host.substr(host.rfind('.') + 1);
+            std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            return refuse("the host '" + host + "' is not a valid IPv4 address");
+        break;
+    default:
+        return refuse("the host must be a name, an IPv4 address or an [IPv6] address");
+    }
+
+    std::string normalized = std::string(view.scheme_id() == boost::urls::scheme::http ? "http"
+                                                                                       : "https") +
+                             "://" + host;
+    if (view.has_port()) {
+        const auto port = parse_port(view.port());
+        if (!port) return refuse("the port must be a number from 1 to 65535");
+        normalized += ":" + std::to_string(*port);
+    }
+    std::string_view path = view.encoded_path();
+    while (path.ends_with('/')) path.remove_suffix(1);
+    normalized += path;
+    return normalized;
+}
+
+Result<std::optional<std::string>> account_base_url(std::string_view kind,
+                                                    const std::optional<std::string>& base_url) {
+    if (!is_local_account_kind(kind)) {
+        if (base_url)
+            return invalid("base_url is only for llama-cpp and ollama accounts; " +
+                           std::string(kind) + " accounts have none");
+        return std::optional<std::string>();
+    }
+    if (!base_url) return std::optional<std::string>(default_base_url(kind));
+    auto normalized = normalize_base_url(*base_url);
+    if (!normalized) return normalized.take_error();
+    return std::optional<std::string>(std::move(*normalized));
 }
 
 Result<void> check_harness(std::string_view harness) {
@@ -158,10 +296,7 @@ Result<void> check_text(std::string_view field, std::string_view value, std::siz
 }
 
 Result<std::string> normalize_host_pattern(std::string_view pattern, std::string_view field) {
-    std::string text(pattern);
-    std::transform(text.begin(), text.end(), text.begin(), [](char c) {
-        return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    });
+    const std::string text = lower_ascii(pattern);
     auto refuse = [&](std::string_view why) -> Error {
         return invalid(std::string(field) + " '" + std::string(pattern) +
                        "' is not a host pattern" + std::string(why) +
@@ -171,26 +306,14 @@ Result<std::string> normalize_host_pattern(std::string_view pattern, std::string
 
     std::string_view host = text;
     if (const auto colon = host.rfind(':'); colon != std::string_view::npos) {
-        const std::string_view port = host.substr(colon + 1);
-        unsigned value = 0;
-        const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
-        if (port.empty() || port.size() > 5 || error != std::errc() ||
-            end != port.data() + port.size() || value < 1 || value > 65535)
+        if (!parse_port(host.substr(colon + 1)))
             return refuse(" (the port must be a number from 1 to 65535)");
         host = host.substr(0, colon);
     }
     if (host == "*")
         return refuse(" ('*' alone would allow everything; set network_mode to 'open' instead)");
     if (host.starts_with("*.")) host.remove_prefix(2);
-    if (host.empty() || host.size() > 253) return refuse("");
-    for (std::size_t start = 0;;) {
-        const auto dot = host.find('.', start);
-        const std::string_view label =
-            host.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-        if (!is_label(label)) return refuse("");
-        if (dot == std::string_view::npos) break;
-        start = dot + 1;
-    }
+    if (!is_host_name(host)) return refuse("");
     return text;
 }
 

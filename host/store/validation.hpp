@@ -7,6 +7,7 @@
 #include "core/result.hpp"
 
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@ inline constexpr std::size_t kMaxAllowedHosts = 256;
 // The same limits as the plugin waist (host/plugins/host_services.hpp).
 inline constexpr std::size_t kMaxPluginKeyBytes = 1024;
 inline constexpr std::size_t kMaxPluginValueBytes = 1024 * 1024;
+inline constexpr std::size_t kMaxBaseUrlBytes = 2048;
 
 inline constexpr std::array<std::string_view, 9> kAccountKinds = {
     "anthropic-api-key",  "claude-subscription", "openai-api-key",
@@ -37,6 +39,22 @@ Result<void> check_project_name(std::string_view name);
 Result<void> check_agent_name(std::string_view name);
 Result<void> check_account_name(std::string_view name);
 Result<void> check_account_kind(std::string_view kind);
+
+// Local model servers the user runs (llama-cpp, ollama): reached at a base URL, no key.
+bool is_local_account_kind(std::string_view kind);
+// Where a local server of `kind` listens unless told otherwise ("http://127.0.0.1:11434"
+// for ollama); empty for every other kind.
+std::string_view default_base_url(std::string_view kind);
+// An http:// or https:// URL with a host (name, IPv4 or [IPv6]), an optional port 1–65535
+// and an optional path; no user:password@, query or fragment; at most kMaxBaseUrlBytes.
+// Returns it with scheme and host in lower case and no trailing '/'.
+Result<std::string> normalize_base_url(std::string_view url);
+// The base_url an account of `kind` is stored with: for local kinds `base_url`
+// normalized, or the kind's default when unset; for other kinds none, and a given one
+// is refused ("base_url is only for llama-cpp and ollama accounts").
+Result<std::optional<std::string>> account_base_url(std::string_view kind,
+                                                    const std::optional<std::string>& base_url);
+
 // A plugin id: 1–64 of [a-z0-9._-], starting with a letter or digit.
 Result<void> check_harness(std::string_view harness);
 // Absolute, normalized (no '.', '..', '//' or trailing '/') and not '/' itself.

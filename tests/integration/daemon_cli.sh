@@ -90,6 +90,15 @@ expect_eq "$code" 1 "a malformed key"
 case "$out" in *"8 to 4096"*) ;; *) fail "set-key did not say why: $out";; esac
 expect_eq "$(cat "$key_file")" "$key" "a refused key leaves the stored one alone"
 
+# A local model server's account holds where it listens, not a key.
+handler account add gpu --kind ollama --base-url 'HTTP://Model-Box.lan:11434/' >/dev/null
+expect_eq "$(json_get "$(handler account list --json)" "[a['base_url'] for a in d if a['name'] == 'gpu']")" \
+  "['http://model-box.lan:11434']" "ollama base_url, normalized"
+expect_contains "$(handler account list)" "http://model-box.lan:11434" "account list shows base_url"
+set +e; out=$(printf 'key\n' | handler account add box --kind llama-cpp --api-key-stdin 2>&1); code=$?; set -e
+expect_eq "$code" 2 "a key for a local server"
+expect_contains "$out" "llama-cpp accounts have no key; give --base-url"
+
 # Sessions: unknown names and folders outside every project are refused with the fix;
 # as root (CI runs this file as root) no session starts at all, and nothing is recorded.
 set +e; out=$(handler run nobody -p true 2>&1); code=$?; set -e

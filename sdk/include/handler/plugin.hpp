@@ -285,6 +285,7 @@ struct LaunchRequest {
     std::string_view model;
     std::string_view account_kind;
     std::vector<std::string_view> extra_args;
+    std::string_view account_base_url; // local model servers only
 
     bool interactive() const noexcept { return mode == HD_LAUNCH_INTERACTIVE; }
     bool headless() const noexcept { return mode == HD_LAUNCH_HEADLESS; }
@@ -299,6 +300,7 @@ struct LaunchRequest {
         request.prompt = to_view(raw.prompt);
         request.model = to_view(raw.model);
         request.account_kind = to_view(raw.account_kind);
+        request.account_base_url = to_view(raw.account_base_url);
         if (raw.extra_args != nullptr)
             for (std::size_t i = 0; i < raw.extra_arg_count; ++i)
                 request.extra_args.push_back(to_view(raw.extra_args[i]));

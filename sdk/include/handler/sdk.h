@@ -175,6 +175,9 @@ typedef struct hd_launch_request {
     hd_str account_kind;      /* e.g. "anthropic-api-key"; empty: no account */
     const hd_str* extra_args; /* `handler terminal AGENT -- ARGS` */
     size_t extra_arg_count;
+    /* A local model server's URL as the container reaches it (accounts of kind
+     * llama-cpp and ollama; the proxy leads there); empty otherwise. */
+    hd_str account_base_url;
 } hd_launch_request;
 
 /* How a plugin describes the container to start. Filled by the host; the plugin calls

@@ -142,4 +142,16 @@ grep -q "^interfaces=.*tap0" <<<"$open_mode" || fail "open mode has no network i
 grep -q "^answer=.*invalid x-api-key: sk-ant-api03-" <<<"$open_mode" || fail "open mode lost key injection"
 [ "$(grep -c "\"key\": \"$real_key\"" "$work/upstream.log")" -gt "$before" ] || fail "the open-mode request did not carry the real key"
 grep -qx "host-loopback=closed" <<<"$open_mode" || fail "open mode reached the host's loopback (handlerd's API port)"
+
+echo "== a local model server on the host's loopback, reached through the proxy"
+handler account add local --kind ollama --base-url "http://127.0.0.1:$plain_port" >/dev/null
+handler agent add llm --harness shell --account local >/dev/null
+local_run=$(handler run llm -p 'echo url=$OLLAMA_HOST; echo reply=$(wget -q -O- "$OLLAMA_HOST/api/tags" 2>&1)' 2>&1) ||
+  fail "the local-server session failed: $local_run"
+echo "$local_run"
+grep -qx "url=http://ollama.handler.internal:$plain_port" <<<"$local_run" || fail "OLLAMA_HOST is not the proxied name"
+grep -q '^reply={"error"' <<<"$local_run" || fail "the local server was not reachable from the session"
+id=$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
+handler network log "$id" --json | grep -q "\"host\":\"ollama.handler.internal\",\"port\":$plain_port,\"method\":\"GET\",\"path\":\"/api/tags\",\"verdict\":\"allow\"" ||
+  fail "the request to the local server is not in the log as allowed"
 echo "PASS ($test_name)"

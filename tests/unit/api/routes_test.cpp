@@ -171,6 +171,7 @@ TEST_F(RoutesTest, WrongMethodsAre405WithAllow) {
         {"PATCH", "/api/v1/projects", "GET, POST"},
         {"DELETE", "/api/v1/projects/1", "GET, PATCH"},
         {"DELETE", "/api/v1/accounts", "GET, POST"},
+        {"DELETE", "/api/v1/accounts/1", "GET, PATCH"},
         {"PUT", "/api/v1/agents/1", "GET, PATCH, DELETE"},
         {"DELETE", "/api/v1/agents", "GET, POST"},
         {"PUT", "/api/v1/sessions", "GET, POST"},
@@ -425,6 +426,89 @@ TEST_F(RoutesTest, Accounts) {
     EXPECT_EQ(parse(call("GET", "/api/v1/accounts")).at("accounts").as_array().size(), 1u);
     EXPECT_EQ(call("GET", "/api/v1/accounts/" + std::to_string(parse(made).at("id").as_int64())).status,
               200u);
+    EXPECT_TRUE(parse(made).at("base_url").is_null());
+}
+
+TEST_F(RoutesTest, LocalAccountsCarryABaseUrl) {
+    auto defaulted = call("POST", "/api/v1/accounts", R"({"name":"o","kind":"ollama"})");
+    ASSERT_EQ(defaulted.status, 201u) << defaulted.body;
+    EXPECT_EQ(parse(defaulted).at("base_url"), "http://127.0.0.1:11434");
+    auto given = call("POST", "/api/v1/accounts",
+                      R"({"name":"l","kind":"llama-cpp","base_url":"HTTP://GPU.lan:8081/"})");
+    ASSERT_EQ(given.status, 201u) << given.body;
+    EXPECT_EQ(parse(given).at("base_url"), "http://gpu.lan:8081");
+    EXPECT_EQ(events_.back().at("data").at("base_url"), "http://gpu.lan:8081");
+    auto listed = parse(call("GET", "/api/v1/accounts")).at("accounts").as_array();
+    ASSERT_EQ(listed.size(), 2u);
+    EXPECT_EQ(listed.at(0).at("base_url"), "http://gpu.lan:8081");
+    EXPECT_EQ(listed.at(1).at("base_url"), "http://127.0.0.1:11434");
+    EXPECT_EQ(parse(call("GET", "/api/v1/accounts/1")).at("base_url"), "http://127.0.0.1:11434");
+    auto keyed_null = call("POST", "/api/v1/accounts",
+                           R"({"name":"k","kind":"openai-api-key","base_url":null})");
+    ASSERT_EQ(keyed_null.status, 201u) << keyed_null.body;
+    EXPECT_TRUE(parse(keyed_null).at("base_url").is_null());
+}
+
+TEST_F(RoutesTest, RefusedBaseUrlsNameTheFieldAndCreateNothing) {
+    const struct {
+        const char* body;
+        const char* message;
+    } cases[] = {
+        {R"({"name":"a","kind":"anthropic-api-key","base_url":"http://127.0.0.1:1"})",
+         "base_url is only for llama-cpp and ollama accounts; anthropic-api-key accounts have none"},
+        {R"({"name":"o","kind":"ollama","base_url":"127.0.0.1:11434"})",
+         "base_url '127.0.0.1:11434' is not valid: it does not start with http:// or https://"},
+        {R"({"name":"o","kind":"ollama","base_url":"http://host/?a=1"})",
+         "base_url 'http://host/?a=1' is not valid: it has a query"},
+        {R"({"name":"o","kind":"ollama","base_url":null})",
+         "field 'base_url' cannot be null: ollama accounts need their server's URL; leave the "
+         "field out for the default, http://127.0.0.1:11434"},
+        {R"({"name":"o","kind":"ollama","base_url":11434})", "field 'base_url' must be a string or null"},
+    };
+    for (const auto& c : cases) {
+        auto response = call("POST", "/api/v1/accounts", c.body);
+        EXPECT_EQ(response.status, 400u) << c.body;
+        EXPECT_EQ(message(response).rfind(c.message, 0), 0u) << message(response);
+    }
+    EXPECT_EQ(rows("accounts"), 0);
+    EXPECT_TRUE(events_.empty());
+}
+
+TEST_F(RoutesTest, PatchChangesAnAccountAndItsBaseUrl) {
+    ASSERT_EQ(call("POST", "/api/v1/accounts", R"({"name":"o","kind":"ollama"})").status, 201u);
+    auto moved = call("PATCH", "/api/v1/accounts/1", R"({"base_url":"http://10.0.0.5:11434/"})");
+    ASSERT_EQ(moved.status, 200u) << moved.body;
+    EXPECT_EQ(parse(moved).at("base_url"), "http://10.0.0.5:11434");
+    EXPECT_EQ(events_.back().at("type"), "account.updated");
+
+    auto cleared = call("PATCH", "/api/v1/accounts/1", R"({"base_url":null})");
+    EXPECT_EQ(cleared.status, 400u);
+    EXPECT_EQ(message(cleared), "field 'base_url' cannot be null: ollama accounts need their "
+                                "server's URL; leave the field out to keep it");
+    auto bad = call("PATCH", "/api/v1/accounts/1", R"({"name":"p","base_url":"http://a b"})");
+    EXPECT_EQ(bad.status, 400u);
+    EXPECT_NE(message(bad).find("base_url 'http://a b' is not valid"), std::string::npos)
+        << message(bad);
+    EXPECT_EQ(parse(call("GET", "/api/v1/accounts/1")).at("name"), "o") << "nothing written";
+
+    // A key kind has none; back to a local kind gets that kind's default.
+    auto keyed = call("PATCH", "/api/v1/accounts/1", R"({"kind":"openai-api-key","base_url":null})");
+    ASSERT_EQ(keyed.status, 200u) << keyed.body;
+    EXPECT_TRUE(parse(keyed).at("base_url").is_null());
+    auto refused = call("PATCH", "/api/v1/accounts/1", R"({"base_url":"http://127.0.0.1:1"})");
+    EXPECT_EQ(refused.status, 400u);
+    EXPECT_EQ(message(refused).rfind("base_url is only for llama-cpp and ollama accounts", 0), 0u);
+    auto local = call("PATCH", "/api/v1/accounts/1", R"({"kind":"llama-cpp","name":"l"})");
+    ASSERT_EQ(local.status, 200u) << local.body;
+    EXPECT_EQ(parse(local).at("base_url"), "http://127.0.0.1:8080");
+    EXPECT_EQ(parse(local).at("name"), "l");
+
+    const auto before = events_.size();
+    EXPECT_EQ(call("PATCH", "/api/v1/accounts/1", "{}").status, 200u);
+    EXPECT_EQ(events_.size(), before) << "no change, no event";
+    EXPECT_EQ(message(call("PATCH", "/api/v1/accounts/1", R"({"url":"x"})")),
+              "unknown field 'url'; this request takes name, kind, context, base_url");
+    EXPECT_EQ(call("PATCH", "/api/v1/accounts/9", R"({"name":"x"})").status, 404u);
 }
 
 // ---- agents -----------------------------------------------------------------------

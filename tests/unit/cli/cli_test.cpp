@@ -298,6 +298,61 @@ TEST(Cli, UnknownAgentNamesTheProject) {
     EXPECT_EQ(daemon.calls.size(), 2u); // and no DELETE was sent
 }
 
+TEST(Cli, AccountAddSendsTheBaseUrlOfALocalServer) {
+    FakeDaemon daemon;
+    daemon.answer(201, R"({"id":1,"name":"gpu","kind":"ollama","context":null,
+        "base_url":"http://10.0.0.5:11434","has_secret":false})");
+    auto result = run(daemon, {"account", "add", "gpu", "--kind", "ollama", "--base-url",
+                               "http://10.0.0.5:11434/"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    ASSERT_EQ(daemon.calls.size(), 1u);
+    EXPECT_EQ(daemon.calls[0].target, "/api/v1/accounts");
+    EXPECT_EQ(json::parse(daemon.calls[0].body),
+              json::parse(R"({"name":"gpu","kind":"ollama","base_url":"http://10.0.0.5:11434/"})"));
+    EXPECT_EQ(result.out, "Added account gpu (ollama, http://10.0.0.5:11434).\n");
+
+    // The name picks the kind; without --base-url the daemon's default applies.
+    daemon.answer(201, R"({"id":2,"name":"ollama","kind":"ollama","context":null,
+        "base_url":"http://127.0.0.1:11434","has_secret":false})");
+    ASSERT_EQ(run(daemon, {"account", "add", "ollama"}).code, kExitOk);
+    EXPECT_EQ(json::parse(daemon.calls[1].body),
+              json::parse(R"({"name":"ollama","kind":"ollama"})"));
+}
+
+TEST(Cli, AKeyForALocalServerIsRefusedBeforeAnythingIsCreated) {
+    FakeDaemon daemon;
+    auto result = run(daemon, {"account", "add", "box", "--kind", "ollama", "--api-key-stdin"});
+    EXPECT_EQ(result.code, kExitUsage);
+    EXPECT_EQ(result.err.rfind("handler: ollama accounts have no key; give --base-url", 0), 0u)
+        << result.err;
+    EXPECT_TRUE(daemon.calls.empty());
+}
+
+TEST(Cli, AccountSetUrlPatchesByIdAndListShowsIt) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"accounts":[{"id":4,"name":"box","kind":"llama-cpp","context":null,
+        "base_url":"http://127.0.0.1:8080","has_secret":false}]})");
+    daemon.answer(200, R"({"id":4,"name":"box","kind":"llama-cpp","context":null,
+        "base_url":"http://gpu:8081","has_secret":false})");
+    auto result = run(daemon, {"account", "set-url", "box", "http://GPU:8081"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    ASSERT_EQ(daemon.calls.size(), 2u);
+    EXPECT_EQ(daemon.calls[1].method, "PATCH");
+    EXPECT_EQ(daemon.calls[1].target, "/api/v1/accounts/4");
+    EXPECT_EQ(daemon.calls[1].body, R"({"base_url":"http://GPU:8081"})");
+    EXPECT_NE(result.out.find("http://gpu:8081"), std::string::npos) << result.out;
+
+    daemon.answer(200, R"({"accounts":[{"id":4,"name":"box","kind":"llama-cpp","context":null,
+        "base_url":"http://gpu:8081","has_secret":false},{"id":5,"name":"anthropic",
+        "kind":"anthropic-api-key","context":null,"base_url":null,"has_secret":true}]})");
+    auto listed = run(daemon, {"account", "list"});
+    ASSERT_EQ(listed.code, kExitOk) << listed.err;
+    EXPECT_NE(listed.out.find("BASE URL"), std::string::npos) << listed.out;
+    EXPECT_NE(listed.out.find("http://gpu:8081"), std::string::npos) << listed.out;
+
+    EXPECT_EQ(run(daemon, {"account", "set-url", "box"}).code, kExitUsage); // URL missing
+}
+
 TEST(Cli, UsageErrorsAreExitCode2AndTouchNoDaemon) {
     FakeDaemon daemon;
     EXPECT_EQ(run(daemon, {"agent", "add", "x"}).code, kExitUsage); // --harness missing

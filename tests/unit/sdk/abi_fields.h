@@ -29,6 +29,7 @@
     X(hd_launch_request, project_path) X(hd_launch_request, prompt)                            \
     X(hd_launch_request, model) X(hd_launch_request, account_kind)                             \
     X(hd_launch_request, extra_args) X(hd_launch_request, extra_arg_count)                     \
+    X(hd_launch_request, account_base_url)                                                      \
     X(hd_launch_builder, struct_size) X(hd_launch_builder, context)                            \
     X(hd_launch_builder, set_image) X(hd_launch_builder, add_argument)                         \
     X(hd_launch_builder, set_env) X(hd_launch_builder, set_workdir)                            \

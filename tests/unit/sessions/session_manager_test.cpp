@@ -397,7 +397,7 @@ TEST_F(SessionManagerTest, AHarnessThatNeedsAKeyGetsAStandInAndTrustsHandlersCa)
     EXPECT_TRUE(contains(no_account.error().message, "handler account add NAME --kind anthropic-api-key"))
         << no_account.error().message;
 
-    auto account = store_->create_account({"work", "anthropic-api-key", {}});
+    auto account = store_->create_account({"work", "anthropic-api-key", {}, {}});
     ASSERT_TRUE(account.ok());
     auto no_key = manager_->start(request);
     ASSERT_FALSE(no_key.ok());
@@ -443,7 +443,7 @@ TEST_F(SessionManagerTest, AHarnessThatNeedsAKeyGetsAStandInAndTrustsHandlersCa)
     EXPECT_NE(store_->session_secrets(second->id)->front().stand_in, stand_in);
 
     // Two accounts of the kind and no agent to choose: refused with the fix.
-    ASSERT_TRUE(store_->create_account({"home", "anthropic-api-key", {}}).ok());
+    ASSERT_TRUE(store_->create_account({"home", "anthropic-api-key", {}, {}}).ok());
     auto ambiguous = manager_->start(request);
     ASSERT_FALSE(ambiguous.ok());
     EXPECT_TRUE(contains(ambiguous.error().message, "several accounts")) << ambiguous.error().message;

@@ -394,19 +394,24 @@ TEST_F(StoreTest, FindsTheDeepestProjectContainingAPath) {
 
 TEST_F(StoreTest, Accounts) {
     ASSERT_TRUE(store_->create_context("Personal").ok());
-    auto account = store_->create_account({"claude-perso", "claude-subscription", "Personal"});
+    auto account =
+        store_->create_account({"claude-perso", "claude-subscription", "Personal", std::nullopt});
     ASSERT_TRUE(account.ok()) << account.error().message;
     EXPECT_EQ(account->context, "Personal");
-    EXPECT_EQ(store_->create_account({"claude-perso", "ollama", std::nullopt}).error().code,
+    EXPECT_FALSE(account->base_url.has_value());
+    EXPECT_EQ(store_->create_account({"claude-perso", "ollama", std::nullopt, std::nullopt})
+                  .error()
+                  .code,
               ErrorCode::conflict);
-    EXPECT_EQ(store_->create_account({"x", "aws", std::nullopt}).error().code,
+    EXPECT_EQ(store_->create_account({"x", "aws", std::nullopt, std::nullopt}).error().code,
               ErrorCode::invalid_argument);
-    EXPECT_EQ(store_->create_account({"bad name", "ollama", std::nullopt}).error().code,
+    EXPECT_EQ(store_->create_account({"bad name", "ollama", std::nullopt, std::nullopt}).error().code,
               ErrorCode::invalid_argument);
 
     auto changed = store_->update_account(account->id, {std::string("claude-home"),
                                                         std::string("anthropic-api-key"),
-                                                        std::optional<std::string>()});
+                                                        std::optional<std::string>(),
+                                                        std::nullopt});
     ASSERT_TRUE(changed.ok()) << changed.error().message;
     EXPECT_EQ(changed->name, "claude-home");
     EXPECT_EQ(changed->kind, "anthropic-api-key");
@@ -414,6 +419,122 @@ TEST_F(StoreTest, Accounts) {
     EXPECT_EQ(store_->list_accounts()->size(), 1u);
     EXPECT_TRUE(store_->delete_account(account->id).ok());
     EXPECT_EQ(store_->delete_account(account->id).error().code, ErrorCode::not_found);
+}
+
+NewAccount new_account(std::string name, std::string kind,
+                       std::optional<std::string> base_url = std::nullopt) {
+    return {std::move(name), std::move(kind), std::nullopt, std::move(base_url)};
+}
+
+AccountChanges account_changes(std::optional<std::string> name, std::optional<std::string> kind,
+                               std::optional<std::string> base_url) {
+    return {std::move(name), std::move(kind), std::nullopt, std::move(base_url)};
+}
+
+TEST_F(StoreTest, LocalAccountsGetTheirServersDefaultUrl) {
+    auto ollama = store_->create_account(new_account("local", "ollama"));
+    ASSERT_TRUE(ollama.ok()) << ollama.error().message;
+    EXPECT_EQ(ollama->base_url, "http://127.0.0.1:11434");
+    auto llama = store_->create_account(new_account("llama", "llama-cpp"));
+    ASSERT_TRUE(llama.ok()) << llama.error().message;
+    EXPECT_EQ(llama->base_url, "http://127.0.0.1:8080");
+
+    // Every read path carries the column.
+    EXPECT_EQ(store_->get_account(ollama->id)->base_url, "http://127.0.0.1:11434");
+    auto all = store_->list_accounts();
+    ASSERT_TRUE(all.ok());
+    ASSERT_EQ(all->size(), 2u);
+    EXPECT_EQ((*all)[0].base_url, "http://127.0.0.1:8080");
+    EXPECT_EQ((*all)[1].base_url, "http://127.0.0.1:11434");
+    auto renamed = store_->update_account(ollama->id, account_changes("renamed", {}, {}));
+    ASSERT_TRUE(renamed.ok()) << renamed.error().message;
+    EXPECT_EQ(renamed->base_url, "http://127.0.0.1:11434");
+}
+
+TEST_F(StoreTest, BaseUrlsAreStoredNormalized) {
+    auto made = store_->create_account(new_account("gpu", "ollama", "HTTP://GPU-Box.LAN:11434/"));
+    ASSERT_TRUE(made.ok()) << made.error().message;
+    EXPECT_EQ(made->base_url, "http://gpu-box.lan:11434");
+    RawDb raw(file());
+    EXPECT_EQ(raw.text("SELECT base_url FROM accounts WHERE name = 'gpu'"), "http://gpu-box.lan:11434");
+
+    auto moved = store_->update_account(made->id, account_changes({}, {}, "https://[::1]/v1/"));
+    ASSERT_TRUE(moved.ok()) << moved.error().message;
+    EXPECT_EQ(moved->base_url, "https://[::1]/v1");
+    EXPECT_EQ(moved->kind, "ollama");
+}
+
+TEST_F(StoreTest, RefusedBaseUrlsWriteNothing) {
+    RawDb raw(file());
+    auto keyed = store_->create_account(new_account("a", "anthropic-api-key", "http://127.0.0.1:1"));
+    ASSERT_FALSE(keyed.ok());
+    EXPECT_EQ(keyed.error().code, ErrorCode::invalid_argument);
+    EXPECT_EQ(keyed.error().message.rfind("base_url is only for llama-cpp and ollama accounts", 0),
+              0u)
+        << keyed.error().message;
+    auto bad = store_->create_account(new_account("o", "ollama", "ftp://127.0.0.1"));
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().code, ErrorCode::invalid_argument);
+    EXPECT_EQ(raw.count("accounts"), 0);
+
+    // An update that fails on its base_url leaves the name it would also have changed.
+    auto local = store_->create_account(new_account("o", "ollama", "http://10.0.0.5:11434"));
+    ASSERT_TRUE(local.ok()) << local.error().message;
+    auto refused = store_->update_account(local->id,
+                                          account_changes("p", {}, "http://user:pw@10.0.0.5"));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(refused.error().message.find("user:password@"), std::string::npos)
+        << refused.error().message;
+    auto unchanged = store_->get_account(local->id);
+    EXPECT_EQ(unchanged->name, "o");
+    EXPECT_EQ(unchanged->base_url, "http://10.0.0.5:11434");
+    auto to_key_kind = store_->update_account(
+        local->id, account_changes({}, "openai-api-key", "http://10.0.0.5:11434"));
+    ASSERT_FALSE(to_key_kind.ok());
+    EXPECT_EQ(store_->get_account(local->id)->kind, "ollama");
+}
+
+TEST_F(StoreTest, AKindChangeSetsOrClearsTheBaseUrl) {
+    auto account = store_->create_account(new_account("box", "ollama", "http://10.0.0.5:11434"));
+    ASSERT_TRUE(account.ok()) << account.error().message;
+
+    // The same kind again changes nothing.
+    auto same = store_->update_account(account->id, account_changes({}, "ollama", {}));
+    ASSERT_TRUE(same.ok()) << same.error().message;
+    EXPECT_EQ(same->base_url, "http://10.0.0.5:11434");
+
+    auto keyed = store_->update_account(account->id, account_changes({}, "anthropic-api-key", {}));
+    ASSERT_TRUE(keyed.ok()) << keyed.error().message;
+    EXPECT_FALSE(keyed->base_url.has_value());
+    RawDb raw(file());
+    EXPECT_EQ(raw.text("SELECT base_url IS NULL FROM accounts"), "1");
+
+    auto local = store_->update_account(account->id, account_changes({}, "llama-cpp", {}));
+    ASSERT_TRUE(local.ok()) << local.error().message;
+    EXPECT_EQ(local->base_url, "http://127.0.0.1:8080");
+
+    auto given = store_->update_account(account->id,
+                                        account_changes({}, "ollama", "http://Box:11434"));
+    ASSERT_TRUE(given.ok()) << given.error().message;
+    EXPECT_EQ(given->kind, "ollama");
+    EXPECT_EQ(given->base_url, "http://box:11434");
+}
+
+TEST(Migrations, Version4GivesExistingLocalAccountsTheirDefaultUrl) {
+    FakeClock clock;
+    auto db = sqlite::Database::open(":memory:");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate(*db, migrations().first(3), clock).ok());
+    ASSERT_TRUE(db->exec("INSERT INTO accounts (name, kind, created_at) VALUES "
+                         "('o', 'ollama', 1), ('l', 'llama-cpp', 1), ('k', 'openai-api-key', 1)")
+                    .ok());
+    ASSERT_TRUE(migrate(*db, migrations(), clock).ok());
+    auto statement = db->prepare("SELECT group_concat(name || '=' || IFNULL(base_url, '-'), ' ') "
+                                 "FROM (SELECT * FROM accounts ORDER BY name)");
+    ASSERT_TRUE(statement.ok());
+    ASSERT_TRUE(statement->step().ok());
+    EXPECT_EQ(statement->text(0), "k=- l=http://127.0.0.1:8080 o=http://127.0.0.1:11434");
 }
 
 TEST_F(StoreTest, CreatesAgentsWithTheirHostsInOrder) {
@@ -482,9 +603,9 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
     ASSERT_TRUE(store_->create_context("Work").ok());
     ASSERT_TRUE(store_->create_context("Personal").ok());
     auto work_project = project("/src/y", "Personal");
-    ASSERT_TRUE(store_->create_account({"x", "anthropic-api-key", "Work"}).ok());
-    ASSERT_TRUE(store_->create_account({"untagged", "ollama", std::nullopt}).ok());
-    auto mine = store_->create_account({"mine", "ollama", "Personal"});
+    ASSERT_TRUE(store_->create_account({"x", "anthropic-api-key", "Work", std::nullopt}).ok());
+    ASSERT_TRUE(store_->create_account({"untagged", "ollama", std::nullopt, std::nullopt}).ok());
+    auto mine = store_->create_account({"mine", "ollama", "Personal", std::nullopt});
     ASSERT_TRUE(mine.ok());
 
     auto mismatch = store_->create_agent(
@@ -520,8 +641,8 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
     EXPECT_EQ(moved.error().message,
               "project 'y' cannot move to context 'Work': its agent 'a' uses account 'mine', "
               "which belongs to context 'Personal'");
-    auto moved_account = store_->update_account(mine->id,
-                                                {std::nullopt, std::nullopt, std::string("Work")});
+    auto moved_account = store_->update_account(
+        mine->id, {std::nullopt, std::nullopt, std::string("Work"), std::nullopt});
     ASSERT_FALSE(moved_account.ok());
     EXPECT_EQ(moved_account.error().message,
               "account 'mine' cannot move to context 'Work': agent 'a' of project 'y', which "

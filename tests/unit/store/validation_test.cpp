@@ -105,5 +105,90 @@ TEST(Values, TextLimits) {
     EXPECT_FALSE(check_text("goal", std::string("a\0b", 3), 10).ok());
 }
 
+TEST(BaseUrl, NormalizesSchemeHostPortAndTrailingSlash) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"http://127.0.0.1:11434", "http://127.0.0.1:11434"},
+        {"HTTP://LocalHost:8080/", "http://localhost:8080"},
+        {"https://GPU.Example.com/v1/", "https://gpu.example.com/v1"},
+        {"http://gpu.example.com/Models//", "http://gpu.example.com/Models"},
+        {"http://[::1]:11434", "http://[::1]:11434"},
+        {"http://[0:0:0:0:0:0:0:1]/", "http://[::1]"},
+        {"http://[FE80::1]", "http://[fe80::1]"},
+        {"http://host:08080", "http://host:8080"},
+        {"http://host:65535/a%20b", "http://host:65535/a%20b"},
+    };
+    for (const auto& [given, expected] : cases) {
+        auto normalized = normalize_base_url(given);
+        ASSERT_TRUE(normalized.ok()) << given << ": " << normalized.error().message;
+        EXPECT_EQ(*normalized, expected) << given;
+    }
+}
+
+TEST(BaseUrl, RefusesWhatIsNotAServerAddressSayingWhy) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"", "it does not start with http:// or https://"},
+        {"127.0.0.1:11434", "it does not start with http:// or https://"},
+        {"localhost:11434", "it does not start with http:// or https://"},
+        {"ftp://host", "the scheme must be http or https, not 'ftp'"},
+        {"ws://host", "the scheme must be http or https"},
+        {"http:host", "it has no host"},
+        {"http://", "it has no host"},
+        {"http:///path", "it has no host"},
+        {"http://user:pw@host", "user:password@"},
+        {"http://@host", "user:password@"},
+        {"http://host/?x=1", "it has a query"},
+        {"http://host?", "it has a query"},
+        {"http://host/#top", "it has a fragment"},
+        {"http://host:0", "the port must be a number from 1 to 65535"},
+        {"http://host:65536", "the port must be a number from 1 to 65535"},
+        {"http://host:", "the port must be a number from 1 to 65535"},
+        {"http://ho_st", "is not a host name"},
+        {"http://-host", "is not a host name"},
+        {"http://a..b", "is not a host name"},
+        {"http://h%41st", "is not a host name"},
+        {"http://300.1.1.1", "is not a valid IPv4 address"},
+        {"http://[v1.x]", "IPv6"},
+        {"http://host name", "not a well-formed URL"},
+        {" http://host", "not a well-formed URL"},
+    };
+    for (const auto& [given, why] : cases) {
+        auto result = normalize_base_url(given);
+        ASSERT_FALSE(result.ok()) << given;
+        EXPECT_EQ(result.error().code, ErrorCode::invalid_argument);
+        const auto& message = result.error().message;
+        EXPECT_EQ(message.rfind("base_url '" + std::string(given) + "' is not valid: ", 0), 0u)
+            << message;
+        EXPECT_NE(message.find(why), std::string::npos) << given << ": " << message;
+        EXPECT_NE(message.find("like 'http://127.0.0.1:11434'"), std::string::npos) << message;
+    }
+}
+
+TEST(BaseUrl, AtMost2048Bytes) {
+    const std::string prefix = "http://host/";
+    EXPECT_TRUE(normalize_base_url(prefix + std::string(kMaxBaseUrlBytes - prefix.size(), 'a')).ok());
+    auto long_url = normalize_base_url(prefix + std::string(kMaxBaseUrlBytes + 1 - prefix.size(), 'a'));
+    ASSERT_FALSE(long_url.ok());
+    EXPECT_EQ(long_url.error().message, "base_url is 2049 bytes long; at most 2048 are allowed");
+}
+
+TEST(BaseUrl, OnlyLocalKindsHaveOneAndTheyGetTheirDefault) {
+    EXPECT_TRUE(is_local_account_kind("ollama"));
+    EXPECT_TRUE(is_local_account_kind("llama-cpp"));
+    EXPECT_FALSE(is_local_account_kind("anthropic-api-key"));
+    for (const auto kind : kAccountKinds) {
+        if (is_local_account_kind(kind)) continue;
+        EXPECT_EQ(*account_base_url(kind, std::nullopt), std::nullopt) << kind;
+        auto refused = account_base_url(kind, std::string("http://127.0.0.1:1"));
+        ASSERT_FALSE(refused.ok()) << kind;
+        EXPECT_EQ(refused.error().message,
+                  "base_url is only for llama-cpp and ollama accounts; " + std::string(kind) +
+                      " accounts have none");
+    }
+    EXPECT_EQ(*account_base_url("ollama", std::nullopt), "http://127.0.0.1:11434");
+    EXPECT_EQ(*account_base_url("llama-cpp", std::nullopt), "http://127.0.0.1:8080");
+    EXPECT_EQ(*account_base_url("ollama", std::string("http://Box:1/")), "http://box:1");
+    EXPECT_FALSE(account_base_url("ollama", std::string("box:1")).ok());
+}
+
 } // namespace
 } // namespace handler::store

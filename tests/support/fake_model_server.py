@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""A fake model provider for end-to-end tests of real harnesses (the only thing we fake).
+
+It speaks the Anthropic Messages API and the OpenAI Responses and Chat Completions APIs,
+streaming (SSE), and plays one script, whatever the prompt: first a tool call that writes
+FILE with CONTENT, then, once the conversation holds the tool's result, a final answer.
+Requests without tools (harnesses' side calls) get the answer as plain text. Every request
+is logged as one JSON line (path, model, the credential headers it carried), so a test can
+check which key reached the provider.
+
+Usage: fake_model_server.py --log LOG --file FILE [--content TEXT] [--answer TEXT]
+                            [--tls CERT KEY] [--port N]
+Prints the port it listens on (on 127.0.0.1), then serves until killed.
+"""
+import argparse
+import http.server
+import json
+import ssl
+import sys
+import threading
+import time
+
+args = None
+log_lock = threading.Lock()
+
+
+def sse(handler, events, named=True):
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.send_header("Cache-Control", "no-cache")
+    handler.send_header("Connection", "close")
+    handler.end_headers()
+    for event in events:
+        if event == "[DONE]":
+            chunk = "data: [DONE]\n\n"
+        elif named:
+            chunk = "event: %s\ndata: %s\n\n" % (event["type"], json.dumps(event))
+        else:
+            chunk = "data: %s\n\n" % json.dumps(event)
+        handler.wfile.write(chunk.encode())
+        handler.wfile.flush()
+    handler.close_connection = True
+
+
+def tool_names(tools):
+    names = set()
+    for tool in tools or []:
+        names.add(tool.get("name") or (tool.get("function") or {}).get("name"))
+    return names
+
+
+def anthropic(handler, body):
+    messages = body.get("messages") or []
+    done = any(isinstance(m.get("content"), list) and any(
+        isinstance(part, dict) and part.get("type") == "tool_result" for part in m["content"])
+        for m in messages)
+    names = tool_names(body.get("tools"))
+    model = body.get("model", "fake-model")
+    start = {"type": "message_start", "message": {
+        "id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": None, "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": 0}}}
+
+    def text_block(index, text):
+        return [{"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}},
+                {"type": "content_block_stop", "index": index}]
+
+    def end(reason):
+        return [{"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None},
+                 "usage": {"output_tokens": 20}},
+                {"type": "message_stop"}]
+
+    if done or not names:
+        sse(handler, [start] + text_block(0, args.answer) + end("end_turn"))
+        return
+    if "Write" in names:
+        name, arguments = "Write", {"file_path": args.file, "content": args.content}
+    else:
+        name, arguments = "write", {"path": args.file, "content": args.content}
+    encoded = json.dumps(arguments)
+    middle = len(encoded) // 2
+    sse(handler, [start] + text_block(0, "I'll create the file.") + [
+        {"type": "content_block_start", "index": 1,
+         "content_block": {"type": "tool_use", "id": "toolu_fake", "name": name, "input": {}}},
+        {"type": "content_block_delta", "index": 1,
+         "delta": {"type": "input_json_delta", "partial_json": encoded[:middle]}},
+        {"type": "content_block_delta", "index": 1,
+         "delta": {"type": "input_json_delta", "partial_json": encoded[middle:]}},
+        {"type": "content_block_stop", "index": 1}] + end("tool_use"))
+
+
+def responses(handler, body):
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    done = any(isinstance(item, dict) and item.get("type") == "function_call_output" for item in items)
+    names = tool_names(body.get("tools"))
+    sequence = [0]
+
+    def event(kind, **fields):
+        fields["type"] = kind
+        fields["sequence_number"] = sequence[0]
+        sequence[0] += 1
+        return fields
+
+    response = {"id": "resp_fake", "object": "response", "created_at": int(time.time()),
+                "model": body.get("model", "fake-model"), "status": "in_progress", "output": []}
+    usage = {"input_tokens": 20, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 30}
+    if done or not names:
+        item = {"type": "message", "id": "msg_fake", "role": "assistant", "status": "in_progress", "content": []}
+        part = {"type": "output_text", "text": "", "annotations": []}
+        final = dict(item, status="completed", content=[dict(part, text=args.answer)])
+        events = [event("response.created", response=response),
+                  event("response.in_progress", response=response),
+                  event("response.output_item.added", output_index=0, item=item),
+                  event("response.content_part.added", item_id="msg_fake", output_index=0, content_index=0, part=part),
+                  event("response.output_text.delta", item_id="msg_fake", output_index=0, content_index=0,
+                        delta=args.answer),
+                  event("response.output_text.done", item_id="msg_fake", output_index=0, content_index=0,
+                        text=args.answer),
+                  event("response.content_part.done", item_id="msg_fake", output_index=0, content_index=0,
+                        part=dict(part, text=args.answer)),
+                  event("response.output_item.done", output_index=0, item=final),
+                  event("response.completed", response=dict(response, status="completed", output=[final], usage=usage))]
+        sse(handler, events)
+        return
+    if "exec_command" in names:
+        name = "exec_command"
+        arguments = json.dumps({"cmd": "printf '%%s' %s > %s" % (json.dumps(args.content), args.file)})
+    else:
+        name = "write"
+        arguments = json.dumps({"path": args.file, "content": args.content})
+    item = {"type": "function_call", "id": "fc_fake", "call_id": "call_fake", "name": name, "arguments": "",
+            "status": "in_progress"}
+    final = dict(item, arguments=arguments, status="completed")
+    events = [event("response.created", response=response),
+              event("response.in_progress", response=response),
+              event("response.output_item.added", output_index=0, item=item),
+              event("response.function_call_arguments.delta", item_id="fc_fake", output_index=0, delta=arguments),
+              event("response.function_call_arguments.done", item_id="fc_fake", output_index=0, arguments=arguments),
+              event("response.output_item.done", output_index=0, item=final),
+              event("response.completed", response=dict(response, status="completed", output=[final], usage=usage))]
+    sse(handler, events)
+
+
+def chat(handler, body):
+    messages = body.get("messages") or []
+    done = any(m.get("role") == "tool" for m in messages)
+    names = tool_names(body.get("tools"))
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": body.get("model", "fake-model")}
+
+    def chunk(delta, finish=None):
+        return dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
+
+    usage = dict(base, choices=[], usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+    if done or not names:
+        sse(handler, [chunk({"role": "assistant", "content": ""}), chunk({"content": args.answer}),
+                      chunk({}, "stop"), usage, "[DONE]"], named=False)
+        return
+    arguments = json.dumps({"path": args.file, "content": args.content})
+    sse(handler, [chunk({"role": "assistant", "content": ""}),
+                  chunk({"tool_calls": [{"index": 0, "id": "call_fake", "type": "function",
+                                         "function": {"name": "write", "arguments": ""}}]}),
+                  chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
+                  chunk({}, "tool_calls"), usage, "[DONE]"], named=False)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def record(self, body):
+        entry = {"method": self.command, "path": self.path, "host": self.headers.get("Host"),
+                 "x-api-key": self.headers.get("x-api-key"), "authorization": self.headers.get("Authorization"),
+                 "model": body.get("model") if isinstance(body, dict) else None,
+                 "tools": len(body.get("tools") or []) if isinstance(body, dict) else 0}
+        with log_lock, open(args.log, "a") as log:
+            log.write(json.dumps(entry) + "\n")
+
+    def plain(self, status=200, payload=b"{}"):
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        self.record(body)
+        path = self.path.split("?", 1)[0]
+        if path.endswith("/messages"):
+            anthropic(self, body)
+        elif path.endswith("/responses"):
+            responses(self, body)
+        elif path.endswith("/chat/completions"):
+            chat(self, body)
+        else:
+            self.plain()
+
+    def do_GET(self):
+        self.record({})
+        # Codex tries the Responses API over a WebSocket first; refusing the upgrade
+        # sends it to plain HTTPS.
+        self.plain(404 if self.headers.get("Upgrade") else 200)
+
+    do_HEAD = do_GET
+
+    def log_message(self, *unused):
+        pass
+
+
+def main():
+    global args
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--file", required=True, help="absolute path the tool call writes")
+    parser.add_argument("--content", default="hi\n")
+    parser.add_argument("--answer", default="Done: wrote the file.")
+    parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    if args.tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*args.tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
