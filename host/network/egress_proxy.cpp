@@ -5,6 +5,8 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference" // Asio false positives (server_state.hpp)
 #include <boost/asio/connect.hpp>
+#include <boost/asio/basic_socket_acceptor.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
@@ -20,8 +22,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -38,6 +45,7 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using local = net::local::stream_protocol;
+using generic = net::generic::stream_protocol;
 using tcp = net::ip::tcp;
 
 Address from_asio(const net::ip::address& address) {
@@ -115,6 +123,34 @@ std::string text_response(unsigned status, const char* reason, const std::string
 
 namespace {
 
+// What a shim hands over must be one TCP connection from the container's own loopback
+// (the shim accepts only there): anything else (a file, a listening socket, a unix
+// socket, a connection an open-mode session made to some server outside) is refused, so
+// nothing but a program's connection to the proxy port is ever served as one.
+bool is_connected_tcp(int fd, int& family) {
+    struct stat status {};
+    if (::fstat(fd, &status) != 0 || !S_ISSOCK(status.st_mode)) return false;
+    int value = 0;
+    socklen_t size = sizeof value;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &value, &size) != 0 || value != SOCK_STREAM) return false;
+    size = sizeof value;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &value, &size) != 0 || value != IPPROTO_TCP) return false;
+    size = sizeof value;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &value, &size) != 0 || value != 0) return false;
+    size = sizeof family;
+    if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &size) != 0 || (family != AF_INET && family != AF_INET6))
+        return false;
+    sockaddr_storage peer{};
+    socklen_t peer_size = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0) return false;
+    if (peer.ss_family == AF_INET) {
+        const auto* v4 = reinterpret_cast<const sockaddr_in*>(&peer);
+        return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+    }
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&peer);
+    return peer.ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+}
+
 std::string exfiltration_reason(const SecretBinding& binding, const std::string& host) {
     std::string hosts;
     for (const auto& each : binding.hosts) hosts += (hosts.empty() ? "" : ", ") + each;
@@ -144,19 +180,83 @@ struct EgressProxy::Impl : std::enable_shared_from_this<Impl> {
     const ProxyServices services;
     Now now;
     const std::vector<Address> own_addresses;
-    local::acceptor acceptor;
+    net::basic_socket_acceptor<generic> acceptor;
     std::list<std::weak_ptr<ProxyConnection>> connections;
     bool stopped = false;
 };
 
 class ProxyConnection : public std::enable_shared_from_this<ProxyConnection> {
 public:
-    ProxyConnection(EgressProxy::Impl& owner, local::socket client)
+    ProxyConnection(EgressProxy::Impl& owner, generic::socket client)
         : owner_(owner), client_(std::move(client)), upstream_(owner.io), timer_(owner.io) {}
 
     void start() {
         parser_.header_limit(static_cast<std::uint32_t>(owner_.options.header_limit_bytes));
         arm_timer(owner_.options.header_timeout, "the request head did not arrive in time");
+        await_handover();
+    }
+
+    // The shim hands over each connection a program makes (one zero byte carrying the
+    // TCP socket, SCM_RIGHTS), so the proxy serves the program's own connection and no
+    // byte is copied on the way. An older shim streams the bytes instead; its first byte
+    // is the request's.
+    void await_handover() {
+        client_.async_wait(net::socket_base::wait_read, [self = shared_from_this()](const boost::system::error_code& error) {
+            if (error || self->closed_) return self->close();
+            self->take_handover();
+        });
+    }
+
+    void take_handover() {
+        char byte = 1;
+        iovec part{&byte, 1};
+        alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+        msghdr message{};
+        message.msg_iov = &part;
+        message.msg_iovlen = 1;
+        message.msg_control = control;
+        message.msg_controllen = sizeof control;
+        const ssize_t got = ::recvmsg(client_.native_handle(), &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return await_handover();
+        std::vector<int> fds;
+        if (got > 0)
+            for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr; header = CMSG_NXTHDR(&message, header))
+                if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS)
+                    for (std::size_t i = 0; i < (header->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
+                        int fd = -1;
+                        std::memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof fd);
+                        fds.push_back(fd);
+                    }
+        if (got <= 0) {
+            for (const int fd : fds) ::close(fd);
+            return close();
+        }
+        if (fds.empty() && byte != 0) {
+            std::memcpy(buffer_.prepare(1).data(), &byte, 1);
+            buffer_.commit(1);
+            return read_head();
+        }
+        int family = 0;
+        if (byte != 0 || fds.size() != 1 || (message.msg_flags & MSG_CTRUNC) != 0 || !is_connected_tcp(fds[0], family)) {
+            for (const int fd : fds) ::close(fd);
+            spdlog::warn("session {}: refused a handed-over connection that is not one TCP connection",
+                         owner_.options.session_id);
+            return close();
+        }
+        generic::socket program(owner_.io);
+        boost::system::error_code error;
+        program.assign(generic(family, IPPROTO_TCP), fds[0], error);
+        if (error) {
+            ::close(fds[0]);
+            return close();
+        }
+        program.set_option(tcp::no_delay(true), error);
+        client_.close(error);
+        client_ = std::move(program);
+        read_head();
+    }
+
+    void read_head() {
         http::async_read_header(client_, buffer_, parser_,
                                 [self = shared_from_this()](beast::error_code error, std::size_t) {
                                     self->on_header(error);
@@ -484,13 +584,13 @@ private:
         net::async_write(client_, net::buffer(*reply),
                          [self = shared_from_this(), reply](const boost::system::error_code&, std::size_t) {
                              boost::system::error_code ignored;
-                             self->client_.shutdown(local::socket::shutdown_send, ignored);
+                             self->client_.shutdown(net::socket_base::shutdown_send, ignored);
                              self->close();
                          });
     }
 
     EgressProxy::Impl& owner_;
-    local::socket client_;
+    generic::socket client_;
     tcp::socket upstream_;
     net::steady_timer timer_;
     beast::flat_buffer buffer_;
@@ -515,7 +615,7 @@ private:
 };
 
 void EgressProxy::Impl::accept() {
-    acceptor.async_accept([weak = weak_from_this()](const boost::system::error_code& error, local::socket socket) {
+    acceptor.async_accept([weak = weak_from_this()](const boost::system::error_code& error, generic::socket socket) {
         auto self = weak.lock();
         if (!self || self->stopped || error == net::error::operation_aborted) return;
         if (!error) {
@@ -545,8 +645,9 @@ Result<void> EgressProxy::start() {
     std::error_code ignored;
     std::filesystem::remove(impl.options.socket_path, ignored);
     boost::system::error_code error;
-    impl.acceptor.open(local(), error);
-    if (!error) impl.acceptor.bind(local::endpoint(impl.options.socket_path.string()), error);
+    const generic::endpoint endpoint(local::endpoint(impl.options.socket_path.string()));
+    impl.acceptor.open(endpoint.protocol(), error);
+    if (!error) impl.acceptor.bind(endpoint, error);
     if (!error) impl.acceptor.listen(net::socket_base::max_listen_connections, error);
     if (error)
         return make_error(ErrorCode::internal, "session " + impl.options.session_id + ": cannot listen on " +

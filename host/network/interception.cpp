@@ -41,7 +41,7 @@ namespace net = boost::asio;
 namespace ssl = net::ssl;
 namespace beast = boost::beast;
 namespace http = beast::http;
-using local = net::local::stream_protocol;
+using generic = net::generic::stream_protocol;
 using tcp = net::ip::tcp;
 
 namespace {
@@ -120,7 +120,7 @@ Result<std::unique_ptr<TlsContexts>> TlsContexts::create(tls::CertificateAuthori
 
 namespace {
 
-using ClientStream = ssl::stream<local::socket>;
+using ClientStream = ssl::stream<generic::socket>;
 using UpstreamStream = ssl::stream<tcp::socket>;
 
 // Thrown out of an exchange to end the tunnel with a reply the client can read.

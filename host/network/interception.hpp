@@ -13,7 +13,7 @@
 #include "network/secret_binding.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -25,10 +25,13 @@
 namespace handler::network {
 
 struct InterceptionSetup {
-    InterceptionSetup(boost::asio::local::stream_protocol::socket from_client, boost::asio::ip::tcp::socket to_upstream)
+    InterceptionSetup(boost::asio::generic::stream_protocol::socket from_client,
+                      boost::asio::ip::tcp::socket to_upstream)
         : client(std::move(from_client)), upstream(std::move(to_upstream)) {}
 
-    boost::asio::local::stream_protocol::socket client;
+    // The container's connection: the TCP connection the shim handed over, or (from an
+    // older shim) a stream on the proxy socket.
+    boost::asio::generic::stream_protocol::socket client;
     boost::asio::ip::tcp::socket upstream;    // connected
     std::string early_bytes;                  // what followed the CONNECT head
     std::vector<boost::asio::ip::tcp::endpoint> endpoints; // checked; for reconnecting

@@ -48,15 +48,12 @@ void reset_and_close(int fd) {
     close(fd);
 }
 
-bool transient(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == EINTR; }
-
 } // namespace
 
 Bridge::Bridge(std::string proxy_socket, Log log)
     : proxy_socket_(std::move(proxy_socket)), log_(log) {}
 
 Bridge::~Bridge() {
-    for (auto& pair : pairs_) close_pair(pair, false);
     for (int fd : listeners_) close(fd);
     if (spare_fd_ >= 0) close(spare_fd_);
 }
@@ -96,44 +93,11 @@ std::string Bridge::listen(std::uint16_t port) {
 
 void Bridge::add_pollfds(std::vector<pollfd>& fds) const {
     for (int fd : listeners_) fds.push_back({fd, POLLIN, 0});
-    // poll() skips negative fds; an fd with nothing to do is left out that way rather
-    // than with zero events, which would still report POLLHUP and spin the loop. A live
-    // pair always has something to do on at least one side.
-    const auto entry = [](int fd, bool in, bool out) {
-        const auto events = static_cast<short>((in ? POLLIN : 0) | (out ? POLLOUT : 0));
-        return pollfd{events == 0 ? -1 : fd, events, 0};
-    };
-    for (const auto& pair : pairs_) {
-        fds.push_back(entry(pair.tcp, pair.up.wants_read(), pair.down.wants_write()));
-        fds.push_back(entry(pair.proxy, pair.down.wants_read(), pair.up.wants_write()));
-    }
 }
 
 void Bridge::handle(std::span<const pollfd> polled) {
     // Anything else is a bug in the loop; doing nothing beats misattributing events.
-    if (polled.size() != listeners_.size() + 2 * pairs_.size()) return;
-
-    // What poll() said, limited to what was asked: `events` survives the call.
-    const auto readable = [](const pollfd& entry) {
-        return (entry.events & POLLIN) != 0 && (entry.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
-    };
-    const auto writable = [](const pollfd& entry) {
-        return (entry.events & POLLOUT) != 0 && (entry.revents & (POLLOUT | POLLHUP | POLLERR)) != 0;
-    };
-    const auto first_pair = polled.begin() + static_cast<std::ptrdiff_t>(listeners_.size());
-    for (std::size_t i = 0; i < pairs_.size(); ++i) {
-        const pollfd& tcp = first_pair[static_cast<std::ptrdiff_t>(2 * i)];
-        const pollfd& proxy = first_pair[static_cast<std::ptrdiff_t>(2 * i + 1)];
-        if (tcp.revents == 0 && proxy.revents == 0) continue;
-        Pair& pair = pairs_[i];
-        const bool ok = step(pair.up, pair.tcp, pair.proxy, readable(tcp), writable(proxy)) &&
-                        step(pair.down, pair.proxy, pair.tcp, readable(proxy), writable(tcp));
-        if (!ok) close_pair(pair, true);
-        else if (pair.up.shut && pair.down.shut) close_pair(pair, false);
-    }
-    std::erase_if(pairs_, [](const Pair& pair) { return pair.tcp < 0; });
-
-    // Accepted last, so the new pairs are not in `polled`.
+    if (polled.size() != listeners_.size()) return;
     for (std::size_t i = 0; i < listeners_.size(); ++i)
         if (polled[i].revents != 0) accept_from(listeners_[i]);
 }
@@ -162,111 +126,55 @@ void Bridge::accept_from(int listener) {
             return; // EAGAIN: none left (anything else: try again next pass)
         }
         out_of_fds_ = false;
-        if (pairs_.size() >= kMaxConnections) {
-            if (!refusing_)
-                log_("already " + std::to_string(kMaxConnections) +
-                     " connections through the egress proxy; resetting new ones until some end");
-            refusing_ = true;
-            reset_and_close(fd);
-            continue;
-        }
-        refusing_ = false;
-        const int proxy = connect_to_proxy();
-        if (proxy < 0) {
-            reset_and_close(fd);
-            continue;
-        }
         // Bytes go out as they come in: the program and the proxy do their own batching.
         const int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        Pair pair;
-        pair.tcp = fd;
-        pair.proxy = proxy;
-        pairs_.push_back(std::move(pair));
+        if (hand_over(fd)) close(fd); // the proxy holds it now
     }
 }
 
-int Bridge::connect_to_proxy() {
+bool Bridge::hand_over(int fd) {
     int error = 0;
-    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
+    const int proxy = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (proxy < 0) {
         error = errno;
     } else {
         sockaddr_un address{};
         address.sun_family = AF_UNIX;
         std::memcpy(address.sun_path, proxy_socket_.data(), proxy_socket_.size());
         // A unix stream connect completes at once or fails (EAGAIN when the listener's
-        // backlog is full); it is never left in progress.
-        if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
-            if (proxy_failing_) log_("the egress proxy at '" + proxy_socket_ + "' answers again");
-            proxy_failing_ = false;
-            return fd;
+        // backlog is full); it is never left in progress. A fresh connection has room
+        // for the one byte, so the send does not wait either.
+        if (connect(proxy, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
+            char zero = 0;
+            iovec part{&zero, 1};
+            alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+            msghdr message{};
+            message.msg_iov = &part;
+            message.msg_iovlen = 1;
+            message.msg_control = control;
+            message.msg_controllen = sizeof control;
+            cmsghdr* header = CMSG_FIRSTHDR(&message);
+            header->cmsg_level = SOL_SOCKET;
+            header->cmsg_type = SCM_RIGHTS;
+            header->cmsg_len = CMSG_LEN(sizeof(int));
+            std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
+            if (sendmsg(proxy, &message, MSG_NOSIGNAL) == 1) {
+                close(proxy);
+                if (proxy_failing_) log_("the egress proxy at '" + proxy_socket_ + "' answers again");
+                proxy_failing_ = false;
+                return true;
+            }
         }
         error = errno;
-        close(fd);
+        close(proxy);
     }
     if (!proxy_failing_)
         log_("cannot reach the egress proxy at '" + proxy_socket_ + "': " + error_text(error) +
              "; resetting connections to port " + std::to_string(port_) + " until it answers");
     proxy_failing_ = true;
-    return -1;
-}
-
-bool Bridge::step(Direction& direction, int from, int to, bool readable, bool writable) {
-    if (writable && direction.wants_write() && !flush(direction, to)) return false;
-    if (readable && direction.wants_read()) {
-        if (!direction.buffer) {
-            direction.buffer = std::make_unique_for_overwrite<char[]>(kBufferBytes);
-        } else if (direction.begin > 0) {
-            std::memmove(direction.buffer.get(), direction.buffer.get() + direction.begin,
-                         direction.pending());
-            direction.end -= direction.begin;
-            direction.begin = 0;
-        }
-        const ssize_t count =
-            recv(from, direction.buffer.get() + direction.end, kBufferBytes - direction.end, 0);
-        if (count > 0) {
-            direction.end += static_cast<std::size_t>(count);
-            // Pass it on right away; whatever does not fit waits for POLLOUT.
-            if (!flush(direction, to)) return false;
-        } else if (count == 0) {
-            direction.eof = true;
-        } else if (!transient(errno)) {
-            return false; // ECONNRESET and friends
-        }
-        if (direction.pending() == 0) {
-            direction.buffer.reset();
-            direction.begin = direction.end = 0;
-        }
-    }
-    if (direction.eof && direction.pending() == 0 && !direction.shut) {
-        // The end of file travels on once everything before it has. ENOTCONN means the
-        // other side is gone already, which the other direction will notice.
-        shutdown(to, SHUT_WR);
-        direction.shut = true;
-    }
-    return true;
-}
-
-bool Bridge::flush(Direction& direction, int to) {
-    const ssize_t count =
-        send(to, direction.buffer.get() + direction.begin, direction.pending(), MSG_NOSIGNAL);
-    if (count < 0) return transient(errno); // EPIPE, ECONNRESET: this pair is over
-    direction.begin += static_cast<std::size_t>(count);
-    if (direction.pending() == 0) {
-        direction.buffer.reset();
-        direction.begin = direction.end = 0;
-    }
-    return true;
-}
-
-void Bridge::close_pair(Pair& pair, bool abort) {
-    if (abort) reset_and_close(pair.tcp);
-    else close(pair.tcp);
-    close(pair.proxy);
-    pair.tcp = pair.proxy = -1;
-    pair.up = {};
-    pair.down = {};
+    reset_and_close(fd);
+    return false;
 }
 
 } // namespace handler::shim

@@ -13,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <cstring>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -213,6 +215,100 @@ TEST_F(EgressProxyTest, APolicyChangeCutsOpenTunnelsToNowRefusedHosts) {
     ::close(fd);
     ASSERT_TRUE(eventually([&] { return audit_.finished() == 1; }));
     EXPECT_TRUE(contains(audit_.entries().at(0).reason, "cut")) << audit_.entries().at(0).reason;
+}
+
+// What handler-shim does with each connection a program makes: one zero byte carrying
+// the TCP socket. Returns the unix connection it went over.
+int hand_over(const std::filesystem::path& socket_path, int fd) {
+    const int unix_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_path.c_str());
+    EXPECT_EQ(::connect(unix_fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    char zero = 0;
+    iovec part{&zero, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr message{};
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    if (fd >= 0) {
+        message.msg_control = control;
+        message.msg_controllen = sizeof control;
+        cmsghdr* header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
+    }
+    EXPECT_EQ(::sendmsg(unix_fd, &message, MSG_NOSIGNAL), 1);
+    return unix_fd;
+}
+
+TEST_F(EgressProxyTest, AHandedOverTcpConnectionIsServedDirectly) {
+    Upstream upstream(echo);
+    // The program's connection: a TCP pair on loopback; the proxy gets the accepted end.
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    ASSERT_EQ(::listen(listener, 1), 0);
+    socklen_t length = sizeof address;
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+    const int program = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_EQ(::connect(program, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    const int accepted = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    ::close(listener);
+    const int unix_fd = hand_over(dir_ / "proxy.sock", accepted);
+    ::close(accepted); // the proxy holds its own copy now, as the shim does
+    EXPECT_EQ(read_all(unix_fd, 1000ms), "") << "the unix connection only carried the socket";
+    ::close(unix_fd);
+
+    send_all(program, "CONNECT upstream.test:" + std::to_string(upstream.port()) + " HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(read_until(program, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
+    send_all(program, "ping");
+    EXPECT_EQ(read_until(program, "ping"), "ping");
+    ::close(program);
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 1; }));
+    EXPECT_EQ(audit_.entries().at(0).verdict, Verdict::allow);
+}
+
+TEST_F(EgressProxyTest, AHandOverOfAnythingButOneTcpConnectionIsRefused) {
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+    int pair[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+    const int file = ::open((dir_ / "proxy.sock").c_str(), O_PATH | O_CLOEXEC);
+    for (const int fd : {pipe_fds[0], pair[0], file, -1}) {
+        const int unix_fd = hand_over(dir_ / "proxy.sock", fd);
+        EXPECT_EQ(read_all(unix_fd, 2000ms), "") << "fd " << fd << ": closed without an answer";
+        ::close(unix_fd);
+    }
+    for (const int fd : {pipe_fds[0], pipe_fds[1], pair[0], pair[1], file}) ::close(fd);
+
+    // A TCP connection whose peer is not loopback: what an open-mode session could open
+    // to a server outside and pass on, to have that server drive the proxy.
+    for (const auto& own : own_addresses()) {
+        if (own.v6 || own.bytes[0] == 127) continue;
+        const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        std::memcpy(&address.sin_addr, own.bytes.data(), 4);
+        ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+        ASSERT_EQ(::listen(listener, 1), 0);
+        socklen_t length = sizeof address;
+        ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+        const int outside = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ASSERT_EQ(::connect(outside, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+        const int accepted = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+        const int unix_fd = hand_over(dir_ / "proxy.sock", accepted);
+        EXPECT_EQ(read_all(unix_fd, 2000ms), "");
+        send_all(outside, "CONNECT upstream.test:1 HTTP/1.1\r\n\r\n");
+        EXPECT_EQ(read_all(outside, 1000ms), "") << "the proxy did not serve a connection from " << to_string(own);
+        for (const int fd : {unix_fd, accepted, outside, listener}) ::close(fd);
+        break;
+    }
+    EXPECT_TRUE(audit_.entries().empty()) << "nothing was decided for them";
 }
 
 TEST_F(EgressProxyTest, RequestsThatAreNotProxyRequestsAreRefusedClearly) {
