@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -502,8 +503,17 @@ private:
     // scanner first (a no-op for a session without keys).
     struct Direction {
         static constexpr std::size_t kSize = 64 * 1024;
-        std::unique_ptr<char[]> buffer{new char[kSize]}; // not zero-filled: read into first
+        std::unique_ptr<char[]> buffer; // not zero-filled: read into first
         std::uint64_t bytes = 0;
+        // A direction nobody needs to look into moves through a pipe with splice(2): the
+        // kernel hands the pages on, and the proxy never copies them.
+        int pipe_read = -1;
+        int pipe_write = -1;
+        std::size_t in_pipe = 0;
+        ~Direction() {
+            if (pipe_read >= 0) ::close(pipe_read);
+            if (pipe_write >= 0) ::close(pipe_write);
+        }
         bool done = false;
     };
 
@@ -533,8 +543,82 @@ private:
             });
     }
 
-    void pump_up() { pump(client_, upstream_, up_, &scanner_); }
-    void pump_down() { pump(upstream_, client_, down_, nullptr); }
+    void pump_up() {
+        if (scanner_.active()) {
+            up_.buffer.reset(new char[Direction::kSize]);
+            return pump(client_, upstream_, up_, &scanner_);
+        }
+        splice_pump(client_, upstream_, up_);
+    }
+    void pump_down() { splice_pump(upstream_, client_, down_); }
+
+    // pump() without looking: from → pipe → to, waiting for readiness with Asio and
+    // moving with splice(2). Falls back to pump() when no pipe can be had.
+    template <class From, class To>
+    void splice_pump(From& from, To& to, Direction& direction) {
+        if (direction.pipe_read < 0) {
+            int fds[2];
+            if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) {
+                direction.buffer.reset(new char[Direction::kSize]);
+                return pump(from, to, direction, nullptr);
+            }
+            direction.pipe_read = fds[0];
+            direction.pipe_write = fds[1];
+            boost::system::error_code ignored;
+            from.native_non_blocking(true, ignored);
+            to.native_non_blocking(true, ignored);
+        }
+        splice_in(from, to, direction);
+    }
+
+    template <class From, class To>
+    void splice_in(From& from, To& to, Direction& direction) {
+        if (closed_) return;
+        const ssize_t got = ::splice(from.native_handle(), nullptr, direction.pipe_write, nullptr, Direction::kSize,
+                                     SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (got > 0) {
+            direction.bytes += static_cast<std::size_t>(got);
+            direction.in_pipe += static_cast<std::size_t>(got);
+            return splice_out(from, to, direction);
+        }
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            from.async_wait(net::socket_base::wait_read,
+                            [self = shared_from_this(), &from, &to, &direction](const boost::system::error_code& error) {
+                                if (self->closed_) return;
+                                if (error) return self->close();
+                                self->splice_in(from, to, direction);
+                            });
+            return;
+        }
+        // The end of input (0), or an error: pass the half-close on, as pump() does.
+        boost::system::error_code ignored;
+        to.shutdown(net::socket_base::shutdown_send, ignored);
+        direction.done = true;
+        maybe_finish();
+    }
+
+    template <class From, class To>
+    void splice_out(From& from, To& to, Direction& direction) {
+        while (direction.in_pipe > 0) {
+            const ssize_t sent = ::splice(direction.pipe_read, nullptr, to.native_handle(), nullptr, direction.in_pipe,
+                                          SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (sent > 0) {
+                direction.in_pipe -= static_cast<std::size_t>(sent);
+                continue;
+            }
+            if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+                to.async_wait(net::socket_base::wait_write,
+                              [self = shared_from_this(), &from, &to, &direction](const boost::system::error_code& error) {
+                                  if (self->closed_) return;
+                                  if (error) return self->close();
+                                  self->splice_out(from, to, direction);
+                              });
+                return;
+            }
+            return close(); // the receiving side is gone
+        }
+        splice_in(from, to, direction);
+    }
 
     // A stand-in on its way to a host it is not bound to: logged as its own refusal, and
     // the connection cut before the bytes that carry it go on.
