@@ -2,6 +2,8 @@
 
 #include "network/interception.hpp"
 
+#include <handler/handover.hpp>
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference" // Asio false positives (server_state.hpp)
 #include <boost/asio/connect.hpp>
@@ -209,46 +211,30 @@ public:
     }
 
     void take_handover() {
-        char byte = 1;
-        iovec part{&byte, 1};
-        alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
-        msghdr message{};
-        message.msg_iov = &part;
-        message.msg_iovlen = 1;
-        message.msg_control = control;
-        message.msg_controllen = sizeof control;
-        const ssize_t got = ::recvmsg(client_.native_handle(), &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return await_handover();
-        std::vector<int> fds;
-        if (got > 0)
-            for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr; header = CMSG_NXTHDR(&message, header))
-                if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS)
-                    for (std::size_t i = 0; i < (header->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
-                        int fd = -1;
-                        std::memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof fd);
-                        fds.push_back(fd);
-                    }
-        if (got <= 0) {
-            for (const int fd : fds) ::close(fd);
-            return close();
-        }
-        if (fds.empty() && byte != 0) {
-            std::memcpy(buffer_.prepare(1).data(), &byte, 1);
+        auto handover = shim::receive_handover(client_.native_handle(), MSG_DONTWAIT);
+        if (handover.got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return await_handover();
+        auto drop = [&] {
+            for (const int fd : handover.fds) ::close(fd);
+            close();
+        };
+        if (handover.got <= 0) return drop();
+        if (handover.fds.empty() && handover.byte != shim::kHandoverByte) {
+            std::memcpy(buffer_.prepare(1).data(), &handover.byte, 1);
             buffer_.commit(1);
             return read_head();
         }
         int family = 0;
-        if (byte != 0 || fds.size() != 1 || (message.msg_flags & MSG_CTRUNC) != 0 || !is_connected_tcp(fds[0], family)) {
-            for (const int fd : fds) ::close(fd);
-            spdlog::warn("session {}: refused a handed-over connection that is not one TCP connection",
+        if (!handover.well_formed() || !is_connected_tcp(handover.fds[0], family)) {
+            spdlog::warn("session {}: refused a handed-over connection that is not one TCP connection from loopback",
                          owner_.options.session_id);
-            return close();
+            return drop();
         }
+        const int fd = handover.fds[0];
         generic::socket program(owner_.io);
         boost::system::error_code error;
-        program.assign(generic(family, IPPROTO_TCP), fds[0], error);
+        program.assign(generic(family, IPPROTO_TCP), fd, error);
         if (error) {
-            ::close(fds[0]);
+            ::close(fd);
             return close();
         }
         program.set_option(tcp::no_delay(true), error);

@@ -1,5 +1,7 @@
 #include "bridge.hpp"
 
+#include <handler/handover.hpp>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -146,20 +148,7 @@ bool Bridge::hand_over(int fd) {
         // backlog is full); it is never left in progress. A fresh connection has room
         // for the one byte, so the send does not wait either.
         if (connect(proxy, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
-            char zero = 0;
-            iovec part{&zero, 1};
-            alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-            msghdr message{};
-            message.msg_iov = &part;
-            message.msg_iovlen = 1;
-            message.msg_control = control;
-            message.msg_controllen = sizeof control;
-            cmsghdr* header = CMSG_FIRSTHDR(&message);
-            header->cmsg_level = SOL_SOCKET;
-            header->cmsg_type = SCM_RIGHTS;
-            header->cmsg_len = CMSG_LEN(sizeof(int));
-            std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-            if (sendmsg(proxy, &message, MSG_NOSIGNAL) == 1) {
+            if (send_handover(proxy, fd)) {
                 close(proxy);
                 if (proxy_failing_) log_("the egress proxy at '" + proxy_socket_ + "' answers again");
                 proxy_failing_ = false;

@@ -9,6 +9,7 @@
 // to 127.0.0.1:PORT once, at once, sends "hello" and prints what comes back.
 #include "support.hpp"
 
+#include <handler/handover.hpp>
 #include <handler/shim_protocol.hpp>
 
 #include <gtest/gtest.h>
@@ -122,19 +123,12 @@ public:
         Fd unix_side(testing::accept_within(fd_.get(), timeout));
         if (!unix_side.ok()) return {};
         set_timeouts(unix_side.get());
-        char byte = 1;
-        iovec part{&byte, 1};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-        msghdr message{};
-        message.msg_iov = &part;
-        message.msg_iovlen = 1;
-        message.msg_control = control;
-        message.msg_controllen = sizeof control;
-        if (recvmsg(unix_side.get(), &message, MSG_CMSG_CLOEXEC) != 1 || byte != 0) return {};
-        cmsghdr* header = CMSG_FIRSTHDR(&message);
-        if (header == nullptr || header->cmsg_type != SCM_RIGHTS) return {};
-        int fd = -1;
-        std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
+        auto handover = receive_handover(unix_side.get(), 0);
+        if (!handover.well_formed()) {
+            for (const int extra : handover.fds) close(extra);
+            return {};
+        }
+        const int fd = handover.fds[0];
         set_nonblocking(fd, false); // the shim's accept made it non-blocking
         set_timeouts(fd);
         return Fd(fd);

@@ -7,6 +7,8 @@
 #include "support/fakes.hpp"
 #include "unit/network/proxy_support.hpp"
 
+#include <handler/handover.hpp>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -225,22 +227,8 @@ int hand_over(const std::filesystem::path& socket_path, int fd) {
     address.sun_family = AF_UNIX;
     std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_path.c_str());
     EXPECT_EQ(::connect(unix_fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-    char zero = 0;
-    iovec part{&zero, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr message{};
-    message.msg_iov = &part;
-    message.msg_iovlen = 1;
-    if (fd >= 0) {
-        message.msg_control = control;
-        message.msg_controllen = sizeof control;
-        cmsghdr* header = CMSG_FIRSTHDR(&message);
-        header->cmsg_level = SOL_SOCKET;
-        header->cmsg_type = SCM_RIGHTS;
-        header->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-    }
-    EXPECT_EQ(::sendmsg(unix_fd, &message, MSG_NOSIGNAL), 1);
+    if (fd >= 0) EXPECT_TRUE(shim::send_handover(unix_fd, fd));
+    else EXPECT_EQ(::send(unix_fd, "", 1, MSG_NOSIGNAL), 1); // the zero byte alone
     return unix_fd;
 }
 
