@@ -103,9 +103,7 @@ Result<LocalServer> local_server(const store::Account& account) {
 
 std::vector<LocalServer> SessionKeys::local_servers() {
     std::vector<LocalServer> servers;
-    auto secrets = store_.session_secrets(session_id_);
-    if (!secrets) return servers;
-    for (const auto& secret : *secrets) {
+    for (const auto& secret : rows()) {
         if (!store::is_local_account_kind(secret.kind)) continue;
         auto account = store_.get_account(secret.account_id);
         if (!account) continue;
@@ -126,14 +124,24 @@ bool SessionResolver::pinned(const std::string& host) const {
     return base_.pinned(host);
 }
 
+const std::vector<store::SessionSecret>& SessionKeys::rows() {
+    // Written once, before the session's proxy takes its first connection, and never
+    // changed: read them once rather than at every connection.
+    if (!rows_) {
+        auto secrets = store_.session_secrets(session_id_);
+        if (!secrets) {
+            spdlog::error("session {}: cannot read its keys: {}", session_id_, secrets.error().message);
+            static const std::vector<store::SessionSecret> kNone;
+            return kNone;
+        }
+        rows_ = std::move(*secrets);
+    }
+    return *rows_;
+}
+
 std::vector<network::SecretBinding> SessionKeys::bindings() {
     std::vector<network::SecretBinding> bindings;
-    auto secrets = store_.session_secrets(session_id_);
-    if (!secrets) {
-        spdlog::error("session {}: cannot read its keys: {}", session_id_, secrets.error().message);
-        return bindings;
-    }
-    for (const auto& secret : *secrets) {
+    for (const auto& secret : rows()) {
         const auto* provider = secrets::provider_for(secret.kind);
         if (!provider) continue;
         network::SecretBinding binding;

@@ -67,9 +67,12 @@ public:
     std::vector<LocalServer> local_servers();
 
 private:
+    const std::vector<store::SessionSecret>& rows();
+
     store::Store& store_;
     const secrets::SecretStore& secrets_;
     const std::string session_id_;
+    std::optional<std::vector<store::SessionSecret>> rows_;
 };
 
 // The proxy's resolver for one session: its renamed local servers first, then the
