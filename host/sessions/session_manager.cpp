@@ -94,8 +94,25 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
           own_addresses(network::own_addresses()) {}
 
     // ---- AuditSink: the proxy's decisions go to the store ----------------------------
+    // Batched: decisions and ends collect in memory and go to SQLite in one transaction
+    // at most kAuditFlush later (and at shut-down). A transaction per decision cost more
+    // than the proxy's own work (about 100 µs per connection, measured), on the one io
+    // thread every session's proxy shares. Ids are handed out here, in order, so the log
+    // reads the same as before; it is just up to kAuditFlush behind.
+    static constexpr std::chrono::milliseconds kAuditFlush{20};
+
     std::int64_t record(const network::AuditEntry& entry) override {
+        if (next_network_id == 0) {
+            auto last = store.last_network_entry_id();
+            if (!last) {
+                spdlog::error("session {}: cannot record a network decision: {}", entry.session_id,
+                              last.error().message);
+                return 0;
+            }
+            next_network_id = *last + 1;
+        }
         store::NetworkEntry row;
+        row.id = next_network_id++;
         row.session_id = entry.session_id;
         row.at = entry.at_ms;
         row.host = entry.host;
@@ -108,25 +125,48 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
         row.rule = entry.rule;
         row.reason = entry.reason;
         row.secret = entry.secret;
-        auto id = store.add_network_entry(row);
-        if (!id) {
-            spdlog::error("session {}: cannot record a network decision: {}", entry.session_id,
-                          id.error().message);
-            return 0;
-        }
         if (entry.verdict == network::Verdict::deny)
             spdlog::info("session {}: refused {}:{}: {}", entry.session_id, entry.host, entry.port,
                          entry.reason);
-        return *id;
+        pending_index[row.id] = pending_entries.size();
+        pending_entries.push_back(std::move(row));
+        schedule_audit_flush();
+        return next_network_id - 1;
     }
     void finish(std::int64_t id, std::uint64_t up, std::uint64_t down,
                 const std::string& reason) override {
         if (id == 0) return;
-        if (auto done = store.finish_network_entry(id, static_cast<std::int64_t>(up),
-                                                   static_cast<std::int64_t>(down), reason,
-                                                   clock.now_ms());
-            !done)
-            spdlog::error("cannot record the end of a connection: {}", done.error().message);
+        if (auto found = pending_index.find(id); found != pending_index.end()) {
+            auto& row = pending_entries[found->second];
+            row.bytes_up = static_cast<std::int64_t>(up);
+            row.bytes_down = static_cast<std::int64_t>(down);
+            if (!reason.empty()) row.reason = reason;
+            row.ended_at = clock.now_ms();
+        } else {
+            pending_finishes.push_back(
+                {id, static_cast<std::int64_t>(up), static_cast<std::int64_t>(down), reason, clock.now_ms()});
+        }
+        schedule_audit_flush();
+    }
+    void schedule_audit_flush() {
+        if (audit_flush_armed) return;
+        audit_flush_armed = true;
+        audit_timer.expires_after(kAuditFlush);
+        audit_timer.async_wait([weak = weak_from_this()](const boost::system::error_code& error) {
+            auto self = weak.lock();
+            if (!self) return;
+            self->audit_flush_armed = false;
+            if (!error) self->flush_audit();
+        });
+    }
+    void flush_audit() {
+        if (pending_entries.empty() && pending_finishes.empty()) return;
+        if (auto written = store.write_network_batch(pending_entries, pending_finishes); !written)
+            spdlog::error("cannot record {} network decisions: {}", pending_entries.size() + pending_finishes.size(),
+                          written.error().message);
+        pending_entries.clear();
+        pending_finishes.clear();
+        pending_index.clear();
     }
 
     // The live policy of a session: read at every connection, so an edit of its agent or
@@ -249,6 +289,13 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
     std::unique_ptr<network::Resolver> resolver;
     const std::vector<network::Address> own_addresses;
     std::uint64_t agent_events = 0; // the EventHub subscription that re-decides tunnels
+    // The audit batch (record/finish above).
+    std::int64_t next_network_id = 0; // 0: not read from the store yet
+    std::vector<store::NetworkEntry> pending_entries;
+    std::map<std::int64_t, std::size_t> pending_index; // id -> position in pending_entries
+    std::vector<store::NetworkFinish> pending_finishes;
+    net::steady_timer audit_timer{io};
+    bool audit_flush_armed = false;
 };
 
 // One live session on handlerd's side: the listening control socket, the current
@@ -730,6 +777,7 @@ SessionManager::~SessionManager() {
     // A container command already running is waited for: it holds references to the
     // runtime, which the daemon destroys after us.
     impl_->worker.join();
+    impl_->flush_audit();
 }
 
 void SessionManager::shut_down() {
@@ -740,6 +788,8 @@ void SessionManager::shut_down() {
     impl_->channels.clear();
     for (auto& [id, channel] : channels) channel->close("handlerd is stopping; the session keeps running");
     impl_->attachments.clear();
+    impl_->audit_timer.cancel();
+    impl_->flush_audit(); // the proxies' last decisions and ends, written before we go
 }
 
 void SessionManager::reconcile(std::function<void()> done) {

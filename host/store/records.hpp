@@ -110,6 +110,15 @@ struct NetworkEntry {
     std::optional<TimeMs> ended_at; // unset while the connection is open
 };
 
+// The end of a connection: its byte counts and, when it was cut, why.
+struct NetworkFinish {
+    std::int64_t id = 0;
+    std::int64_t bytes_up = 0;
+    std::int64_t bytes_down = 0;
+    std::string reason;
+    TimeMs ended_at = 0;
+};
+
 // The stand-in a session holds for one kind of key, and whose key it stands for.
 struct SessionSecret {
     std::string session_id;

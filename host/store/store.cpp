@@ -925,30 +925,6 @@ NetworkEntry read_network_entry(const sqlite::Statement& row) {
 }
 } // namespace
 
-Result<std::int64_t> Store::add_network_entry(const NetworkEntry& entry) {
-    std::lock_guard lock(mutex_);
-    auto insert = db_.prepare(
-        "INSERT INTO network_log (session_id, at, host, port, method, path, verdict, rule, reason, "
-        "ended_at, secret) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        entry.session_id, entry.at, entry.host, entry.port, entry.method, entry.path, entry.verdict,
-        entry.rule, entry.reason, entry.ended_at, entry.secret);
-    if (!insert) return insert.take_error();
-    if (auto done = insert->run(); !done) return done.take_error();
-    return db_.last_insert_rowid();
-}
-
-Result<void> Store::finish_network_entry(std::int64_t id, std::int64_t bytes_up,
-                                         std::int64_t bytes_down, std::string_view reason,
-                                         TimeMs ended_at) {
-    std::lock_guard lock(mutex_);
-    auto update = db_.prepare(
-        "UPDATE network_log SET bytes_up = ?2, bytes_down = ?3, ended_at = ?4, "
-        "reason = CASE WHEN ?5 = '' THEN reason ELSE ?5 END WHERE id = ?1",
-        id, bytes_up, bytes_down, ended_at, reason);
-    if (!update) return update.take_error();
-    return update->run();
-}
-
 Result<std::vector<NetworkEntry>> Store::network_log(std::string_view session_id,
                                                      std::int64_t after_id, std::int64_t limit) {
     std::lock_guard lock(mutex_);
@@ -957,6 +933,58 @@ Result<std::vector<NetworkEntry>> Store::network_log(std::string_view session_id
                                "WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
                                session_id, after_id, limit),
                    read_network_entry);
+}
+
+Result<std::int64_t> Store::last_network_entry_id() {
+    std::lock_guard lock(mutex_);
+    auto statement = db_.prepare("SELECT COALESCE(MAX(id), 0) FROM network_log");
+    if (!statement) return statement.take_error();
+    auto row = statement->step();
+    if (!row) return row.take_error();
+    return statement->integer(0);
+}
+
+Result<void> Store::write_network_batch(const std::vector<NetworkEntry>& added,
+                                        const std::vector<NetworkFinish>& finished) {
+    std::lock_guard lock(mutex_);
+    return in_transaction(Transaction::Kind::write, [&]() -> Result<void> {
+        auto insert = db_.prepare(
+            "INSERT INTO network_log (id, session_id, at, host, port, method, path, verdict, rule, reason, "
+            "secret, bytes_up, bytes_down, ended_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+            "?13, ?14)");
+        if (!insert) return insert.take_error();
+        for (const auto& entry : added) {
+            insert->reset();
+            insert->bind(1, entry.id);
+            insert->bind(2, entry.session_id);
+            insert->bind(3, entry.at);
+            insert->bind(4, entry.host);
+            insert->bind(5, entry.port);
+            insert->bind(6, entry.method);
+            insert->bind(7, entry.path);
+            insert->bind(8, entry.verdict);
+            insert->bind(9, entry.rule);
+            insert->bind(10, entry.reason);
+            insert->bind(11, entry.secret);
+            insert->bind(12, entry.bytes_up);
+            insert->bind(13, entry.bytes_down);
+            insert->bind(14, entry.ended_at);
+            if (auto done = insert->run(); !done) return done.take_error();
+        }
+        auto update = db_.prepare("UPDATE network_log SET bytes_up = ?2, bytes_down = ?3, ended_at = ?4, "
+                                  "reason = CASE WHEN ?5 = '' THEN reason ELSE ?5 END WHERE id = ?1");
+        if (!update) return update.take_error();
+        for (const auto& end : finished) {
+            update->reset();
+            update->bind(1, end.id);
+            update->bind(2, end.bytes_up);
+            update->bind(3, end.bytes_down);
+            update->bind(4, end.ended_at);
+            update->bind(5, end.reason);
+            if (auto done = update->run(); !done) return done.take_error();
+        }
+        return {};
+    });
 }
 
 Result<void> Store::add_session_secret(const SessionSecret& secret) {

@@ -828,14 +828,22 @@ TEST_F(StoreTest, NetworkEntriesAreRecordedFinishedListedAndGoWithTheirSession) 
     entry.method = "CONNECT";
     entry.verdict = "learned";
     entry.rule = "learn mode";
-    auto first = store_->add_network_entry(entry);
-    ASSERT_TRUE(first.ok()) << first.error().message;
+    ASSERT_EQ(store_->last_network_entry_id().value(), 0);
+    const std::int64_t first = 1;
+    entry.id = first;
+    std::vector<NetworkEntry> batch{entry};
+    entry.id = 2;
     entry.at = 20;
-    ASSERT_TRUE(store_->add_network_entry(entry).ok());
+    batch.push_back(entry);
+    ASSERT_TRUE(store_->write_network_batch(batch, {}).ok());
+    entry.id = 3;
     entry.host = "github.com";
     entry.verdict = "allow";
-    ASSERT_TRUE(store_->add_network_entry(entry).ok());
-    ASSERT_TRUE(store_->finish_network_entry(*first, 100, 2000, "", 30).ok());
+    entry.reason = "cut: the policy changed"; // an entry that ended before it was written
+    entry.bytes_down = 7;
+    entry.ended_at = 25;
+    ASSERT_TRUE(store_->write_network_batch({entry}, {{first, 100, 2000, "", 30}}).ok());
+    EXPECT_EQ(store_->last_network_entry_id().value(), 3);
 
     auto all = store_->network_log(session->id, 0, 100);
     ASSERT_TRUE(all.ok());
@@ -843,7 +851,9 @@ TEST_F(StoreTest, NetworkEntriesAreRecordedFinishedListedAndGoWithTheirSession) 
     EXPECT_EQ(all->at(0).bytes_down, 2000);
     EXPECT_EQ(all->at(0).ended_at, 30);
     EXPECT_FALSE(all->at(1).ended_at.has_value());
-    EXPECT_EQ(store_->network_log(session->id, *first, 100)->size(), 2u) << "after an id";
+    EXPECT_EQ(all->at(2).bytes_down, 7);
+    EXPECT_EQ(all->at(2).reason, "cut: the policy changed");
+    EXPECT_EQ(store_->network_log(session->id, first, 100)->size(), 2u) << "after an id";
 
     auto learned = store_->learned_hosts(session->id);
     ASSERT_TRUE(learned.ok());
@@ -854,7 +864,12 @@ TEST_F(StoreTest, NetworkEntriesAreRecordedFinishedListedAndGoWithTheirSession) 
     EXPECT_EQ(learned->at(0).last_seen, 20);
 
     entry.verdict = "maybe";
-    EXPECT_FALSE(store_->add_network_entry(entry).ok()) << "the verdict is checked";
+    entry.id = 4;
+    NetworkEntry fine = entry;
+    fine.id = 5;
+    fine.verdict = "deny";
+    EXPECT_FALSE(store_->write_network_batch({fine, entry}, {}).ok()) << "the verdict is checked";
+    EXPECT_EQ(store_->network_log(session->id, 0, 100)->size(), 3u) << "a failed batch writes nothing";
     ASSERT_TRUE(store_->delete_session(session->id).ok());
     EXPECT_TRUE(store_->network_log(session->id, 0, 100)->empty());
 }
