@@ -820,10 +820,15 @@ void SessionManager::reconcile(std::function<void()> done) {
             std::map<std::string, runtime::ContainerInfo> by_session;
             for (auto& info : *containers) by_session[info.session_id()] = info;
             std::size_t adopted = 0;
-            for (const auto& session : sessions) {
-                const auto found = by_session.find(session.id);
+            for (const auto& listed : sessions) {
+                const auto found = by_session.find(listed.id);
+                // As it is now, not as it was listed: its shim may have reconnected and
+                // reported the exit while podman was answering, and that must stand.
+                auto current = impl.store.get_session(listed.id);
+                if (!current) continue;
+                const auto& session = *current;
                 if (!is_live(session.state)) {
-                    // Ended earlier, but its container was not removed then.
+                    // Ended (earlier, or just now), but its container was not removed.
                     if (found != by_session.end()) impl.remove_container_later(found->second.id);
                     continue;
                 }

@@ -96,6 +96,7 @@ public:
     }
 
     Result<std::vector<runtime::ContainerInfo>> list(const std::string& selector) override {
+        if (before_list) before_list(); // a test holding podman's answer back
         calls.push_back("list");
         if (auto error = take_failure("list")) return *error;
         const auto equals = selector.find('=');
@@ -149,6 +150,8 @@ public:
     // Answers exec on a running container; unset: exit 0 with no output.
     std::function<Result<runtime::ExecResult>(const std::string&, const runtime::ExecRequest&)>
         exec_handler;
+    // Runs at the start of list(), on the caller's thread.
+    std::function<void()> before_list;
 
 private:
     std::optional<Error> take_failure(const std::string& method) {

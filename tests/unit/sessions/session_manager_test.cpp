@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <thread>
 
@@ -681,6 +682,29 @@ TEST_F(SessionManagerTest, ReconcileRecordsWhatHappenedWhileNoHandlerdWatched) {
     EXPECT_EQ(state(vanished), SessionState::lost);
     EXPECT_TRUE(contains(*store_->get_session(vanished)->message, "gone"));
     ASSERT_TRUE(pump_until([&] { return runtime_.containers.empty(); }));
+}
+
+// After a restart the shim may reconnect and report its program's exit before podman has
+// answered the re-adoption query; the answer (still "running") must not undo the exit.
+TEST_F(SessionManagerTest, AnExitReportedWhilePodmanIsAskedStands) {
+    const std::string id = start_shell();
+    manager_.reset();
+    make_manager();
+    std::promise<void> answer;
+    auto gate = answer.get_future().share();
+    runtime_.before_list = [gate] { gate.wait(); };
+    bool reconciled = false;
+    manager_->reconcile([&] { reconciled = true; });
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    shim.send(shim::encode_i32(shim::FrameType::exit, 9));
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::exited; }));
+    answer.set_value();
+    ASSERT_TRUE(pump_until([&] { return reconciled; }));
+    runtime_.before_list = nullptr;
+    EXPECT_EQ(state(id), SessionState::exited);
+    EXPECT_EQ(store_->get_session(id)->exit_code, 9);
+    ASSERT_TRUE(pump_until([&] { return runtime_.containers.empty(); })) << "its container is removed";
 }
 
 TEST_F(SessionManagerTest, AContainerThatDiesWithItsShimIsNoticed) {
