@@ -267,11 +267,18 @@ TEST_F(EgressProxyTest, AHandOverOfAnythingButOneTcpConnectionIsRefused) {
     int pair[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
     const int file = ::open((dir_ / "proxy.sock").c_str(), O_PATH | O_CLOEXEC);
+    // Each would be served like a program's connection if taken: a request written into
+    // the far end of the pipe or the socket pair would then be decided (an audit entry)
+    // and, on the socket pair, answered.
+    const std::string request = "CONNECT upstream.test:1 HTTP/1.1\r\n\r\n";
+    ASSERT_EQ(::write(pipe_fds[1], request.data(), request.size()), static_cast<ssize_t>(request.size()));
+    send_all(pair[1], request);
     for (const int fd : {pipe_fds[0], pair[0], file, -1}) {
         const int unix_fd = hand_over(dir_ / "proxy.sock", fd);
-        EXPECT_EQ(read_all(unix_fd, 2000ms), "") << "fd " << fd << ": closed without an answer";
+        EXPECT_EQ(read_all(unix_fd, 1000ms), "") << "fd " << fd << ": closed without an answer";
         ::close(unix_fd);
     }
+    EXPECT_EQ(read_all(pair[1], 1000ms), "") << "the socket pair was not served";
     for (const int fd : {pipe_fds[0], pipe_fds[1], pair[0], pair[1], file}) ::close(fd);
 
     // A TCP connection whose peer is not loopback: what an open-mode session could open
