@@ -112,16 +112,12 @@ std::vector<LocalServer> SessionKeys::local_servers() {
     return servers;
 }
 
-void SessionResolver::resolve(const std::string& host, Done done) {
+std::optional<network::HostPort> SessionResolver::pinned_endpoint(const std::string& host,
+                                                                  std::uint16_t port) const {
     for (const auto& server : keys_.local_servers())
-        if (server.pinned && server.name == host) return done(std::vector<network::Address>{*server.pinned});
-    base_.resolve(host, std::move(done));
-}
-
-bool SessionResolver::pinned(const std::string& host) const {
-    for (const auto& server : keys_.local_servers())
-        if (server.pinned && server.name == host) return true;
-    return base_.pinned(host);
+        if (server.pinned && server.name == host && server.port == port)
+            return network::HostPort{network::to_string(*server.pinned), port};
+    return base_.pinned_endpoint(host, port);
 }
 
 const std::vector<store::SessionSecret>& SessionKeys::rows() {

@@ -75,16 +75,16 @@ private:
     std::optional<std::vector<store::SessionSecret>> rows_;
 };
 
-// The proxy's resolver for one session: its renamed local servers first, then the
-// daemon's. Both must outlive it.
+// The proxy's resolver for one session: the daemon's, plus the session's renamed local
+// servers as endpoints, name *and* port: a pinned name alone would let any port of the
+// host's loopback through where the mode passes every name (open, learn), handlerd's
+// API port among them. Both must outlive it.
 class SessionResolver final : public network::Resolver {
 public:
     SessionResolver(network::Resolver& base, SessionKeys& keys) : base_(base), keys_(keys) {}
-    void resolve(const std::string& host, Done done) override;
-    bool pinned(const std::string& host) const override;
-    std::optional<network::HostPort> pinned_endpoint(const std::string& host, std::uint16_t port) const override {
-        return base_.pinned_endpoint(host, port);
-    }
+    void resolve(const std::string& host, Done done) override { base_.resolve(host, std::move(done)); }
+    bool pinned(const std::string& host) const override { return base_.pinned(host); }
+    std::optional<network::HostPort> pinned_endpoint(const std::string& host, std::uint16_t port) const override;
 
 private:
     network::Resolver& base_;

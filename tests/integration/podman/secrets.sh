@@ -154,4 +154,10 @@ grep -q '^reply={"error"' <<<"$local_run" || fail "the local server was not reac
 id=$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
 handler network log "$id" --json | grep -q "\"host\":\"ollama.handler.internal\",\"port\":$plain_port,\"method\":\"GET\",\"path\":\"/api/tags\",\"verdict\":\"allow\"" ||
   fail "the request to the local server is not in the log as allowed"
+# The name leads to the server's port only: not to another port of the host's loopback
+# (handlerd's API), even in open mode, where every name passes.
+other_port=$(handler run llm --network open -p "printf 'CONNECT ollama.handler.internal:$api_port HTTP/1.1\r\n\r\n' |
+  nc 127.0.0.1 3128 | head -n1" 2>&1) || fail "the open-mode local-server session failed: $other_port"
+echo "other port: $other_port"
+grep -q '^HTTP/1.1 [45]0[0-9]' <<<"$other_port" || fail "ollama.handler.internal led to handlerd's port: $other_port"
 echo "PASS ($test_name)"
