@@ -126,32 +126,62 @@ std::string text_response(unsigned status, const char* reason, const std::string
 
 namespace {
 
+// The family (AF_INET or AF_INET6) of a TCP socket that is listening or not as asked,
+// or 0 for anything else: a file, a pipe, a unix socket, a UDP socket.
+int tcp_family(int fd, bool listening) {
+    struct stat status {};
+    if (::fstat(fd, &status) != 0 || !S_ISSOCK(status.st_mode)) return 0;
+    int value = 0;
+    socklen_t size = sizeof value;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &value, &size) != 0 || value != SOCK_STREAM) return 0;
+    size = sizeof value;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &value, &size) != 0 || value != IPPROTO_TCP) return 0;
+    size = sizeof value;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &value, &size) != 0 || (value != 0) != listening) return 0;
+    int family = 0;
+    size = sizeof family;
+    if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &size) != 0 || (family != AF_INET && family != AF_INET6))
+        return 0;
+    return family;
+}
+
+// True for 127.0.0.0/8 and ::1, with the port in `port`.
+bool loopback_address(const sockaddr_storage& address, std::uint16_t& port) {
+    if (address.ss_family == AF_INET) {
+        const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
+        port = ntohs(v4->sin_port);
+        return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+    }
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
+    port = ntohs(v6->sin6_port);
+    return address.ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+}
+
 // What a shim hands over must be one TCP connection from the container's own loopback
 // (the shim accepts only there): anything else (a file, a listening socket, a unix
 // socket, a connection an open-mode session made to some server outside) is refused, so
 // nothing but a program's connection to the proxy port is ever served as one.
 bool is_connected_tcp(int fd, int& family) {
-    struct stat status {};
-    if (::fstat(fd, &status) != 0 || !S_ISSOCK(status.st_mode)) return false;
-    int value = 0;
-    socklen_t size = sizeof value;
-    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &value, &size) != 0 || value != SOCK_STREAM) return false;
-    size = sizeof value;
-    if (::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &value, &size) != 0 || value != IPPROTO_TCP) return false;
-    size = sizeof value;
-    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &value, &size) != 0 || value != 0) return false;
-    size = sizeof family;
-    if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &size) != 0 || (family != AF_INET && family != AF_INET6))
-        return false;
+    family = tcp_family(fd, false);
+    if (family == 0) return false;
     sockaddr_storage peer{};
     socklen_t peer_size = sizeof peer;
     if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0) return false;
-    if (peer.ss_family == AF_INET) {
-        const auto* v4 = reinterpret_cast<const sockaddr_in*>(&peer);
-        return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-    }
-    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&peer);
-    return peer.ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+    std::uint16_t port = 0;
+    return loopback_address(peer, port);
+}
+
+// What a shim leases must be its listener: TCP, listening, bound to loopback at the
+// proxy port. The shim holds that port, so nothing else in the container can be bound
+// there; every connection accepted from it is a program's connection to the proxy.
+bool is_proxy_listener(int fd, std::uint16_t expected_port, int& family) {
+    family = tcp_family(fd, true);
+    if (family == 0) return false;
+    sockaddr_storage bound{};
+    socklen_t bound_size = sizeof bound;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_size) != 0) return false;
+    std::uint16_t port = 0;
+    return loopback_address(bound, port) && (expected_port == 0 || port == expected_port);
 }
 
 std::string exfiltration_reason(const SecretBinding& binding, const std::string& host) {
@@ -171,9 +201,25 @@ struct EgressProxy::Impl : std::enable_shared_from_this<Impl> {
          ProxyServices proxy_services, Now clock, std::vector<Address> own)
         : io(io_context), options(std::move(proxy_options)), policy(std::move(source)),
           resolver(*proxy_services.resolver), audit(*proxy_services.audit), services(proxy_services),
-          now(std::move(clock)), own_addresses(std::move(own)), acceptor(io_context) {}
+          now(std::move(clock)), own_addresses(std::move(own)),
+          acceptor(std::make_shared<net::basic_socket_acceptor<generic>>(io_context)) {}
 
     void accept();
+    // Serves a connection from the unix socket (`handed` false: a handover or an old
+    // shim's bytes follow) or from a leased listener (the program's own connection).
+    void admit(generic::socket socket, bool direct);
+    // Takes a shim's listeners (handover.hpp); owns `fds` either way. False: refused.
+    bool take_lease(generic::socket& channel, const std::vector<int>& fds);
+    void end_lease();
+
+    // The shim's listeners while it leases them, and the connection that holds the lease.
+    struct Lease {
+        explicit Lease(generic::socket socket) : channel(std::move(socket)) {}
+        generic::socket channel;
+        std::vector<std::shared_ptr<net::basic_socket_acceptor<generic>>> listeners;
+    };
+    template <class Acceptor>
+    void accept_on(std::shared_ptr<Acceptor> listener, bool direct);
 
     net::io_context& io;
     const ProxyOptions options;
@@ -183,7 +229,8 @@ struct EgressProxy::Impl : std::enable_shared_from_this<Impl> {
     const ProxyServices services;
     Now now;
     const std::vector<Address> own_addresses;
-    net::basic_socket_acceptor<generic> acceptor;
+    std::shared_ptr<net::basic_socket_acceptor<generic>> acceptor;
+    std::unique_ptr<Lease> lease;
     std::list<std::weak_ptr<ProxyConnection>> connections;
     bool stopped = false;
 };
@@ -193,10 +240,13 @@ public:
     ProxyConnection(EgressProxy::Impl& owner, generic::socket client)
         : owner_(owner), client_(std::move(client)), upstream_(owner.io), timer_(owner.io) {}
 
-    void start() {
+    void start(bool direct) {
         parser_.header_limit(static_cast<std::uint32_t>(owner_.options.header_limit_bytes));
         arm_timer(owner_.options.header_timeout, "the request head did not arrive in time");
-        await_handover();
+        if (!direct) return await_handover();
+        boost::system::error_code ignored;
+        client_.set_option(tcp::no_delay(true), ignored);
+        read_head();
     }
 
     // The shim hands over each connection a program makes (one zero byte carrying the
@@ -218,6 +268,12 @@ public:
             close();
         };
         if (handover.got <= 0) return drop();
+        if (handover.lease()) {
+            timer_.cancel();
+            closed_ = true; // the unix socket is the lease's now, or closed
+            if (!owner_.take_lease(client_, handover.fds)) client_.close();
+            return;
+        }
         if (handover.fds.empty() && handover.byte != shim::kHandoverByte) {
             std::memcpy(buffer_.prepare(1).data(), &handover.byte, 1);
             buffer_.commit(1);
@@ -688,23 +744,91 @@ private:
     bool closed_ = false;
 };
 
-void EgressProxy::Impl::accept() {
-    acceptor.async_accept([weak = weak_from_this()](const boost::system::error_code& error, generic::socket socket) {
+void EgressProxy::Impl::admit(generic::socket socket, bool direct) {
+    connections.remove_if([](const auto& entry) { return entry.expired(); });
+    if (connections.size() >= options.max_connections) {
+        spdlog::warn("session {}: over {} proxy connections; refusing more", options.session_id,
+                     options.max_connections);
+        return;
+    }
+    auto connection = std::make_shared<ProxyConnection>(*this, std::move(socket));
+    connections.push_back(connection);
+    connection->start(direct);
+}
+
+template <class Acceptor>
+void EgressProxy::Impl::accept_on(std::shared_ptr<Acceptor> listener, bool direct) {
+    listener->async_accept([weak = weak_from_this(), listener, direct](const boost::system::error_code& error,
+                                                                        generic::socket socket) {
         auto self = weak.lock();
-        if (!self || self->stopped || error == net::error::operation_aborted) return;
+        if (!self || self->stopped || !listener->is_open() || error == net::error::operation_aborted) return;
         if (!error) {
-            self->connections.remove_if([](const auto& entry) { return entry.expired(); });
-            if (self->connections.size() >= self->options.max_connections) {
-                spdlog::warn("session {}: over {} proxy connections; refusing more", self->options.session_id,
-                             self->options.max_connections);
-            } else {
-                auto connection = std::make_shared<ProxyConnection>(*self, std::move(socket));
-                self->connections.push_back(connection);
-                connection->start();
-            }
+            self->admit(std::move(socket), direct);
+            return self->accept_on(listener, direct);
         }
-        self->accept();
+        // Out of descriptors, most likely: the connection stays queued, and accepting again
+        // at once would spin. Try again shortly.
+        spdlog::warn("session {}: accepting a proxy connection failed: {}", self->options.session_id,
+                     error.message());
+        auto pause = std::make_shared<net::steady_timer>(self->io, std::chrono::milliseconds(100));
+        pause->async_wait([weak, listener, direct, pause](const boost::system::error_code&) {
+            if (auto again = weak.lock(); again && !again->stopped && listener->is_open())
+                again->accept_on(listener, direct);
+        });
     });
+}
+
+void EgressProxy::Impl::accept() { accept_on(acceptor, false); }
+
+bool EgressProxy::Impl::take_lease(generic::socket& channel, const std::vector<int>& fds) {
+    std::vector<std::pair<int, int>> checked; // fd, family
+    for (const int fd : fds) {
+        int family = 0;
+        if (!is_proxy_listener(fd, options.listener_port, family)) {
+            spdlog::warn("session {}: refused a lease of listeners that are not the proxy port's on loopback",
+                         options.session_id);
+            for (const int each : fds) ::close(each);
+            return false;
+        }
+        checked.emplace_back(fd, family);
+    }
+    auto next = std::make_unique<Lease>(std::move(channel));
+    std::size_t taken = 0;
+    for (const auto& [fd, family] : checked) {
+        auto listener = std::make_shared<net::basic_socket_acceptor<generic>>(io);
+        boost::system::error_code error;
+        listener->assign(generic(family, IPPROTO_TCP), fd, error);
+        ++taken;
+        if (error) {
+            for (std::size_t i = taken; i < checked.size(); ++i) ::close(checked[i].first);
+            ::close(fd);
+            return false;
+        }
+        next->listeners.push_back(std::move(listener));
+    }
+    // The answer tells the shim to stop accepting; a fresh connection has room for it.
+    const char ack = shim::kLeaseByte;
+    if (::send(next->channel.native_handle(), &ack, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1) return false;
+    end_lease(); // a shim leases again after handlerd restarts; the newest lease is the one
+    lease = std::move(next);
+    for (auto& listener : lease->listeners) accept_on(listener, true);
+    // Whatever comes on the lease's connection (its end, above all) ends it.
+    lease->channel.async_wait(net::socket_base::wait_read,
+                              [weak = weak_from_this(), current = lease.get()](const boost::system::error_code& error) {
+                                  if (error == net::error::operation_aborted) return;
+                                  if (auto self = weak.lock(); self && self->lease.get() == current) self->end_lease();
+                              });
+    spdlog::info("session {}: the shim leased the proxy port ({} listener(s)); connections are accepted directly",
+                 options.session_id, lease->listeners.size());
+    return true;
+}
+
+void EgressProxy::Impl::end_lease() {
+    if (!lease) return;
+    boost::system::error_code ignored;
+    for (auto& listener : lease->listeners) listener->close(ignored);
+    lease->channel.close(ignored);
+    lease.reset();
 }
 
 EgressProxy::EgressProxy(net::io_context& io, ProxyOptions options, PolicySource policy, ProxyServices services,
@@ -720,9 +844,9 @@ Result<void> EgressProxy::start() {
     std::filesystem::remove(impl.options.socket_path, ignored);
     boost::system::error_code error;
     const generic::endpoint endpoint(local::endpoint(impl.options.socket_path.string()));
-    impl.acceptor.open(endpoint.protocol(), error);
-    if (!error) impl.acceptor.bind(endpoint, error);
-    if (!error) impl.acceptor.listen(net::socket_base::max_listen_connections, error);
+    impl.acceptor->open(endpoint.protocol(), error);
+    if (!error) impl.acceptor->bind(endpoint, error);
+    if (!error) impl.acceptor->listen(net::socket_base::max_listen_connections, error);
     if (error)
         return make_error(ErrorCode::internal, "session " + impl.options.session_id + ": cannot listen on " +
                                                    impl.options.socket_path.string() + ": " + error.message());
@@ -735,7 +859,8 @@ void EgressProxy::stop() {
     if (impl.stopped) return;
     impl.stopped = true;
     boost::system::error_code ignored;
-    impl.acceptor.close(ignored);
+    impl.acceptor->close(ignored);
+    impl.end_lease();
     for (auto& entry : impl.connections)
         if (auto connection = entry.lock()) connection->close();
     impl.connections.clear();

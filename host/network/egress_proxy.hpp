@@ -120,6 +120,11 @@ struct ProxyOptions {
     std::chrono::milliseconds header_timeout{30'000};
     std::chrono::milliseconds connect_timeout{10'000};
     std::size_t max_connections = 512;
+    // The port the shim listens on in the container (its --proxy-port). A shim leases its
+    // listeners to the proxy (handover.hpp); only listeners on loopback at this port are
+    // taken, so nothing else bound in the container can be served as the proxy port.
+    // 0: any loopback port (tests, the benchmark).
+    std::uint16_t listener_port = 0;
     // An intercepted connection with no request for this long is closed.
     std::chrono::milliseconds idle_timeout{5 * 60'000};
 };

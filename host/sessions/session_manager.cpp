@@ -337,6 +337,7 @@ public:
         network::ProxyOptions options;
         options.socket_path = control_dir / kProxySocketName;
         options.session_id = id_;
+        options.listener_port = owner_.options.proxy_port;
         auto& owner = owner_;
         network::Resolver* resolver = owner.resolver.get();
         if (owner.options.secret_store) {

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -19,6 +20,10 @@ namespace {
 // Connections taken off one listener per loop pass, so a flood of them cannot keep the
 // loop from the terminal and handlerd.
 constexpr int kAcceptsPerPass = 64;
+// After a lease ends or is refused, the next offer waits this long, doubling up to the
+// cap while offers fail; per-connection handovers carry on meanwhile.
+constexpr std::chrono::milliseconds kLeaseRetry{100};
+constexpr std::chrono::milliseconds kLeaseRetryCap{5'000};
 
 std::string error_text(int error) { return std::strerror(error); }
 
@@ -57,6 +62,7 @@ Bridge::Bridge(std::string proxy_socket, Log log)
 
 Bridge::~Bridge() {
     for (int fd : listeners_) close(fd);
+    if (lease_fd_ >= 0) close(lease_fd_);
     if (spare_fd_ >= 0) close(spare_fd_);
 }
 
@@ -94,14 +100,59 @@ std::string Bridge::listen(std::uint16_t port) {
 }
 
 void Bridge::add_pollfds(std::vector<pollfd>& fds) const {
-    for (int fd : listeners_) fds.push_back({fd, POLLIN, 0});
+    // While the proxy holds the lease it accepts; the shim stays off the listeners.
+    for (int fd : listeners_) fds.push_back({leased() ? -1 : fd, POLLIN, 0});
+    fds.push_back({lease_fd_, POLLIN, 0});
 }
 
-void Bridge::handle(std::span<const pollfd> polled) {
+void Bridge::handle(std::span<const pollfd> polled, Clock::time_point now) {
     // Anything else is a bug in the loop; doing nothing beats misattributing events.
-    if (polled.size() != listeners_.size()) return;
+    if (polled.size() != listeners_.size() + 1) return;
     for (std::size_t i = 0; i < listeners_.size(); ++i)
-        if (polled[i].revents != 0) accept_from(listeners_[i]);
+        if (polled[i].fd >= 0 && polled[i].revents != 0) accept_from(listeners_[i]);
+    const auto& lease = polled[listeners_.size()];
+    if (lease.fd >= 0 && lease.fd == lease_fd_ && lease.revents != 0) on_lease_event(now);
+}
+
+void Bridge::tick(Clock::time_point now) {
+    if (listeners_.empty() || lease_fd_ >= 0 || now < next_lease_) return;
+    const int fd = connect_proxy();
+    // send_fds passes the listeners in one message; the proxy answers when it takes them.
+    if (fd < 0 || !send_fds(fd, kLeaseByte, listeners_.data(), listeners_.size())) {
+        if (fd >= 0) close(fd);
+        next_lease_ = now + lease_backoff_;
+        lease_backoff_ = std::min(lease_backoff_ * 2, kLeaseRetryCap);
+        return;
+    }
+    lease_fd_ = fd;
+    lease_state_ = LeaseState::offered;
+}
+
+Bridge::Clock::time_point Bridge::next_wake() const {
+    if (listeners_.empty() || lease_fd_ >= 0) return Clock::time_point::max();
+    return next_lease_;
+}
+
+void Bridge::on_lease_event(Clock::time_point now) {
+    char answer = 0;
+    const ssize_t got = recv(lease_fd_, &answer, 1, MSG_DONTWAIT);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (lease_state_ == LeaseState::offered && got == 1 && answer == kLeaseByte) {
+        lease_state_ = LeaseState::held;
+        lease_backoff_ = kLeaseRetry;
+        return;
+    }
+    // The end of the lease (handlerd went away) or a refusal (an older handlerd, or one
+    // that did not take these listeners); anything else on the connection ends it too.
+    drop_lease(now, lease_state_ == LeaseState::offered);
+}
+
+void Bridge::drop_lease(Clock::time_point now, bool refused) {
+    close(lease_fd_);
+    lease_fd_ = -1;
+    lease_state_ = LeaseState::none;
+    next_lease_ = now + lease_backoff_;
+    if (refused) lease_backoff_ = std::min(lease_backoff_ * 2, kLeaseRetryCap);
 }
 
 void Bridge::accept_from(int listener) {
@@ -135,25 +186,35 @@ void Bridge::accept_from(int listener) {
     }
 }
 
+int Bridge::connect_proxy() const {
+    const int proxy = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (proxy < 0) return -1;
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path, proxy_socket_.data(), proxy_socket_.size());
+    // A unix stream connect completes at once or fails (EAGAIN when the listener's
+    // backlog is full); it is never left in progress. A fresh connection has room for
+    // the one byte that follows, so that send does not wait either.
+    if (connect(proxy, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+        const int error = errno;
+        close(proxy);
+        errno = error;
+        return -1;
+    }
+    return proxy;
+}
+
 bool Bridge::hand_over(int fd) {
     int error = 0;
-    const int proxy = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const int proxy = connect_proxy();
     if (proxy < 0) {
         error = errno;
     } else {
-        sockaddr_un address{};
-        address.sun_family = AF_UNIX;
-        std::memcpy(address.sun_path, proxy_socket_.data(), proxy_socket_.size());
-        // A unix stream connect completes at once or fails (EAGAIN when the listener's
-        // backlog is full); it is never left in progress. A fresh connection has room
-        // for the one byte, so the send does not wait either.
-        if (connect(proxy, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
-            if (send_handover(proxy, fd)) {
-                close(proxy);
-                if (proxy_failing_) log_("the egress proxy at '" + proxy_socket_ + "' answers again");
-                proxy_failing_ = false;
-                return true;
-            }
+        if (send_handover(proxy, fd)) {
+            close(proxy);
+            if (proxy_failing_) log_("the egress proxy at '" + proxy_socket_ + "' answers again");
+            proxy_failing_ = false;
+            return true;
         }
         error = errno;
         close(proxy);

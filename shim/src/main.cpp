@@ -197,6 +197,7 @@ int Shim::run() {
     while (true) {
         auto now = Clock::now();
         if (sock_ < 0 && now >= next_connect_) try_connect(now);
+        bridge_.tick(now);
         if (exited_ && !drained_) drain_after_exit(now);
         // With nobody to deliver the exit to, wait out the grace period, then end anyway:
         // podman still records the exit status, which is the program's.
@@ -231,6 +232,7 @@ int Shim::run() {
             else wake = std::min(wake, exited_at_ + kDrainLimit);
         }
         if (drained_ && sock_ < 0) wake = std::min(wake, grace_deadline());
+        wake = std::min(wake, bridge_.next_wake());
         int timeout_ms = -1;
         if (wake != Clock::time_point::max()) {
             const auto wait = std::chrono::ceil<milliseconds>(wake - now).count();
@@ -259,7 +261,7 @@ int Shim::run() {
         if (socket_polled.fd >= 0 && socket_polled.fd == sock_ &&
             (socket_polled.revents & (POLLIN | POLLERR | POLLHUP)) != 0)
             on_socket_readable();
-        bridge_.handle(std::span<const pollfd>(fds).subspan(bridge_index));
+        bridge_.handle(std::span<const pollfd>(fds).subspan(bridge_index), Clock::now());
     }
     return exit_code_;
 }

@@ -102,6 +102,34 @@ for _ in $(seq 1 150); do
 done
 [ "$(state_of "$id" exit_code)" = 0 ] || fail "the running session did not get through after allow (exit $(state_of "$id" exit_code))"
 
+echo "== the proxy port outlives a restart of handlerd"
+# The shim leases its listeners to the session's proxy; when handlerd goes, the lease
+# ends, and the next handlerd takes it again.
+id=$(handler run web --detach -p "
+  wget -q -O- http://allowed.test:$port/hello.txt >/dev/null || exit 2
+  for i in \$(seq 1 150); do [ -e .go ] && break; sleep 0.1; done
+  wget -q -O- http://allowed.test:$port/hello.txt >/dev/null || exit 3")
+for _ in $(seq 1 100); do
+  [ "$(grep -c "session $id: the shim leased the proxy port" "$log")" -ge 1 ] && break
+  sleep 0.1
+done
+grep -q "session $id: the shim leased the proxy port" "$log" || fail "the shim did not lease its listeners: $(tail -n 20 "$log")"
+kill_handlerd TERM
+handlerd --detach >/dev/null || fail "handlerd did not start again"
+for _ in $(seq 1 100); do
+  [ "$(grep -c "session $id: the shim leased the proxy port" "$log")" -ge 2 ] && break
+  sleep 0.1
+done
+[ "$(grep -c "session $id: the shim leased the proxy port" "$log")" -ge 2 ] ||
+  fail "the shim did not lease its listeners to the new handlerd: $(tail -n 20 "$log")"
+touch "$project/.go"
+for _ in $(seq 1 150); do
+  [ "$(state_of "$id" state)" = exited ] && break
+  sleep 0.1
+done
+[ "$(state_of "$id" exit_code)" = 0 ] || fail "the session did not get through after the restart (exit $(state_of "$id" exit_code))"
+rm -f "$project/.go"
+
 echo "== learn mode"
 handler run web --network learn -p "wget -q -O- http://learned.test:$port/hello.txt" >/dev/null ||
   fail "learn mode did not let learned.test through"

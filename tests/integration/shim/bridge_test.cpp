@@ -5,6 +5,8 @@
 // directly, as handlerd does. TCP clients connect to 127.0.0.1:--proxy-port like a
 // session's tools would.
 // Usage: shim_bridge_test PATH_TO_HANDLER_SHIM [gtest flags]
+// The shim first offers the proxy a lease of its listeners; the fake proxy refuses it
+// (as an older handlerd would) in the tests of the handover, and takes it in the lease's.
 // The binary also serves as a session program: `shim_bridge_test --client PORT` connects
 // to 127.0.0.1:PORT once, at once, sends "hello" and prints what comes back.
 #include "support.hpp"
@@ -107,36 +109,111 @@ private:
     int fd_ = -1;
 };
 
-// The fake egress proxy: a unix socket listener.
+// The fake egress proxy: a unix socket listener. Like an older handlerd it refuses the
+// shim's lease unless told to take it; then, like handlerd, it accepts the programs'
+// connections on the leased listeners itself.
 class ProxyListener {
 public:
-    explicit ProxyListener(std::string path, int backlog = 16) : path_(std::move(path)) {
+    explicit ProxyListener(std::string path, int backlog = 16, bool take_leases = false)
+        : path_(std::move(path)), take_leases_(take_leases) {
         fd_ = Fd(testing::listen_unix(path_, backlog));
     }
     ~ProxyListener() { unlink(path_.c_str()); }
     // Stops listening but leaves the socket file, as a handlerd that died would.
     void stop_listening() { fd_.reset(); }
 
-    // The next handed-over connection (the program's TCP socket, which came with one
-    // zero byte), or an invalid Fd after the timeout or when the shim sent anything else.
+    // The next connection of a program: one the shim handed over (its TCP socket came with
+    // one zero byte), or one accepted on a leased listener. An invalid Fd after the
+    // timeout, or when the shim sent anything else.
     Fd accept(std::chrono::milliseconds timeout = kTimeout) {
-        Fd unix_side(testing::accept_within(fd_.get(), timeout));
-        if (!unix_side.ok()) return {};
-        set_timeouts(unix_side.get());
-        auto handover = receive_handover(unix_side.get(), 0);
-        if (!handover.well_formed()) {
-            for (const int extra : handover.fds) close(extra);
-            return {};
+        const auto deadline = Clock::now() + timeout;
+        while (Clock::now() < deadline) {
+            std::vector<pollfd> fds{{fd_.get(), POLLIN, 0}};
+            for (const auto& listener : leased_) fds.push_back({listener.get(), POLLIN, 0});
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+            if (poll(fds.data(), fds.size(), static_cast<int>(std::max<long>(left.count(), 0))) <= 0) return {};
+            for (std::size_t i = 1; i < fds.size(); ++i) {
+                if (fds[i].revents == 0) continue;
+                const int fd = accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
+                if (fd < 0) continue;
+                ++direct_;
+                set_timeouts(fd);
+                return Fd(fd);
+            }
+            if (fds[0].revents == 0) continue;
+            Fd unix_side(accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+            if (!unix_side.ok()) continue;
+            set_timeouts(unix_side.get());
+            auto handover = receive_handover(unix_side.get(), 0);
+            if (handover.lease()) {
+                take_or_refuse(std::move(unix_side), handover.fds);
+                continue;
+            }
+            if (!handover.well_formed()) {
+                for (const int extra : handover.fds) close(extra);
+                return {};
+            }
+            const int fd = handover.fds[0];
+            set_nonblocking(fd, false); // the shim's accept made it non-blocking
+            set_timeouts(fd);
+            ++handed_over_;
+            return Fd(fd);
         }
-        const int fd = handover.fds[0];
-        set_nonblocking(fd, false); // the shim's accept made it non-blocking
-        set_timeouts(fd);
-        return Fd(fd);
+        return {};
     }
 
+    // Serves the unix socket until the shim's next lease offer arrives and is taken (or
+    // refused); false after the timeout.
+    bool await_lease(std::chrono::milliseconds timeout = kTimeout) {
+        const std::size_t before = offers_;
+        while (offers_ == before) {
+            Fd unix_side(testing::accept_within(fd_.get(), timeout));
+            if (!unix_side.ok()) return false;
+            auto handover = receive_handover(unix_side.get(), 0);
+            if (!handover.lease()) {
+                ADD_FAILURE() << "a connection came while waiting for the lease";
+                for (const int extra : handover.fds) close(extra);
+                continue;
+            }
+            take_or_refuse(std::move(unix_side), handover.fds);
+        }
+        return true;
+    }
+
+    // Ends the lease, as a handlerd that stopped would: the connection and the listeners'
+    // copies are closed.
+    void end_lease() {
+        lease_.reset();
+        leased_.clear();
+    }
+
+    std::size_t offers() const { return offers_; }
+    std::size_t direct() const { return direct_; }
+    std::size_t handed_over() const { return handed_over_; }
+    std::size_t leased_listeners() const { return leased_.size(); }
+
 private:
+    void take_or_refuse(Fd unix_side, const std::vector<int>& fds) {
+        ++offers_;
+        if (!take_leases_) {
+            for (const int fd : fds) close(fd);
+            return; // closing the connection unanswered is the refusal
+        }
+        end_lease();
+        for (const int fd : fds) leased_.emplace_back(fd);
+        const char ack = kLeaseByte;
+        if (::send(unix_side.get(), &ack, 1, MSG_NOSIGNAL) != 1) ADD_FAILURE() << "cannot answer the lease";
+        lease_ = std::move(unix_side);
+    }
+
     std::string path_;
+    bool take_leases_;
     Fd fd_;
+    Fd lease_;
+    std::vector<Fd> leased_;
+    std::size_t offers_ = 0;
+    std::size_t direct_ = 0;
+    std::size_t handed_over_ = 0;
 };
 
 // handlerd's side of the control socket, just enough to keep the shim content: RESUME
@@ -729,6 +806,95 @@ TEST(ShimBridge, HandsOverManyConnectionsAndStaysResponsive) {
     EXPECT_TRUE(handlerd.wait_output("got:ping", 5s)) << handlerd.output();
     EXPECT_EQ(handlerd.wait_exit(), 0);
     EXPECT_EQ(shim.wait(), 0);
+}
+
+// With a proxy that takes the lease, it accepts the programs' connections itself: the
+// shim hands over none, yet each reaches the proxy as the program's own socket.
+TEST(ShimBridge, LeasesItsListenersSoTheProxyAcceptsDirectly) {
+    Session session;
+    ProxyListener proxy(session.proxy, 16, true);
+    FakeHandlerd handlerd(session.control);
+    ShimProcess shim(session.args({"sleep", "30"}), session.log);
+    ASSERT_TRUE(proxy.await_lease()) << session.shim_log();
+    EXPECT_GE(proxy.leased_listeners(), 1u);
+    ASSERT_TRUE(handlerd.wait_hello());
+    // The shim stops accepting once the answer reached it; give it that moment.
+    std::this_thread::sleep_for(200ms);
+
+    constexpr std::size_t kClients = 50;
+    for (std::size_t i = 0; i < kClients; ++i) {
+        Fd client = tcp_connect(session.port);
+        ASSERT_TRUE(client.ok()) << "connection " << i << " was refused";
+        Fd server = proxy.accept();
+        ASSERT_TRUE(server.ok()) << "connection " << i << " never reached the proxy";
+        ASSERT_TRUE(send_all(client.get(), "ping"));
+        EXPECT_EQ(read_exactly(server.get(), 4), "ping");
+        ASSERT_TRUE(send_all(server.get(), "pong"));
+        EXPECT_EQ(read_exactly(client.get(), 4), "pong");
+    }
+    EXPECT_EQ(proxy.direct(), kClients);
+    EXPECT_EQ(proxy.handed_over(), 0u) << "the shim accepted although the proxy held the lease";
+    EXPECT_EQ(proxy.offers(), 1u);
+    EXPECT_TRUE(shim.running());
+}
+
+// When the lease ends (handlerd restarted), the shim goes back to handing connections
+// over at once, and offers the lease again, which the next handlerd takes.
+TEST(ShimBridge, HandsOverAgainWhenTheLeaseEndsAndLeasesAnew) {
+    Session session;
+    ProxyListener proxy(session.proxy, 16, true);
+    FakeHandlerd handlerd(session.control);
+    ShimProcess shim(session.args({"sleep", "30"}), session.log);
+    ASSERT_TRUE(proxy.await_lease());
+    ASSERT_TRUE(handlerd.wait_hello());
+    proxy.end_lease();
+
+    Fd client = tcp_connect(session.port);
+    ASSERT_TRUE(client.ok());
+    // The next offer comes within the shim's retry interval; until the proxy takes it,
+    // the connection is handed over.
+    Fd server = proxy.accept();
+    ASSERT_TRUE(server.ok()) << "nobody took the connection after the lease ended; " << session.shim_log();
+    ASSERT_TRUE(send_all(client.get(), "after"));
+    EXPECT_EQ(read_exactly(server.get(), 5), "after");
+    EXPECT_EQ(proxy.direct() + proxy.handed_over(), 1u);
+
+    ASSERT_TRUE(proxy.offers() >= 2 || proxy.await_lease()) << "no new lease was offered";
+    EXPECT_GE(proxy.offers(), 2u);
+    std::this_thread::sleep_for(200ms);
+    const std::size_t direct_before = proxy.direct();
+    Fd again = tcp_connect(session.port);
+    ASSERT_TRUE(again.ok());
+    Fd again_server = proxy.accept();
+    ASSERT_TRUE(again_server.ok());
+    EXPECT_EQ(proxy.direct(), direct_before + 1) << "the renewed lease was not used";
+}
+
+// An older handlerd refuses the lease (it closes the connection): the shim carries on
+// handing each connection over, and offers again only now and then.
+TEST(ShimBridge, KeepsHandingOverWhenTheLeaseIsRefused) {
+    Session session;
+    ProxyListener proxy(session.proxy);
+    FakeHandlerd handlerd(session.control);
+    ShimProcess shim(session.args({"sleep", "30"}), session.log);
+    ASSERT_TRUE(proxy.await_lease());
+    ASSERT_TRUE(handlerd.wait_hello());
+    const auto start = Clock::now();
+    while (Clock::now() - start < 3s) {
+        Fd client = tcp_connect(session.port);
+        ASSERT_TRUE(client.ok());
+        Fd server = proxy.accept();
+        ASSERT_TRUE(server.ok()) << session.shim_log();
+        ASSERT_TRUE(send_all(client.get(), "x"));
+        EXPECT_EQ(read_exactly(server.get(), 1), "x");
+        std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_EQ(proxy.direct(), 0u);
+    EXPECT_GE(proxy.handed_over(), 10u);
+    // Backing off from 100 ms, doubling: about 5 offers in 3 s, where a fixed 100 ms
+    // retry would make 30.
+    EXPECT_LE(proxy.offers(), 10u) << "the shim keeps offering a lease that is refused";
+    EXPECT_EQ(count_of(session.shim_log(), "egress proxy"), 0u) << session.shim_log();
 }
 
 TEST(ShimBridge, AlsoListensOnIpv6LoopbackWhereThereIsOne) {

@@ -306,6 +306,162 @@ TEST_F(EgressProxyTest, AHandOverOfAnythingButOneTcpConnectionIsRefused) {
     EXPECT_TRUE(audit_.entries().empty()) << "nothing was decided for them";
 }
 
+// A TCP listener on `address` (port 0: any), and its port.
+std::pair<int, std::uint16_t> tcp_listener(const char* address_text, std::uint16_t port = 0) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    ::inet_pton(AF_INET, address_text, &address.sin_addr);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0) << address_text;
+    EXPECT_EQ(::listen(fd, 16), 0);
+    socklen_t length = sizeof address;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    return {fd, ntohs(address.sin_port)};
+}
+
+int tcp_connect(const char* address_text, std::uint16_t port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    ::inet_pton(AF_INET, address_text, &address.sin_addr);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    return fd;
+}
+
+// What handler-shim does first: offer its listeners on a new unix connection. Returns
+// that connection; the proxy answers kLeaseByte on it when it takes them.
+int offer_lease(const std::filesystem::path& socket_path, std::vector<int> fds) {
+    const int unix_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_path.c_str());
+    EXPECT_EQ(::connect(unix_fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    EXPECT_TRUE(shim::send_fds(unix_fd, shim::kLeaseByte, fds.data(), fds.size()));
+    return unix_fd;
+}
+
+// Whether a connection waits in `listener`'s queue, untaken: it is then accepted here.
+bool waits_in_queue(int listener) {
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return false;
+    ::close(fd);
+    return true;
+}
+
+TEST_F(EgressProxyTest, ALeasedListenerIsAcceptedFromUntilTheLeaseEnds) {
+    Upstream upstream(echo);
+    const auto [listener, port] = tcp_listener("127.0.0.1");
+    const int lease = offer_lease(dir_ / "proxy.sock", {listener});
+    EXPECT_EQ(read_until(lease, std::string(1, shim::kLeaseByte)), std::string(1, shim::kLeaseByte))
+        << "the proxy answers when it takes the lease";
+
+    for (int round = 0; round < 3; ++round) {
+        const int program = tcp_connect("127.0.0.1", port);
+        send_all(program, "CONNECT upstream.test:" + std::to_string(upstream.port()) + " HTTP/1.1\r\n\r\n");
+        EXPECT_EQ(read_until(program, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
+        send_all(program, "ping");
+        EXPECT_EQ(read_until(program, "ping"), "ping");
+        ::close(program);
+    }
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 3; }));
+
+    // The shim's end closes (the session ended, or the shim restarts): the proxy lets go
+    // of the listener, and a new connection waits for whoever accepts next.
+    ::close(lease);
+    ASSERT_TRUE(eventually([&] {
+        // Sends nothing, so a probe the proxy still took leaves no decision behind.
+        const int probe = tcp_connect("127.0.0.1", port);
+        std::this_thread::sleep_for(50ms);
+        const bool untaken = waits_in_queue(listener);
+        ::close(probe);
+        return untaken;
+    })) << "the proxy still accepts after the lease ended";
+    const int late = tcp_connect("127.0.0.1", port);
+    send_all(late, "CONNECT upstream.test:" + std::to_string(upstream.port()) + " HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(read_all(late, 500ms), "");
+    EXPECT_TRUE(waits_in_queue(listener));
+    ::close(late);
+    EXPECT_EQ(audit_.entries().size(), 3u);
+    ::close(listener);
+}
+
+TEST_F(EgressProxyTest, ALeaseOfAnythingButALoopbackListenerIsRefused) {
+    // Each is offered on its own; a refusal closes the connection unanswered, and
+    // nothing is accepted from what was offered.
+    const auto [connected_listener, connected_port] = tcp_listener("127.0.0.1");
+    const int connected = tcp_connect("127.0.0.1", connected_port);
+    const int unix_listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un unix_address{};
+    unix_address.sun_family = AF_UNIX;
+    std::snprintf(unix_address.sun_path, sizeof unix_address.sun_path, "%s", (dir_ / "other.sock").c_str());
+    ASSERT_EQ(::bind(unix_listener, reinterpret_cast<sockaddr*>(&unix_address), sizeof unix_address), 0);
+    ASSERT_EQ(::listen(unix_listener, 4), 0);
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+    const auto [good, good_port] = tcp_listener("127.0.0.1");
+    std::vector<std::pair<std::string, std::vector<int>>> offers = {
+        {"a connected socket", {connected}},
+        {"a unix listener", {unix_listener}},
+        {"a pipe", {pipe_fds[0]}},
+        {"a loopback listener with a pipe", {good, pipe_fds[0]}},
+        {"three listeners", {good, good, good}},
+    };
+    // A listener on one of this machine's other addresses: connections to it would come
+    // from outside the container's loopback.
+    int outside = -1;
+    for (const auto& own : own_addresses()) {
+        if (own.v6 || own.bytes[0] == 127) continue;
+        outside = tcp_listener(to_string(own).c_str()).first;
+        offers.push_back({"a listener on " + to_string(own), {outside}});
+        break;
+    }
+    for (const auto& [what, fds] : offers) {
+        const int lease = offer_lease(dir_ / "proxy.sock", fds);
+        EXPECT_EQ(read_all(lease, 2000ms), "") << what << ": refused without an answer";
+        ::close(lease);
+    }
+    const int program = tcp_connect("127.0.0.1", good_port);
+    EXPECT_TRUE(waits_in_queue(good)) << "the loopback listener offered with a pipe was not taken";
+    EXPECT_TRUE(audit_.entries().empty());
+    for (const int fd : {connected_listener, connected, unix_listener, pipe_fds[0], pipe_fds[1], good, outside, program})
+        if (fd >= 0) ::close(fd);
+}
+
+TEST_F(EgressProxyTest, OnlyTheShimsPortIsTakenWhenTheProxyKnowsIt) {
+    const auto [other, other_port] = tcp_listener("127.0.0.1");
+    const auto [shim_listener, shim_port] = tcp_listener("127.0.0.1");
+    ProxyOptions options;
+    options.socket_path = dir_ / "pinned.sock";
+    options.session_id = "s_000002";
+    options.listener_port = shim_port;
+    EgressProxy pinned(io_, options, [this] { std::lock_guard lock(policy_mutex_); return policy_; },
+                       ProxyServices{resolver_.get(), &audit_, nullptr, nullptr}, [] { return std::int64_t{1000}; },
+                       std::vector<Address>{});
+    std::promise<bool> started;
+    boost::asio::post(io_, [&] { started.set_value(pinned.start().ok()); });
+    ASSERT_TRUE(started.get_future().get());
+
+    const int refused = offer_lease(options.socket_path, {other});
+    EXPECT_EQ(read_all(refused, 2000ms), "") << "a listener on port " << other_port << " is not the shim's";
+    const int taken = offer_lease(options.socket_path, {shim_listener});
+    EXPECT_EQ(read_until(taken, std::string(1, shim::kLeaseByte)), std::string(1, shim::kLeaseByte));
+
+    const int program = tcp_connect("127.0.0.1", shim_port);
+    send_all(program, "CONNECT refused.test:443 HTTP/1.1\r\n\r\n");
+    EXPECT_TRUE(read_until(program, "\r\n\r\n").starts_with("HTTP/1.1 403")) << "served by the proxy";
+
+    std::promise<void> stopped;
+    boost::asio::post(io_, [&] {
+        pinned.stop();
+        stopped.set_value();
+    });
+    stopped.get_future().wait();
+    EXPECT_EQ(read_all(taken, 2000ms), "") << "stopping the proxy ends the lease";
+    for (const int fd : {other, shim_listener, refused, taken, program}) ::close(fd);
+}
+
 TEST_F(EgressProxyTest, RequestsThatAreNotProxyRequestsAreRefusedClearly) {
     const std::pair<std::string, std::string> cases[] = {
         {"GET / HTTP/1.1\r\nHost: upstream.test\r\n\r\n", "absolute http:// URL"},
