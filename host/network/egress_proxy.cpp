@@ -546,10 +546,13 @@ private:
     struct Direction {
         static constexpr std::size_t kSize = 64 * 1024;
         static constexpr std::size_t kPipeBytes = 1024 * 1024;
+        // Short exchanges, most requests and answers, go through the buffer: a pipe costs
+        // four system calls and kernel bookkeeping per connection that they never earn back.
+        static constexpr std::uint64_t kSpliceAfter = 128 * 1024;
         std::unique_ptr<char[]> buffer; // not zero-filled: read into first
         std::uint64_t bytes = 0;
-        // A direction nobody needs to look into moves through a pipe with splice(2): the
-        // kernel hands the pages on, and the proxy never copies them.
+        // Past kSpliceAfter, a direction nobody needs to look into moves through a pipe
+        // with splice(2): the kernel hands the pages on, and the proxy never copies them.
         int pipe_read = -1;
         int pipe_write = -1;
         std::size_t in_pipe = 0;
@@ -567,12 +570,7 @@ private:
             [self = shared_from_this(), &from, &to, &direction, scanner](const boost::system::error_code& error,
                                                                          std::size_t n) {
                 if (self->closed_) return;
-                if (error) {
-                    boost::system::error_code ignored;
-                    to.shutdown(net::socket_base::shutdown_send, ignored);
-                    direction.done = true;
-                    return self->maybe_finish();
-                }
+                if (error) return self->end_of(to, direction);
                 direction.bytes += n;
                 const std::string_view out(direction.buffer.get(), n);
                 if (scanner)
@@ -581,30 +579,44 @@ private:
                                  [self, &from, &to, &direction, scanner](const boost::system::error_code& write_error,
                                                                         std::size_t) {
                                      if (write_error) return self->close();
+                                     // A direction nobody looks into that has shown itself a
+                                     // bulk transfer moves on to splice(2).
+                                     if (!scanner && direction.bytes >= Direction::kSpliceAfter)
+                                         return self->splice_pump(from, to, direction);
                                      self->pump(from, to, direction, scanner);
                                  });
             });
     }
 
-    void pump_up() {
-        if (scanner_.active()) {
-            up_.buffer.reset(new char[Direction::kSize]);
-            return pump(client_, upstream_, up_, &scanner_);
+    // The end of one direction's input: pass the half-close on, unless the other
+    // direction is over too, in which case closing both says as much.
+    template <class To>
+    void end_of(To& to, Direction& direction) {
+        direction.done = true;
+        const Direction& other = &direction == &up_ ? down_ : up_;
+        if (!other.done) {
+            boost::system::error_code ignored;
+            to.shutdown(net::socket_base::shutdown_send, ignored);
         }
-        splice_pump(client_, upstream_, up_);
+        maybe_finish();
     }
-    void pump_down() { splice_pump(upstream_, client_, down_); }
+
+    void pump_up() {
+        up_.buffer.reset(new char[Direction::kSize]);
+        pump(client_, upstream_, up_, scanner_.active() ? &scanner_ : nullptr);
+    }
+    void pump_down() {
+        down_.buffer.reset(new char[Direction::kSize]);
+        pump(upstream_, client_, down_, nullptr);
+    }
 
     // pump() without looking: from → pipe → to, waiting for readiness with Asio and
-    // moving with splice(2). Falls back to pump() when no pipe can be had.
+    // moving with splice(2). Stays with pump() when no pipe can be had.
     template <class From, class To>
     void splice_pump(From& from, To& to, Direction& direction) {
         if (direction.pipe_read < 0) {
             int fds[2];
-            if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) {
-                direction.buffer.reset(new char[Direction::kSize]);
-                return pump(from, to, direction, nullptr);
-            }
+            if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return pump(from, to, direction, nullptr);
             direction.pipe_read = fds[0];
             direction.pipe_write = fds[1];
             // A bigger pipe moves more per wake-up; the default (64 KiB) costs a round of
@@ -636,11 +648,7 @@ private:
                             });
             return;
         }
-        // The end of input (0), or an error: pass the half-close on, as pump() does.
-        boost::system::error_code ignored;
-        to.shutdown(net::socket_base::shutdown_send, ignored);
-        direction.done = true;
-        maybe_finish();
+        end_of(to, direction); // the end of input (0), or an error
     }
 
     template <class From, class To>

@@ -174,6 +174,11 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
     // allow-list is the agent's, then the project's; a session without an agent gets the
     // project's alone.
     network::Policy policy_for(const std::string& id) {
+        if (const auto found = policies.find(id); found != policies.end()) return found->second;
+        return policies.emplace(id, build_policy(id)).first->second;
+    }
+
+    network::Policy build_policy(const std::string& id) {
         network::Policy policy;
         policy.mode = network::Mode::filtered;
         auto session = store.get_session(id);
@@ -226,6 +231,7 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
 
     // Records a state change and tells the events stream; logs (never throws) on error.
     std::optional<store::Session> record(std::string_view id, const store::SessionChanges& changes) {
+        if (const auto found = policies.find(id); found != policies.end()) policies.erase(found);
         auto updated = store.update_session(id, changes);
         if (!updated) {
             spdlog::error("session {}: cannot record its state: {}", id, updated.error().message);
@@ -282,6 +288,10 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
     // the start it follows).
     net::thread_pool worker{1};
     std::map<std::string, std::shared_ptr<Channel>, std::less<>> channels;
+    // Each session's policy as policy_for() last built it from the store, so a proxy
+    // connection costs no query (three, with the rules parsed, when built). Dropped on
+    // whatever can change it: an agent or project event, a change to the session's record.
+    std::map<std::string, network::Policy, std::less<>> policies;
     std::map<std::uint64_t, std::string> attachments; // attach id → session id
     std::set<std::string> stop_requested;             // asked to stop while starting
     std::uint64_t next_attach_id = 1;
@@ -769,6 +779,7 @@ SessionManager::SessionManager(net::io_context& io, store::Store& store,
         if (!impl || (message->find("\"type\":\"agent.") == std::string::npos &&
                       message->find("\"type\":\"project.updated\"") == std::string::npos))
             return;
+        impl->policies.clear();
         for (auto& [id, channel] : impl->channels) channel->reevaluate();
     });
 }
@@ -1100,6 +1111,7 @@ Result<void> SessionManager::remove(std::string_view id) {
         impl.channels.erase(session->id);
     }
     if (session->container_id) impl.remove_container_later(*session->container_id);
+    impl.policies.erase(session->id);
     if (auto deleted = impl.store.delete_session(session->id); !deleted) return deleted;
     std::error_code ignored;
     fs::remove_all(impl.options.output_root / session->id, ignored);

@@ -341,9 +341,12 @@ TEST_F(SessionManagerTest, TheProjectsAllowListAppliesToItsSessionsLive) {
     ASSERT_TRUE(pump_until([&] { return entries(id).size() == 1; }));
     EXPECT_EQ(entries(id)[0].verdict, "deny");
 
+    // As the API does it: the change, then its event (the manager keeps each session's
+    // policy until an event says it changed).
     store::ProjectChanges changes;
     changes.allowed_hosts = std::vector<std::string>{"127.0.0.1"};
     ASSERT_TRUE(store_->update_project(project_id_, changes).ok());
+    events_.publish(api::event_json("project.updated", {{"id", project_id_}}, clock_.now_ms()));
     ShimDouble after;
     ASSERT_TRUE(after.connect(proxy));
     after.send("CONNECT " + target + " HTTP/1.1\r\n\r\n");
