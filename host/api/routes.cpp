@@ -526,6 +526,7 @@ struct AgentFields {
     std::optional<std::optional<std::string>> account;
     std::optional<store::NetworkMode> network_mode;
     std::optional<std::vector<std::string>> allowed_hosts;
+    std::optional<std::vector<std::string>> addons;
 };
 
 Result<AgentFields> read_agent_fields(const BodyReader& reader) {
@@ -545,6 +546,9 @@ Result<AgentFields> read_agent_fields(const BodyReader& reader) {
     auto hosts = reader.optional_string_list("allowed_hosts");
     if (!hosts) return hosts.take_error();
     fields.allowed_hosts = std::move(*hosts);
+    auto addons = reader.optional_string_list("addons");
+    if (!addons) return addons.take_error();
+    fields.addons = std::move(*addons);
     return fields;
 }
 
@@ -614,7 +618,7 @@ Response Routes::create_agent(const Call& call) {
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
     if (auto known = reader.allow_only({"name", "project", "harness", "goal", "instructions",
-                                        "account", "network_mode", "allowed_hosts"});
+                                        "account", "network_mode", "allowed_hosts", "addons"});
         !known)
         return error_response(known.error());
     // Required fields first, in the documented order, so the message is predictable.
@@ -639,6 +643,7 @@ Response Routes::create_agent(const Call& call) {
     agent.account = fields->account.value_or(std::nullopt);
     agent.network_mode = fields->network_mode.value_or(store::NetworkMode::filtered);
     agent.allowed_hosts = fields->allowed_hosts.value_or(std::vector<std::string>{});
+    agent.addons = fields->addons.value_or(std::vector<std::string>{});
     auto made = store_.create_agent(agent);
     if (!made) return error_response(made.error());
     auto json_agent = to_json(*made);
@@ -655,14 +660,14 @@ Response Routes::update_agent(const Call& call, std::int64_t id) {
                               "field 'project' cannot be changed; create a new agent in the "
                               "other project instead");
     if (auto known = reader.allow_only({"name", "harness", "goal", "instructions", "account",
-                                        "network_mode", "allowed_hosts"});
+                                        "network_mode", "allowed_hosts", "addons"});
         !known)
         return error_response(known.error());
     auto fields = read_agent_fields(reader);
     if (!fields) return error_response(fields.error());
     store::AgentChanges changes{fields->name,    fields->harness,      fields->goal,
                                 fields->instructions, fields->account, fields->network_mode,
-                                fields->allowed_hosts};
+                                fields->allowed_hosts, fields->addons};
     auto updated = store_.update_agent(id, changes);
     if (!updated) return error_response(updated.error());
     auto json_agent = to_json(*updated);

@@ -178,6 +178,7 @@ json::object to_json(const store::Agent& agent) {
             {"account", nullable(agent.account)},
             {"network_mode", to_string(agent.network_mode)},
             {"allowed_hosts", strings(agent.allowed_hosts)},
+            {"addons", strings(agent.addons)},
             {"created_at", agent.created_at},
             {"updated_at", agent.updated_at}};
 }

@@ -40,6 +40,8 @@ struct Options {
     std::optional<std::string> rename;
     std::vector<std::string> allow_hosts;
     std::vector<std::string> remove_hosts;
+    std::vector<std::string> addons;
+    std::vector<std::string> remove_addons;
     bool clear_account = false;
     bool clear_context = false;
     bool all_projects = false;
@@ -172,6 +174,7 @@ Tree define(CLI::App& app, Options& options) {
         ->check(CLI::IsMember({"none", "filtered", "open"}));
     tree.agent_add->add_option("--allow", options.allow_hosts,
                                "Allowed host (repeat): host, *.domain, optional :port");
+    tree.agent_add->add_option("--addon", options.addons, "Enable an addon plugin (repeat)");
     add_json_flag(tree.agent_add, options);
 
     tree.agent_list = agent->add_subcommand("list", "List the project's agents");
@@ -199,6 +202,8 @@ Tree define(CLI::App& app, Options& options) {
     tree.agent_edit->add_option("--allow", options.allow_hosts, "Add an allowed host (repeat)");
     tree.agent_edit->add_option("--disallow", options.remove_hosts,
                                 "Remove an allowed host (repeat)");
+    tree.agent_edit->add_option("--addon", options.addons, "Enable an addon plugin (repeat)");
+    tree.agent_edit->add_option("--remove-addon", options.remove_addons, "Disable an addon plugin (repeat)");
     add_json_flag(tree.agent_edit, options);
 
     tree.agent_rm = agent->add_subcommand("rm", "Remove an agent");
@@ -458,21 +463,25 @@ json::array host_list(const std::vector<std::string>& hosts) {
     return out;
 }
 
-// --allow and --disallow applied to the allowed_hosts of `record` (an agent or a
-// project), into `body`: the API replaces the whole list.
-void put_host_changes(json::object& body, const json::object& record, const Options& options) {
-    if (options.allow_hosts.empty() && options.remove_hosts.empty()) return;
-    json::array hosts;
-    for (const auto& host : record.at("allowed_hosts").as_array()) {
-        const std::string existing(host.as_string());
-        if (std::find(options.remove_hosts.begin(), options.remove_hosts.end(), existing) ==
-            options.remove_hosts.end())
-            hosts.emplace_back(existing);
+// Entries added to and removed from the list `field` of `record`, into `body`: the API
+// replaces a whole list.
+void put_list_changes(json::object& body, const json::object& record, const char* field,
+                      const std::vector<std::string>& add, const std::vector<std::string>& remove) {
+    if (add.empty() && remove.empty()) return;
+    json::array list;
+    const auto* current = record.if_contains(field);
+    for (const auto& entry : current && current->is_array() ? current->as_array() : json::array{}) {
+        const std::string existing(entry.as_string());
+        if (std::find(remove.begin(), remove.end(), existing) == remove.end()) list.emplace_back(existing);
     }
-    for (const auto& host : options.allow_hosts)
-        if (std::find(hosts.begin(), hosts.end(), json::value(host)) == hosts.end())
-            hosts.emplace_back(host);
-    body["allowed_hosts"] = std::move(hosts);
+    for (const auto& entry : add)
+        if (std::find(list.begin(), list.end(), json::value(entry)) == list.end()) list.emplace_back(entry);
+    body[field] = std::move(list);
+}
+
+// --allow and --disallow applied to the allowed_hosts of `record` (an agent or a project).
+void put_host_changes(json::object& body, const json::object& record, const Options& options) {
+    put_list_changes(body, record, "allowed_hosts", options.allow_hosts, options.remove_hosts);
 }
 
 // Sends the changes in `body` to `target` and prints the record handlerd answers.
@@ -532,6 +541,7 @@ int command_agent_add(Session& session, const Options& options) {
                          {"harness", options.harness}};
     put_agent_fields(body, options);
     if (!options.allow_hosts.empty()) body["allowed_hosts"] = host_list(options.allow_hosts);
+    if (!options.addons.empty()) body["addons"] = host_list(options.addons);
     json::value value = body;
     auto created = session.call("POST", "/api/v1/agents", &value);
     if (!created) return session.exit_code();
@@ -582,6 +592,7 @@ int command_agent_edit(Session& session, const Options& options) {
     if (!options.harness.empty()) body["harness"] = options.harness;
     put_agent_fields(body, options);
     put_host_changes(body, *agent, options);
+    put_list_changes(body, *agent, "addons", options.addons, options.remove_addons);
     const auto id = agent->at("id").to_number<std::int64_t>();
     return patch_record(session, options, "/api/v1/agents/" + std::to_string(id),
                         std::move(body), "agent edit");

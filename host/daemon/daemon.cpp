@@ -200,6 +200,13 @@ int run_daemon(const DaemonOptions& options) {
     sessions::HarnessCheck harness_exists = [&registry](std::string_view harness) {
         return registry.harness(harness).ok();
     };
+    session_options.contribute_addon = [&registry](std::string_view addon,
+                                                   const plugins::LaunchRequest& request)
+        -> Result<plugins::LaunchSpec> {
+        auto found = registry.addon(addon);
+        if (!found) return found.take_error();
+        return (*found)->contribute(request);
+    };
     sessions::SessionManager session_manager(io, **store, container_runtime, launcher,
                                              harness_exists, events, clock, session_options);
     info.sessions = &session_manager;

@@ -63,6 +63,7 @@ struct LaunchSpec {
     std::vector<AllowedHost> allowed_hosts;
     std::vector<SecretEnv> secret_env;
     std::vector<ContainerFile> files;
+    friend bool operator==(const LaunchSpec&, const LaunchSpec&) = default;
 };
 
 // What a plugin adds to its image.

@@ -1,6 +1,9 @@
 #include "sessions/launch.hpp"
 
+#include <algorithm>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace handler::sessions {
 
@@ -73,6 +76,40 @@ Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
     for (const auto& secret : launch.secret_env)
         spec.env.push_back({secret.name, context.stand_ins.at(secret.secret_name)});
     return spec;
+}
+
+Result<void> merge_addon(std::string_view addon, const plugins::LaunchSpec& contribution,
+                         plugins::LaunchSpec& spec, std::vector<std::string>& addon_hosts) {
+    const std::string name = "addon '" + std::string(addon) + "'";
+    auto refuse = [&](const std::string& what) {
+        return make_error(ErrorCode::invalid_argument, name + " " + what + "; an addon adds to a session, it does "
+                                                                           "not change what the harness chose");
+    };
+    if (!contribution.image.empty()) return refuse("sets the image");
+    if (!contribution.arguments.empty()) return refuse("sets the program");
+    if (!contribution.workdir.empty()) return refuse("sets the working folder");
+    for (const auto& variable : contribution.env)
+        if (std::any_of(spec.env.begin(), spec.env.end(), [&](const auto& set) { return set.name == variable.name; }) ||
+            std::any_of(spec.secret_env.begin(), spec.secret_env.end(),
+                        [&](const auto& set) { return set.name == variable.name; }))
+            return refuse("sets " + variable.name + ", which is already set");
+    for (const auto& secret : contribution.secret_env)
+        if (std::any_of(spec.env.begin(), spec.env.end(), [&](const auto& set) { return set.name == secret.name; }) ||
+            std::any_of(spec.secret_env.begin(), spec.secret_env.end(),
+                        [&](const auto& set) { return set.name == secret.name; }))
+            return refuse("sets " + secret.name + ", which is already set");
+    for (const auto& file : contribution.files)
+        if (std::any_of(spec.files.begin(), spec.files.end(), [&](const auto& set) { return set.path == file.path; }))
+            return refuse("writes " + file.path + ", which is already written");
+    spec.env.insert(spec.env.end(), contribution.env.begin(), contribution.env.end());
+    spec.secret_env.insert(spec.secret_env.end(), contribution.secret_env.begin(), contribution.secret_env.end());
+    spec.files.insert(spec.files.end(), contribution.files.begin(), contribution.files.end());
+    for (const auto& host : contribution.allowed_hosts) {
+        std::string rule = host.port == 0 ? host.pattern : host.pattern + ":" + std::to_string(host.port);
+        if (std::find(addon_hosts.begin(), addon_hosts.end(), rule) == addon_hosts.end())
+            addon_hosts.push_back(std::move(rule));
+    }
+    return {};
 }
 
 } // namespace handler::sessions

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace handler::sessions {
 
@@ -47,5 +49,14 @@ inline constexpr const char* kTrustBundleName = "ca-bundle.crt";
 
 Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
                                               const LaunchContext& context);
+
+// What addon `addon` contributes, added to the harness's `spec`: its variables, files
+// and keys join the harness's, and the hosts it needs go to `addon_hosts` as rules (they
+// join the session's allow-list; only the harness's own hosts pass in `none` mode). An
+// addon adds and never replaces: one that sets the image, the program or the working
+// folder, or a variable or file the harness (or an earlier addon) set, is refused,
+// naming what.
+Result<void> merge_addon(std::string_view addon, const plugins::LaunchSpec& contribution,
+                         plugins::LaunchSpec& spec, std::vector<std::string>& addon_hosts);
 
 } // namespace handler::sessions

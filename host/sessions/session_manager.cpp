@@ -202,6 +202,7 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
             allow(agent->allowed_hosts);
         }
         if (auto project = store.get_project(session->project_id)) allow(project->allowed_hosts);
+        allow(session->addon_hosts);
         if (session->network_mode)
             policy.mode = network::parse_mode(*session->network_mode).value_or(policy.mode);
         policy.learn_until_ms = session->learn_until.value_or(0);
@@ -1023,6 +1024,16 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     }
     auto launch = impl.launcher(record.harness, launch_request);
     if (!launch) return fail(launch.error());
+    std::vector<std::string> addon_hosts;
+    for (const auto& addon : agent ? agent->addons : std::vector<std::string>{}) {
+        if (!impl.options.contribute_addon)
+            return fail(make_error(ErrorCode::unavailable, "this handlerd cannot load addons (agent '" +
+                                                               agent->name + "' uses '" + addon + "')"));
+        auto contribution = impl.options.contribute_addon(addon, launch_request);
+        if (!contribution) return fail(contribution.error());
+        if (auto merged = merge_addon(addon, *contribution, *launch, addon_hosts); !merged)
+            return fail(merged.error());
+    }
     LaunchContext context;
     context.session_id = id;
     context.project_path = project->path;
@@ -1055,9 +1066,12 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     if (server) model_hosts.push_back(server->rule);
     for (const auto& text : model_hosts)
         if (auto rule = network::parse_rule(text); !rule) return fail(rule.error());
-    if (!model_hosts.empty()) {
+    for (const auto& text : addon_hosts)
+        if (auto rule = network::parse_rule(text); !rule) return fail(rule.error());
+    if (!model_hosts.empty() || !addon_hosts.empty()) {
         store::SessionChanges hosts;
         hosts.model_hosts = std::move(model_hosts);
+        hosts.addon_hosts = std::move(addon_hosts);
         impl.record(id, hosts);
     }
     context.trust_ca = !impl.options.ca_certificate_pem.empty();

@@ -55,6 +55,10 @@ using Launcher = std::function<Result<plugins::LaunchSpec>(std::string_view harn
                                                            const plugins::LaunchRequest& request)>;
 // Whether a loaded harness plugin has this id (to tell an agent's name from a harness's).
 using HarnessCheck = std::function<bool(std::string_view harness)>;
+// Asks addon plugin `addon` what it adds to one session (the registry's
+// LoadedAddon::contribute in handlerd). not_found: no such addon.
+using AddonContributor = std::function<Result<plugins::LaunchSpec>(std::string_view addon,
+                                                                   const plugins::LaunchRequest& request)>;
 
 // The harness `handler run` uses in a project without agents.
 inline constexpr const char* kDefaultHarness = "shell";
@@ -84,6 +88,8 @@ struct SessionManagerOptions {
     // Null/empty: sessions get no keys (a harness that asks for one is refused).
     secrets::SecretStore* secret_store = nullptr;
     network::TlsContexts* tls = nullptr;
+    // Null: a session of an agent with addons fails to start, saying so.
+    AddonContributor contribute_addon;
     std::string ca_certificate_pem;
     std::filesystem::path system_ca_bundle = "/etc/ssl/certs/ca-certificates.crt";
 };

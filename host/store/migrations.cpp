@@ -142,7 +142,16 @@ UPDATE accounts SET base_url = 'http://127.0.0.1:8080' WHERE kind = 'llama-cpp';
 UPDATE accounts SET base_url = 'http://127.0.0.1:11434' WHERE kind = 'ollama';
 )sql";
 
-constexpr std::array<std::string_view, 4> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4};
+// Addons: the ones enabled for an agent (plugin ids, one per line, in order), and the
+// hosts they asked for in each session, which join its allow-list (one rule per line,
+// like model_hosts).
+constexpr std::string_view kVersion5 = R"sql(
+ALTER TABLE agents ADD COLUMN addons TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN addon_hosts TEXT NOT NULL DEFAULT '';
+)sql";
+
+constexpr std::array<std::string_view, 5> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4,
+                                                         kVersion5};
 
 Result<void> ensure_migrations_table(sqlite::Database& db) {
     return db.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("

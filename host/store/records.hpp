@@ -69,6 +69,7 @@ struct Agent {
     std::optional<std::string> account; // account name
     NetworkMode network_mode = NetworkMode::filtered;
     std::vector<std::string> allowed_hosts; // normalized: lower case, in the given order
+    std::vector<std::string> addons;        // addon plugin ids, each once, in the given order
     TimeMs created_at = 0;
     TimeMs updated_at = 0;
 };
@@ -88,6 +89,7 @@ struct Session {
     std::optional<std::string> network_mode; // none|filtered|open|learn; unset: the agent's
     std::optional<TimeMs> learn_until;
     std::vector<std::string> model_hosts; // the harness's, as rules
+    std::vector<std::string> addon_hosts; // what its agent's addons asked for, as rules
     TimeMs created_at = 0;
     TimeMs updated_at = 0;
 };
@@ -179,6 +181,7 @@ struct NewAgent {
     std::optional<std::string> account;
     NetworkMode network_mode = NetworkMode::filtered;
     std::vector<std::string> allowed_hosts;
+    std::vector<std::string> addons;
 };
 
 struct AgentChanges {
@@ -189,10 +192,11 @@ struct AgentChanges {
     std::optional<std::optional<std::string>> account;
     std::optional<NetworkMode> network_mode;
     std::optional<std::vector<std::string>> allowed_hosts;
+    std::optional<std::vector<std::string>> addons; // replaces the whole list
 
     bool empty() const {
         return !name && !harness && !goal && !instructions && !account && !network_mode &&
-               !allowed_hosts;
+               !allowed_hosts && !addons;
     }
 };
 
@@ -218,6 +222,7 @@ struct SessionChanges {
     std::optional<std::optional<std::string>> container_id;
     std::optional<std::optional<std::string>> message;
     std::optional<std::vector<std::string>> model_hosts;
+    std::optional<std::vector<std::string>> addon_hosts;
 };
 
 } // namespace handler::store

@@ -58,12 +58,29 @@ constexpr std::string_view kAccountColumns =
     "FROM accounts a LEFT JOIN contexts c ON c.id = a.context_id ";
 constexpr std::string_view kAgentColumns =
     "SELECT g.id, g.project_id, g.name, g.harness, g.goal, g.instructions, a.name, "
-    "g.network_mode, g.created_at, g.updated_at "
+    "g.network_mode, g.created_at, g.updated_at, g.addons "
     "FROM agents g LEFT JOIN accounts a ON a.id = g.account_id ";
 constexpr std::string_view kSessionColumns =
     "SELECT id, agent_id, project_id, harness, state, exit_code, created_at, updated_at, "
-    "container_id, mode, tty, image, message, network_mode, learn_until, model_hosts "
+    "container_id, mode, tty, image, message, network_mode, learn_until, model_hosts, addon_hosts "
     "FROM sessions ";
+
+// Lists kept in one column, an entry per line (rules and plugin ids have no line breaks).
+std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> lines;
+    for (std::size_t start = 0; start < text.size();) {
+        const auto end = std::min(text.find('\n', start), text.size());
+        if (end > start) lines.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return lines;
+}
+
+std::string join_lines(const std::vector<std::string>& lines) {
+    std::string joined;
+    for (const auto& line : lines) joined += line + "\n";
+    return joined;
+}
 
 std::string sql(std::string_view columns, std::string_view rest) {
     return std::string(columns) + std::string(rest);
@@ -93,6 +110,7 @@ Agent read_agent(const sqlite::Statement& row) {
     agent.network_mode = parse_network_mode(row.text(7)).value_or(NetworkMode::none);
     agent.created_at = row.integer(8);
     agent.updated_at = row.integer(9);
+    agent.addons = split_lines(row.text(10));
     return agent;
 }
 
@@ -114,12 +132,8 @@ Session read_session(const sqlite::Statement& row) {
     session.message = row.optional_text(12);
     session.network_mode = row.optional_text(13);
     session.learn_until = row.optional_integer(14);
-    const std::string hosts = row.text(15);
-    for (std::size_t start = 0; start < hosts.size();) {
-        const auto end = std::min(hosts.find('\n', start), hosts.size());
-        if (end > start) session.model_hosts.push_back(hosts.substr(start, end - start));
-        start = end + 1;
-    }
+    session.model_hosts = split_lines(row.text(15));
+    session.addon_hosts = split_lines(row.text(16));
     return session;
 }
 
@@ -684,6 +698,8 @@ Result<Agent> Store::create_agent(const NewAgent& agent) {
     if (auto valid = check_network_mode(agent.network_mode); !valid) return valid.take_error();
     auto hosts = normalize_allowed_hosts(agent.allowed_hosts);
     if (!hosts) return hosts.take_error();
+    auto addons = check_addons(agent.addons);
+    if (!addons) return addons.take_error();
 
     return in_transaction(Transaction::Kind::write, [&]() -> Result<Agent> {
         auto project = load_project(agent.project_id);
@@ -705,9 +721,9 @@ Result<Agent> Store::create_agent(const NewAgent& agent) {
         const auto now = clock_->now_ms();
         auto insert = db_.prepare(
             "INSERT INTO agents (project_id, name, harness, goal, instructions, account_id, "
-            "network_mode, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+            "network_mode, created_at, updated_at, addons) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)",
             agent.project_id, agent.name, agent.harness, agent.goal, agent.instructions,
-            account_id, to_string(agent.network_mode), now);
+            account_id, to_string(agent.network_mode), now, join_lines(*addons));
         if (!insert) return insert.take_error();
         if (auto done = insert->run(); !done) return done.take_error();
         const auto id = db_.last_insert_rowid();
@@ -750,6 +766,12 @@ Result<Agent> Store::update_agent(std::int64_t id, const AgentChanges& changes) 
         if (!normalized) return normalized.take_error();
         hosts = std::move(*normalized);
     }
+    std::optional<std::vector<std::string>> addons;
+    if (changes.addons) {
+        auto checked = check_addons(*changes.addons);
+        if (!checked) return checked.take_error();
+        addons = std::move(*checked);
+    }
 
     return in_transaction(Transaction::Kind::write, [&]() -> Result<Agent> {
         auto current = load_agent(id);
@@ -779,10 +801,11 @@ Result<Agent> Store::update_agent(std::int64_t id, const AgentChanges& changes) 
         }
         auto update = db_.prepare(
             "UPDATE agents SET name = ?1, harness = ?2, goal = ?3, instructions = ?4, "
-            "account_id = ?5, network_mode = ?6, updated_at = ?7 WHERE id = ?8",
+            "account_id = ?5, network_mode = ?6, updated_at = ?7, addons = ?9 WHERE id = ?8",
             name, changes.harness.value_or(current->harness), changes.goal.value_or(current->goal),
             changes.instructions.value_or(current->instructions), account_id,
-            to_string(changes.network_mode.value_or(current->network_mode)), clock_->now_ms(), id);
+            to_string(changes.network_mode.value_or(current->network_mode)), clock_->now_ms(), id,
+            join_lines(addons.value_or(current->addons)));
         if (!update) return update.take_error();
         if (auto done = update->run(); !done) return done.take_error();
         if (hosts)
@@ -876,17 +899,13 @@ Result<Session> Store::update_session(std::string_view id, const SessionChanges&
         if (!current) return current.take_error();
         auto update = db_.prepare(
             "UPDATE sessions SET state = ?1, exit_code = ?2, updated_at = ?3, container_id = ?5, "
-            "message = ?6, model_hosts = ?7 WHERE id = ?4",
+            "message = ?6, model_hosts = ?7, addon_hosts = ?8 WHERE id = ?4",
             to_string(changes.state.value_or(current->state)),
             changes.exit_code ? *changes.exit_code : current->exit_code, clock_->now_ms(), id,
             changes.container_id ? *changes.container_id : current->container_id,
             changes.message ? *changes.message : current->message,
-            [&] {
-                std::string joined;
-                for (const auto& host : changes.model_hosts.value_or(current->model_hosts))
-                    joined += host + "\n";
-                return joined;
-            }());
+            join_lines(changes.model_hosts.value_or(current->model_hosts)),
+            join_lines(changes.addon_hosts.value_or(current->addon_hosts)));
         if (!update) return update.take_error();
         if (auto done = update->run(); !done) return done.take_error();
         return load_session(id);

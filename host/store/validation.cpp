@@ -266,6 +266,18 @@ Result<void> check_harness(std::string_view harness) {
     return {};
 }
 
+Result<std::vector<std::string>> check_addons(const std::vector<std::string>& addons) {
+    for (std::size_t i = 0; i < addons.size(); ++i) {
+        if (auto valid = check_harness(addons[i]); !valid)
+            return invalid("addons[" + std::to_string(i) + "]: '" + addons[i] +
+                           "' is not a plugin id: use 1 to 64 lower-case letters, digits, '.', '_' or '-'");
+        if (std::find(addons.begin(), addons.begin() + static_cast<std::ptrdiff_t>(i), addons[i]) !=
+            addons.begin() + static_cast<std::ptrdiff_t>(i))
+            return invalid("addons[" + std::to_string(i) + "]: '" + addons[i] + "' is listed twice");
+    }
+    return addons;
+}
+
 Result<void> check_project_path(std::string_view path) {
     std::string quoted = "'";
     quoted.append(path).push_back('\'');

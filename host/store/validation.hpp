@@ -57,6 +57,8 @@ Result<std::optional<std::string>> account_base_url(std::string_view kind,
 
 // A plugin id: 1–64 of [a-z0-9._-], starting with a letter or digit.
 Result<void> check_harness(std::string_view harness);
+// An agent's addons: plugin ids (as check_harness), each once; the list as given.
+Result<std::vector<std::string>> check_addons(const std::vector<std::string>& addons);
 // Absolute, normalized (no '.', '..', '//' or trailing '/') and not '/' itself.
 Result<void> check_project_path(std::string_view path);
 Result<void> check_text(std::string_view field, std::string_view value, std::size_t max_bytes);

@@ -13,7 +13,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 test_name=podman-network
 extra_config='[network]
-resolve = { "allowed.test" = "127.0.0.1", "blocked.test" = "127.0.0.1", "learned.test" = "127.0.0.1" }'
+resolve = { "allowed.test" = "127.0.0.1", "blocked.test" = "127.0.0.1", "learned.test" = "127.0.0.1", "cdn.example.com" = "127.0.0.1" }'
 # shellcheck source=session_env.sh
 source "$here/session_env.sh"
 
@@ -32,6 +32,10 @@ done
 
 project="$work/projects/web"
 mkdir -p "$project"
+# A user plugin: the fixture addon (a real .so), which asks for cdn.example.com and sets
+# ADDON_SESSION.
+mkdir -p "$XDG_DATA_HOME/handler/plugins"
+cp -r "$here/fixtures/good-addon" "$XDG_DATA_HOME/handler/plugins/"
 handlerd --detach >/dev/null || fail "handlerd did not start"
 api_port=$(handler status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tcp"]["port"])')
 handler project add "$project" >/dev/null
@@ -101,6 +105,22 @@ for _ in $(seq 1 150); do
   sleep 0.1
 done
 [ "$(state_of "$id" exit_code)" = 0 ] || fail "the running session did not get through after allow (exit $(state_of "$id" exit_code))"
+
+echo "== an agent's addon adds the hosts it needs"
+handler agent add builder --harness shell --addon good-addon >/dev/null
+set +e
+with_addon=$(handler run builder -p "echo addon=\$ADDON_SESSION; wget -q -O- http://cdn.example.com:$port/hello.txt" 2>&1)
+code=$?
+without=$(handler run web -p "wget -q -O- http://cdn.example.com:$port/hello.txt" 2>&1)
+code_without=$?
+set -e
+echo "$with_addon"
+[ $code -eq 0 ] || fail "the session with the addon exited $code: $with_addon"
+grep -q "^addon=s_" <<<"$with_addon" || fail "the addon's variable did not reach the session"
+grep -qx "hello-through-proxy" <<<"$with_addon" || fail "the addon's host was not reachable"
+[ $code_without -ne 0 ] || fail "cdn.example.com passed for an agent without the addon: $without"
+[ "$(handler agent show builder --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["addons"])')" = "['good-addon']" ] ||
+  fail "the agent does not list its addon"
 
 echo "== the proxy port outlives a restart of handlerd"
 # The shim leases its listeners to the session's proxy; when handlerd goes, the lease

@@ -521,7 +521,8 @@ TEST_F(RoutesTest, CreatesAnAgentAndPublishesIt) {
     auto made = call("POST", "/api/v1/agents", R"({"name":"reviewer","project":)" +
                                                    std::to_string(project) +
                                                    R"(,"harness":"claude-code","goal":"Review",
-        "account":"key","network_mode":"none","allowed_hosts":["GitHub.com","*.npmjs.org:443"]})");
+        "account":"key","network_mode":"none","allowed_hosts":["GitHub.com","*.npmjs.org:443"],
+        "addons":["playwright"]})");
     ASSERT_EQ(made.status, 201u) << made.body;
     const auto agent = parse(made).as_object();
     const auto id = agent.at("id").as_int64();
@@ -529,7 +530,7 @@ TEST_F(RoutesTest, CreatesAnAgentAndPublishesIt) {
                                  std::to_string(project) +
                                  R"(,"harness":"claude-code","goal":"Review","instructions":"",
         "account":"key","network_mode":"none","allowed_hosts":["github.com","*.npmjs.org:443"],
-        "created_at":777,"updated_at":777})"));
+        "addons":["playwright"],"created_at":777,"updated_at":777})"));
     EXPECT_EQ(made.headers["Location"], "/api/v1/agents/" + std::to_string(id));
     ASSERT_FALSE(events_.empty());
     EXPECT_EQ(events_.back(), (json::object{{"type", "agent.created"}, {"data", agent}, {"at", 777}}));

@@ -229,6 +229,24 @@ TEST(Cli, AgentEditMergesHostsAndPatchesById) {
               R"(["b.com","c.com"])");
 }
 
+TEST(Cli, AgentAddAndEditSendTheAgentsAddons) {
+    FakeDaemon daemon;
+    daemon.answer(200, kProject);
+    daemon.answer(201, R"({"id":1,"name":"r","project":7,"harness":"shell"})");
+    auto added = run(daemon, {"agent", "add", "r", "--harness", "shell", "--addon", "playwright"});
+    ASSERT_EQ(added.code, kExitOk) << added.err;
+    EXPECT_EQ(json::serialize(json::parse(daemon.calls[1].body).at("addons")), R"(["playwright"])");
+
+    daemon.answer(200, kProject);
+    daemon.answer(200, R"({"agents":[{"id":1,"name":"r","allowed_hosts":[],"addons":["playwright","old"]}]})");
+    daemon.answer(200, R"({"id":1,"name":"r","addons":["playwright","shopify-cli"]})");
+    auto edited = run(daemon, {"agent", "edit", "r", "--addon", "shopify-cli", "--remove-addon", "old"});
+    ASSERT_EQ(edited.code, kExitOk) << edited.err;
+    const auto body = json::parse(daemon.calls[4].body).as_object();
+    EXPECT_EQ(json::serialize(body.at("addons")), R"(["playwright","shopify-cli"])");
+    EXPECT_FALSE(body.contains("allowed_hosts")) << "only what the command changes";
+}
+
 TEST(Cli, ProjectAddSendsItsAllowedHosts) {
     FakeDaemon daemon;
     daemon.answer(201, R"({"id":7,"name":"tmp","path":"/tmp","context":null,"allowed_hosts":["pypi.org"]})");

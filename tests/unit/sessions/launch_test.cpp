@@ -96,5 +96,55 @@ TEST(LaunchSpec, RefusesWhatItCannotHonour) {
     EXPECT_TRUE(contains(refused.error().message, "anthropic")) << refused.error().message;
 }
 
+// An addon adds variables, files, keys and hosts; the hosts become rules of their own.
+TEST(MergeAddon, AddsWhatTheAddonAsksForAndKeepsItsHostsApart) {
+    plugins::LaunchSpec spec;
+    spec.arguments = {"claude"};
+    spec.env = {{"HOME", "/home/agent"}};
+    spec.allowed_hosts = {{"api.anthropic.com", 443}};
+    plugins::LaunchSpec addon;
+    addon.env = {{"PLAYWRIGHT_BROWSERS_PATH", "/opt/browsers"}};
+    addon.files = {{"/etc/playwright.json", "{}", 0644}};
+    addon.allowed_hosts = {{"playwright.azureedge.net", 443}, {"*.playwright.dev", 0}, {"*.playwright.dev", 0}};
+    std::vector<std::string> hosts;
+    ASSERT_TRUE(merge_addon("playwright", addon, spec, hosts).ok());
+    EXPECT_EQ(spec.env.size(), 2u);
+    EXPECT_EQ(spec.env[1].name, "PLAYWRIGHT_BROWSERS_PATH");
+    EXPECT_EQ(spec.files.size(), 1u);
+    EXPECT_EQ(spec.allowed_hosts.size(), 1u) << "the harness's own hosts stay the harness's";
+    EXPECT_EQ(hosts, (std::vector<std::string>{"playwright.azureedge.net:443", "*.playwright.dev"}));
+}
+
+TEST(MergeAddon, RefusesAnAddonThatChangesWhatTheHarnessChose) {
+    plugins::LaunchSpec spec;
+    spec.arguments = {"claude"};
+    spec.env = {{"HOME", "/home/agent"}};
+    spec.secret_env = {{"ANTHROPIC_API_KEY", "anthropic-api-key"}};
+    spec.files = {{"/home/agent/.claude.json", "{}", 0600}};
+    using Set = void (*)(plugins::LaunchSpec&);
+    const std::pair<Set, std::string> cases[] = {
+        {[](plugins::LaunchSpec& a) { a.image = "other"; }, "sets the image"},
+        {[](plugins::LaunchSpec& a) { a.arguments = {"sh"}; }, "sets the program"},
+        {[](plugins::LaunchSpec& a) { a.workdir = "/"; }, "sets the working folder"},
+        {[](plugins::LaunchSpec& a) { a.env = {{"HOME", "/tmp"}}; }, "sets HOME, which is already set"},
+        {[](plugins::LaunchSpec& a) { a.env = {{"ANTHROPIC_API_KEY", "x"}}; },
+         "sets ANTHROPIC_API_KEY, which is already set"},
+        {[](plugins::LaunchSpec& a) { a.secret_env = {{"HOME", "anthropic-api-key"}}; },
+         "sets HOME, which is already set"},
+        {[](plugins::LaunchSpec& a) { a.files = {{"/home/agent/.claude.json", "{}", 0600}}; },
+         "writes /home/agent/.claude.json"},
+    };
+    for (const auto& [set, expected] : cases) {
+        plugins::LaunchSpec addon;
+        set(addon);
+        plugins::LaunchSpec copy = spec;
+        std::vector<std::string> hosts;
+        auto merged = merge_addon("pushy", addon, copy, hosts);
+        ASSERT_FALSE(merged.ok()) << expected;
+        EXPECT_TRUE(contains(merged.error().message, "addon 'pushy' " + expected)) << merged.error().message;
+        EXPECT_EQ(copy, spec) << "nothing was merged: " << expected;
+    }
+}
+
 } // namespace
 } // namespace handler::sessions

@@ -162,6 +162,21 @@ protected:
         options.secret_store = &secrets_;
         options.ca_certificate_pem = kCaPem;
         options.system_ca_bundle = dir_.write("system/ca-certificates.crt", "SYSTEM CAS\n");
+        // Two addons: one that needs the host's loopback (an exact rule, so it shows in
+        // the decisions) and sets a variable; one that tries to pick the image.
+        options.contribute_addon = [](std::string_view addon, const plugins::LaunchRequest& request)
+            -> Result<plugins::LaunchSpec> {
+            plugins::LaunchSpec spec;
+            if (addon == "local-cdn") {
+                spec.env = {{"CDN_SESSION", request.session_id}};
+                spec.allowed_hosts = {{"127.0.0.1", 0}};
+            } else if (addon == "greedy") {
+                spec.image = "elsewhere:latest";
+            } else {
+                return make_error(ErrorCode::not_found, "no addon plugin '" + std::string(addon) + "'");
+            }
+            return spec;
+        };
         fs::create_directories(options.helper_dir);
         manager_.reset();
         manager_ = std::make_unique<SessionManager>(
@@ -328,6 +343,71 @@ private:
 // The project's allow-list joins the agent's in every session of the project, a bare
 // `handler run` included; an edit applies at the next connection, and a project.updated
 // event cuts open tunnels the new list refuses.
+// An agent's addons add to its sessions: their variables reach the container, and the
+// hosts they need join the allow-list (not the model hosts, so `none` still refuses them).
+TEST_F(SessionManagerTest, AnAgentsAddonsAddTheirHostsToItsAllowList) {
+    Listener upstream;
+    const std::string target = "127.0.0.1:" + std::to_string(upstream.port());
+    store::NewAgent agent;
+    agent.project_id = project_id_;
+    agent.name = "builder";
+    agent.harness = "shell";
+    agent.addons = {"local-cdn"};
+    ASSERT_TRUE(store_->create_agent(agent).ok());
+    auto start = [&](std::optional<std::string> network) -> std::string {
+        api::StartRequest request;
+        request.name = "builder";
+        request.directory = (dir_ / "project").string();
+        request.network = std::move(network);
+        auto started = manager_->start(request);
+        EXPECT_TRUE(started.ok()) << started.error().message;
+        if (!started) return {};
+        EXPECT_TRUE(pump_until([&] { return state(started->id) == SessionState::running; }));
+        return started->id;
+    };
+    auto decide = [&](const std::string& id) {
+        ShimDouble client;
+        EXPECT_TRUE(client.connect(dir_ / "run/sessions" / id / "proxy.sock"));
+        client.send("CONNECT " + target + " HTTP/1.1\r\n\r\n");
+        EXPECT_TRUE(pump_until([&] { return store_->network_log(id, 0, 10)->size() == 1; }));
+        return store_->network_log(id, 0, 10)->front();
+    };
+
+    const std::string filtered = start(std::nullopt);
+    const auto session = store_->get_session(filtered);
+    EXPECT_EQ(session->addon_hosts, std::vector<std::string>{"127.0.0.1"});
+    EXPECT_TRUE(session->model_hosts.empty());
+    const auto& spec = runtime_.containers.begin()->second.spec;
+    EXPECT_TRUE(std::any_of(spec.env.begin(), spec.env.end(), [&](const auto& entry) {
+        return entry.name == "CDN_SESSION" && entry.value == filtered;
+    }));
+    const auto allowed = decide(filtered);
+    EXPECT_EQ(allowed.verdict, "allow");
+    EXPECT_EQ(allowed.rule, "127.0.0.1");
+
+    const auto refused = decide(start("none"));
+    EXPECT_EQ(refused.verdict, "deny");
+}
+
+TEST_F(SessionManagerTest, AnAddonThatIsMissingOrOverreachesFailsTheSessionSayingWhich) {
+    for (const auto& [addon, expected] : {std::pair<std::string, std::string>{"ghost", "no addon plugin 'ghost'"},
+                                          {"greedy", "addon 'greedy' sets the image"}}) {
+        store::NewAgent agent;
+        agent.project_id = project_id_;
+        agent.name = "uses-" + addon;
+        agent.harness = "shell";
+        agent.addons = {addon};
+        ASSERT_TRUE(store_->create_agent(agent).ok());
+        api::StartRequest request;
+        request.name = agent.name;
+        request.directory = (dir_ / "project").string();
+        auto started = manager_->start(request);
+        ASSERT_FALSE(started.ok()) << addon;
+        EXPECT_TRUE(contains(started.error().message, expected)) << started.error().message;
+    }
+    EXPECT_TRUE(runtime_.containers.empty()) << "no container was started";
+}
+
 TEST_F(SessionManagerTest, TheProjectsAllowListAppliesToItsSessionsLive) {
     Listener upstream;
     const std::string target = "127.0.0.1:" + std::to_string(upstream.port());

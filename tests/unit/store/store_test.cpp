@@ -108,7 +108,7 @@ TEST_F(StoreTest, OpensInWalModeWithAPrivateFileAndRecordsTheMigration) {
     EXPECT_EQ(raw.text("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(store_->schema_version(), static_cast<int>(migrations().size()));
     EXPECT_EQ(raw.text("SELECT group_concat(version || ':' || applied_at) FROM schema_migrations"),
-              "1:1700000000000,2:1700000000000,3:1700000000000,4:1700000000000");
+              "1:1700000000000,2:1700000000000,3:1700000000000,4:1700000000000,5:1700000000000");
 }
 
 TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
@@ -204,7 +204,7 @@ TEST_F(StoreTest, ForeignKeysAreEnforced) {
     // The store's own connection must refuse what a foreign key forbids; seen through
     // the effect: deleting a project cascades to its agents.
     auto p = project("/src/app");
-    ASSERT_TRUE(store_->create_agent({p.id, "a", "shell", "", "", {}, NetworkMode::none, {"x.com"}}).ok());
+    ASSERT_TRUE(store_->create_agent({p.id, "a", "shell", "", "", {}, NetworkMode::none, {"x.com"}, {}}).ok());
     ASSERT_TRUE(store_->delete_project(p.id).ok());
     EXPECT_EQ(raw.count("agents"), 0);
     EXPECT_EQ(raw.count("agent_allowed_hosts"), 0);
@@ -295,7 +295,7 @@ TEST_F(StoreTest, ProjectsKeepTheirAllowedHostsOnEveryRead) {
     auto other = project("/src/other");
     EXPECT_TRUE(other.allowed_hosts.empty());
     ASSERT_TRUE(store_->create_agent({app->id, "a", "codex", "", "", {}, NetworkMode::filtered,
-                                      {"agent.example"}})
+                                      {"agent.example"}, {}})
                     .ok());
     EXPECT_EQ(store_->get_project(app->id)->allowed_hosts, hosts);
     EXPECT_TRUE(store_->get_project(other.id)->allowed_hosts.empty());
@@ -537,12 +537,32 @@ TEST(Migrations, Version4GivesExistingLocalAccountsTheirDefaultUrl) {
     EXPECT_EQ(statement->text(0), "k=- l=http://127.0.0.1:8080 o=http://127.0.0.1:11434");
 }
 
+TEST(Migrations, Version5GivesExistingAgentsAndSessionsNoAddons) {
+    FakeClock clock;
+    auto db = sqlite::Database::open(":memory:");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate(*db, migrations().first(4), clock).ok());
+    ASSERT_TRUE(db->exec("INSERT INTO projects (name, path, context_id, created_at) VALUES ('p', '/srv/p', NULL, 0);"
+                         "INSERT INTO agents (project_id, name, harness, created_at, updated_at) "
+                         "VALUES (1, 'a', 'shell', 0, 0);"
+                         "INSERT INTO sessions (id, agent_id, project_id, harness, state, created_at, updated_at, "
+                         "model_hosts) VALUES ('s_000001', 1, 1, 'shell', 'exited', 5, 6, 'api.openai.com\n')")
+                    .ok());
+    ASSERT_TRUE(migrate(*db, migrations(), clock).ok());
+    auto statement = db->prepare("SELECT g.addons, s.addon_hosts, s.model_hosts FROM agents g, sessions s");
+    ASSERT_TRUE(statement.ok());
+    ASSERT_TRUE(statement->step().ok());
+    EXPECT_EQ(statement->text(0), "");
+    EXPECT_EQ(statement->text(1), "");
+    EXPECT_EQ(statement->text(2), "api.openai.com\n");
+}
+
 TEST_F(StoreTest, CreatesAgentsWithTheirHostsInOrder) {
     auto p = project("/src/app");
     clock_.set(5000);
     auto agent = store_->create_agent({p.id, "reviewer", "claude-code", "Review", "Be brief",
                                        std::nullopt, NetworkMode::filtered,
-                                       {"GitHub.com", "*.npmjs.org", "localhost:8080"}});
+                                       {"GitHub.com", "*.npmjs.org", "localhost:8080"}, {}});
     ASSERT_TRUE(agent.ok()) << agent.error().message;
     EXPECT_EQ(agent->name, "reviewer");
     EXPECT_EQ(agent->project_id, p.id);
@@ -558,14 +578,14 @@ TEST_F(StoreTest, CreatesAgentsWithTheirHostsInOrder) {
     ASSERT_TRUE(fetched.ok());
     EXPECT_EQ(fetched->allowed_hosts, agent->allowed_hosts);
 
-    auto duplicate = store_->create_agent({p.id, "reviewer", "codex", "", "", {}, NetworkMode::filtered, {}});
+    auto duplicate = store_->create_agent({p.id, "reviewer", "codex", "", "", {}, NetworkMode::filtered, {}, {}});
     ASSERT_FALSE(duplicate.ok());
     EXPECT_EQ(duplicate.error().code, ErrorCode::conflict);
     EXPECT_EQ(duplicate.error().message, "project 'app' already has an agent named 'reviewer'");
 
     // The same name in another project is fine.
     auto other = project("/src/other");
-    EXPECT_TRUE(store_->create_agent({other.id, "reviewer", "codex", "", "", {}, NetworkMode::filtered, {}}).ok());
+    EXPECT_TRUE(store_->create_agent({other.id, "reviewer", "codex", "", "", {}, NetworkMode::filtered, {}, {}}).ok());
 
     EXPECT_EQ(store_->list_agents()->size(), 2u);
     EXPECT_EQ(store_->list_agents({p.id, std::nullopt})->size(), 1u);
@@ -580,15 +600,18 @@ TEST_F(StoreTest, InvalidAgentsLeaveNoRow) {
         NewAgent agent;
         ErrorCode code;
     } cases[] = {
-        {{p.id, "bad name", "codex", "", "", {}, NetworkMode::filtered, {}}, ErrorCode::invalid_argument},
-        {{p.id, "a", "Codex!", "", "", {}, NetworkMode::filtered, {}}, ErrorCode::invalid_argument},
-        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "https://bad"}},
+        {{p.id, "bad name", "codex", "", "", {}, NetworkMode::filtered, {}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "Codex!", "", "", {}, NetworkMode::filtered, {}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "https://bad"}, {}},
          ErrorCode::invalid_argument},
-        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "OK.com"}}, ErrorCode::invalid_argument},
-        {{p.id, "a", "codex", std::string(kMaxGoalBytes + 1, 'g'), "", {}, NetworkMode::filtered, {}},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "OK.com"}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", std::string(kMaxGoalBytes + 1, 'g'), "", {}, NetworkMode::filtered, {}, {}},
          ErrorCode::invalid_argument},
-        {{p.id + 100, "a", "codex", "", "", {}, NetworkMode::filtered, {}}, ErrorCode::not_found},
-        {{p.id, "a", "codex", "", "", std::string("ghost"), NetworkMode::filtered, {"ok.com"}}, ErrorCode::not_found},
+        {{p.id + 100, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {}}, ErrorCode::not_found},
+        {{p.id, "a", "codex", "", "", std::string("ghost"), NetworkMode::filtered, {"ok.com"}, {}}, ErrorCode::not_found},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"Playwright"}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"playwright", "playwright"}},
+         ErrorCode::invalid_argument},
     };
     for (const auto& c : cases) {
         auto made = store_->create_agent(c.agent);
@@ -609,7 +632,7 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
     ASSERT_TRUE(mine.ok());
 
     auto mismatch = store_->create_agent(
-        {work_project.id, "a", "codex", "", "", std::string("x"), NetworkMode::filtered, {"h.com"}});
+        {work_project.id, "a", "codex", "", "", std::string("x"), NetworkMode::filtered, {"h.com"}, {}});
     ASSERT_FALSE(mismatch.ok());
     EXPECT_EQ(mismatch.error().code, ErrorCode::conflict);
     EXPECT_EQ(mismatch.error().message,
@@ -617,7 +640,7 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
               "pick an account of the project's context");
 
     auto untagged = store_->create_agent(
-        {work_project.id, "a", "codex", "", "", std::string("untagged"), NetworkMode::filtered, {}});
+        {work_project.id, "a", "codex", "", "", std::string("untagged"), NetworkMode::filtered, {}, {}});
     ASSERT_FALSE(untagged.ok());
     EXPECT_EQ(untagged.error().message.rfind("account 'untagged' belongs to no context but "
                                              "project 'y' belongs to 'Personal'",
@@ -625,7 +648,7 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
               0u);
 
     auto good = store_->create_agent(
-        {work_project.id, "a", "codex", "", "", std::string("mine"), NetworkMode::filtered, {}});
+        {work_project.id, "a", "codex", "", "", std::string("mine"), NetworkMode::filtered, {}, {}});
     ASSERT_TRUE(good.ok()) << good.error().message;
     EXPECT_EQ(good->account, "mine");
 
@@ -656,7 +679,7 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
 TEST_F(StoreTest, UpdatesAgentsPartially) {
     auto p = project("/src/app");
     auto agent = store_->create_agent({p.id, "a", "codex", "g", "i", {}, NetworkMode::filtered,
-                                       {"one.com", "two.com"}});
+                                       {"one.com", "two.com"}, {}});
     ASSERT_TRUE(agent.ok());
 
     clock_.advance(10);
@@ -697,14 +720,14 @@ TEST_F(StoreTest, AFailureHalfWayThroughAnAgentWritesNothing) {
                  "WHEN NEW.host = 'boom.example' BEGIN SELECT RAISE(ABORT, 'planted fault'); END");
     }
     auto made = store_->create_agent(
-        {p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"one.com", "two.com", "boom.example"}});
+        {p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"one.com", "two.com", "boom.example"}, {}});
     ASSERT_FALSE(made.ok());
     EXPECT_NE(made.error().message.find("planted fault"), std::string::npos);
     RawDb raw(file());
     EXPECT_EQ(raw.count("agents"), 0);
     EXPECT_EQ(raw.count("agent_allowed_hosts"), 0);
 
-    auto agent = store_->create_agent({p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"one.com", "two.com"}});
+    auto agent = store_->create_agent({p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"one.com", "two.com"}, {}});
     ASSERT_TRUE(agent.ok());
     clock_.advance(1);
     auto updated = store_->update_agent(
@@ -716,9 +739,46 @@ TEST_F(StoreTest, AFailureHalfWayThroughAnAgentWritesNothing) {
     EXPECT_EQ(after->updated_at, agent->updated_at);
 }
 
+TEST_F(StoreTest, AgentsKeepTheirAddonsInOrderAndAnEditReplacesThem) {
+    auto p = project("/src/app");
+    auto agent = store_->create_agent(
+        {p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"shopify-cli", "playwright"}});
+    ASSERT_TRUE(agent.ok()) << agent.error().message;
+    EXPECT_EQ(agent->addons, (std::vector<std::string>{"shopify-cli", "playwright"}));
+    EXPECT_EQ(store_->get_agent(agent->id)->addons, agent->addons);
+
+    AgentChanges changes;
+    changes.addons = std::vector<std::string>{"playwright"};
+    auto edited = store_->update_agent(agent->id, changes);
+    ASSERT_TRUE(edited.ok()) << edited.error().message;
+    EXPECT_EQ(edited->addons, std::vector<std::string>{"playwright"});
+    changes.addons = std::vector<std::string>{"playwright", "Bad"};
+    auto refused = store_->update_agent(agent->id, changes);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message.find("addons[1]: 'Bad'"), std::string::npos) << refused.error().message;
+    EXPECT_EQ(store_->get_agent(agent->id)->addons, std::vector<std::string>{"playwright"}) << "nothing lost";
+}
+
+TEST_F(StoreTest, ASessionKeepsItsModelAndAddonHostsApart) {
+    auto p = project("/src/app");
+    auto session = store_->create_session(session_of(std::nullopt, p.id, "codex"));
+    ASSERT_TRUE(session.ok());
+    SessionChanges changes;
+    changes.model_hosts = std::vector<std::string>{"api.openai.com"};
+    changes.addon_hosts = std::vector<std::string>{"cdn.shopify.com:443", "*.playwright.dev"};
+    ASSERT_TRUE(store_->update_session(session->id, changes).ok());
+    auto read = store_->get_session(session->id);
+    ASSERT_TRUE(read.ok());
+    EXPECT_EQ(read->model_hosts, std::vector<std::string>{"api.openai.com"});
+    EXPECT_EQ(read->addon_hosts, (std::vector<std::string>{"cdn.shopify.com:443", "*.playwright.dev"}));
+    // A later change of something else leaves both lists as they were.
+    ASSERT_TRUE(store_->update_session(session->id, exited_with(0)).ok());
+    EXPECT_EQ(store_->get_session(session->id)->addon_hosts, read->addon_hosts);
+}
+
 TEST_F(StoreTest, Sessions) {
     auto p = project("/src/app");
-    auto agent = store_->create_agent({p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}});
+    auto agent = store_->create_agent({p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {}});
     ASSERT_TRUE(agent.ok());
 
     auto session = store_->create_session(session_of(agent->id, p.id, "codex"));
@@ -807,7 +867,7 @@ TEST_F(StoreTest, PluginStorageIsSafeFromOtherThreads) {
         });
     for (int i = 0; i < 50; ++i)
         EXPECT_TRUE(store_->create_agent({p.id, "a" + std::to_string(i), "codex", "", "", {},
-                                          NetworkMode::filtered, {"one.com", "two.com"}})
+                                          NetworkMode::filtered, {"one.com", "two.com"}, {}})
                         .ok());
     for (auto& thread : plugins) thread.join();
     RawDb raw(file());
