@@ -210,6 +210,18 @@ protected:
 
     SessionState state(const std::string& id) { return store_->get_session(id)->state; }
 
+    // An agent of the test project running the shell harness.
+    void add_agent(const std::string& name, std::vector<std::string> allowed_hosts,
+                   std::vector<std::string> addons = {}) {
+        store::NewAgent agent;
+        agent.project_id = project_id_;
+        agent.name = name;
+        agent.harness = "shell";
+        agent.allowed_hosts = std::move(allowed_hosts);
+        agent.addons = std::move(addons);
+        ASSERT_TRUE(store_->create_agent(agent).ok());
+    }
+
     static constexpr const char* kCaPem = "-----BEGIN CERTIFICATE-----\nHANDLER CA\n-----END CERTIFICATE-----\n";
 
     fs::path socket(const std::string& id) { return dir_ / "run/sessions" / id / "control.sock"; }
@@ -348,12 +360,7 @@ private:
 TEST_F(SessionManagerTest, AnAgentsAddonsAddTheirHostsToItsAllowList) {
     Listener upstream;
     const std::string target = "127.0.0.1:" + std::to_string(upstream.port());
-    store::NewAgent agent;
-    agent.project_id = project_id_;
-    agent.name = "builder";
-    agent.harness = "shell";
-    agent.addons = {"local-cdn"};
-    ASSERT_TRUE(store_->create_agent(agent).ok());
+    add_agent("builder", {}, {"local-cdn"});
     auto start = [&](std::optional<std::string> network) -> std::string {
         api::StartRequest request;
         request.name = "builder";
@@ -392,14 +399,9 @@ TEST_F(SessionManagerTest, AnAgentsAddonsAddTheirHostsToItsAllowList) {
 TEST_F(SessionManagerTest, AnAddonThatIsMissingOrOverreachesFailsTheSessionSayingWhich) {
     for (const auto& [addon, expected] : {std::pair<std::string, std::string>{"ghost", "no addon plugin 'ghost'"},
                                           {"greedy", "addon 'greedy' sets the image"}}) {
-        store::NewAgent agent;
-        agent.project_id = project_id_;
-        agent.name = "uses-" + addon;
-        agent.harness = "shell";
-        agent.addons = {addon};
-        ASSERT_TRUE(store_->create_agent(agent).ok());
+        add_agent("uses-" + addon, {}, {addon});
         api::StartRequest request;
-        request.name = agent.name;
+        request.name = "uses-" + addon;
         request.directory = (dir_ / "project").string();
         auto started = manager_->start(request);
         ASSERT_FALSE(started.ok()) << addon;
@@ -439,12 +441,7 @@ TEST_F(SessionManagerTest, TheProjectsAllowListAppliesToItsSessionsLive) {
     EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
 
     // A session of an agent gets the project's list after the agent's own.
-    store::NewAgent agent;
-    agent.project_id = project_id_;
-    agent.name = "helper";
-    agent.harness = "shell";
-    agent.allowed_hosts = {"agent.example"};
-    ASSERT_TRUE(store_->create_agent(agent).ok());
+    add_agent("helper", {"agent.example"});
     api::StartRequest request;
     request.name = "helper";
     request.directory = (dir_ / "project").string();
