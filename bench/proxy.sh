@@ -241,8 +241,18 @@ for round in $(seq 1 "$rounds"); do
 done
 errors=0
 for entry in "${!result[@]}"; do errors=$((errors + $(field errors "${result[$entry]}"))); done
+# One stream's throughput on two cores is bimodal (about 1.3 or 2.5 to 3.4 GiB/s direct,
+# by whether the scheduler puts both ends on one core), and the "other" column does not
+# tell the modes apart: each peer's row is the median of all its runs in every round.
+pooled_median() { # PEER
+  local round
+  for round in $(seq 1 "$rounds"); do field all_mib_s "${result[throughput/$1/$round]}" | tr ',' '\n'; done |
+    sort -n | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
+      printf "mib_s=%.1f runs=%d min=%.1f max=%.1f", m, NR, v[1], v[NR] }'
+}
 for peer in direct handler handler-unix tinyproxy; do
   pick throughput "$peer"
+  result[throughput/$peer]="$(pooled_median "$peer")"
   pick connect "$peer"
 done
 for peer in direct handler handler-unix mitmproxy; do pick mitm "$peer"; done
@@ -253,6 +263,12 @@ upstream_report=$(cat "$work/upstream.report" 2>/dev/null || echo "no report")
 handler_report=$(sed -n 's/^proxy_bench_host: //p' "$work/handler.log")
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+# The proxy's CPU time per request in microseconds: what a request costs the proxy,
+# whatever share of the two cores the client and the origin took meanwhile.
+per_request() { # KEY PEER
+  [ "$2" != direct ] || { echo "-"; return; }
+  awk -v c="${cpu[$1/$2]}" -v r="$(field rps "${result[$1/$2]}")" 'BEGIN { if (r > 0) printf "%.0f", c * 10000 / r; else print "n/a" }'
+}
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r != "n/a" && r >= t) ? "meets" : "MISSES" }'; }
 # One table: a row per peer that took part. "proxy CPU" is the proxy's own processes
 # (for handler, the proxy plus the shim, whose share is in brackets), "other" what else
@@ -262,27 +278,28 @@ table() { # KEY TITLE PEER...
   shift 2
   echo
   echo "$title"
-  if [ "$key" = throughput ]; then printf '  %-13s %9s %26s %7s\n' peer MiB/s "proxy CPU" other
-  else printf '  %-13s %9s %8s %8s %14s %7s\n' peer req/s p50_ms p99_ms "proxy CPU" other; fi
+  if [ "$key" = throughput ]; then printf '  %-13s %9s %19s %14s %7s\n' peer MiB/s "(runs: min-max)" "proxy CPU" other
+  else printf '  %-13s %9s %8s %8s %14s %7s %9s\n' peer req/s p50_ms p99_ms "proxy CPU" other "us/req"; fi
   for peer in "$@"; do
     line=${result[$key/$peer]}
     usage="${cpu[$key/$peer]}%"
     [ "$peer" = direct ] && usage="-"
     [ "$peer" = handler ] && usage="$usage (${cpu[$key/shim]}%)"
     if [ "$key" = throughput ]; then
-      printf '  %-13s %9s %26s %7s\n' "$peer" "$(field mib_s "$line")" "$usage" "${other[$key/$peer]}%"
+      printf '  %-13s %9s %19s %14s %7s\n' "$peer" "$(field mib_s "$line")" \
+        "($(field runs "$line"): $(field min "$line")-$(field max "$line"))" "$usage" "${other[$key/$peer]}%"
     else
-      printf '  %-13s %9s %8s %8s %14s %7s\n' "$peer" "$(field rps "$line")" "$(field p50_ms "$line")" \
-        "$(field p99_ms "$line")" "$usage" "${other[$key/$peer]}%"
+      printf '  %-13s %9s %8s %8s %14s %7s %9s\n' "$peer" "$(field rps "$line")" "$(field p50_ms "$line")" \
+        "$(field p99_ms "$line")" "$usage" "${other[$key/$peer]}%" "$(per_request "$key" "$peer")"
     fi
   done
 }
 
 echo
 echo "Egress proxy benchmark, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), load average before: $load_before;" \
-  "all on loopback; $rounds round(s), each row from its least disturbed round."
+  "all on loopback; $rounds round(s): throughput rows pool every run, rate rows come from their least disturbed round."
 echo "handler = through handler-shim's TCP bridge, as from a container; handler-unix = on the proxy's socket."
-table throughput "Tunnel throughput: one CONNECT tunnel, GET of ${throughput_mib} MiB, median of $throughput_runs" \
+table throughput "Tunnel throughput: one CONNECT tunnel, GET of ${throughput_mib} MiB, median of $throughput_runs x $rounds" \
   direct handler handler-unix tinyproxy
 table connect "CONNECT + one small GET, a new connection each, $concurrency at once, ${duration}s" \
   direct handler handler-unix tinyproxy
@@ -312,5 +329,8 @@ echo
 echo "Ratios against the targets                      handler   (handler-unix)"
 printf '  %-44s %6sx   (%sx)   %s\n' "tunnel throughput / direct (>= 0.9x)" "$t" "$tu" "$(verdict "$t" 0.9)"
 printf '  %-44s %6sx   (%sx)   %s\n' "CONNECT req/s / tinyproxy (>= 1.5x)" "$c" "$cu" "$(verdict "$c" 1.5)"
+printf '  %-44s %6sx   (%sx)\n' "  its proxy CPU per request, tinyproxy / handler" \
+  "$(ratio "$(per_request connect tinyproxy)" "$(per_request connect handler)")" \
+  "$(ratio "$(per_request connect tinyproxy)" "$(per_request connect handler-unix)")"
 printf '  %-44s %6sx   (%sx)   %s\n' "interception req/s / mitmproxy (>= 5x)" "$m" "$mu" "$(verdict "$m" 5)"
 printf '  %-44s %s ms vs %s ms   %s\n' "interception p50, handler vs mitmproxy (<=)" "$hp50" "$mp50" "$latency"

@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -803,6 +804,11 @@ bool EgressProxy::Impl::take_lease(generic::socket& channel, const std::vector<i
     auto next = std::make_unique<Lease>(std::move(channel));
     std::size_t taken = 0;
     for (const auto& [fd, family] : checked) {
+        // A proxy's client always speaks first (CONNECT, or its request), so a connection
+        // is taken off the queue once that is there, and its first read finds it instead
+        // of waiting another round.
+        const int seconds = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof seconds);
         auto listener = std::make_shared<net::basic_socket_acceptor<generic>>(io);
         boost::system::error_code error;
         listener->assign(generic(family, IPPROTO_TCP), fd, error);

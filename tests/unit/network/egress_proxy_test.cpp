@@ -371,8 +371,10 @@ TEST_F(EgressProxyTest, ALeasedListenerIsAcceptedFromUntilTheLeaseEnds) {
     // of the listener, and a new connection waits for whoever accepts next.
     ::close(lease);
     ASSERT_TRUE(eventually([&] {
-        // Sends nothing, so a probe the proxy still took leaves no decision behind.
+        // Sends the start of a head, never a whole one: the listener defers a connection
+        // until its first bytes, and a probe the proxy still took leaves no decision.
         const int probe = tcp_connect("127.0.0.1", port);
+        send_all(probe, "C");
         std::this_thread::sleep_for(50ms);
         const bool untaken = waits_in_queue(listener);
         ::close(probe);
