@@ -11,6 +11,8 @@
 //                each on a new connection; prints the median MiB/s.
 //   connect-rps  per request a new connection, CONNECT, one plain GET /small with
 //                Connection: close; C clients at once; req/s and latency.
+//   tunnel-rps   C keep-alive connections, each CONNECT once, then plain GET /small
+//                over and over through the tunnel; req/s and latency.
 //   mitm-rps     C keep-alive connections, each CONNECT once and a TLS handshake
 //                trusting --ca, then GET /small with x-api-key: VALUE over and over;
 //                req/s and latency.
@@ -69,7 +71,7 @@ using SteadyClock = std::chrono::steady_clock;
 
 constexpr std::size_t kReadChunkBytes = 256 * 1024;
 
-enum class Mode { throughput = 1, connect_rps, mitm_rps };
+enum class Mode { throughput = 1, connect_rps, tunnel_rps, mitm_rps };
 
 struct Options {
     Mode mode = Mode::throughput;
@@ -123,7 +125,10 @@ public:
             measure_from_ = SteadyClock::now() + to_duration(options_.warmup_s);
             measure_until_ = measure_from_ + to_duration(options_.duration_s);
             for (int i = 0; i < options_.concurrency; ++i)
-                net::co_spawn(io_, options_.mode == Mode::connect_rps ? connect_client() : mitm_client(),
+                net::co_spawn(io_,
+                              options_.mode == Mode::connect_rps  ? connect_client()
+                              : options_.mode == Mode::tunnel_rps ? tunnel_client()
+                                                                  : mitm_client(),
                               net::detached);
         }
         io_.run();
@@ -234,6 +239,28 @@ private:
         }
     }
 
+    net::awaitable<void> tunnel_client() {
+        const std::string request = "GET /small HTTP/1.1\r\nHost: " + options_.target + "\r\n\r\n";
+        while (running()) {
+            try {
+                Socket socket = co_await open();
+                beast::flat_buffer buffer;
+                while (running()) {
+                    const auto began = SteadyClock::now();
+                    co_await net::async_write(socket, net::buffer(request), net::use_awaitable);
+                    http::response<http::string_body> response;
+                    co_await http::async_read(socket, buffer, response, net::use_awaitable);
+                    if (response.result_int() != 200)
+                        throw std::runtime_error("GET /small answered " + std::to_string(response.result_int()));
+                    completed(began);
+                    if (!response.keep_alive()) break;
+                }
+            } catch (const std::exception& error) {
+                failed(error);
+            }
+        }
+    }
+
     net::awaitable<void> mitm_client() {
         const std::string request = "GET /small HTTP/1.1\r\nHost: " + target_host_ + "\r\nx-api-key: " +
                                     options_.api_key + "\r\nUser-Agent: bench_load\r\n\r\n";
@@ -270,7 +297,10 @@ private:
             return latencies_us_[index] / 1000.0;
         };
         const double rps = static_cast<double>(latencies_us_.size()) / options_.duration_s;
-        line_ = std::string("mode=") + (options_.mode == Mode::connect_rps ? "connect-rps" : "mitm-rps") +
+        line_ = std::string("mode=") +
+                (options_.mode == Mode::connect_rps  ? "connect-rps"
+                 : options_.mode == Mode::tunnel_rps ? "tunnel-rps"
+                                                     : "mitm-rps") +
                 " concurrency=" + std::to_string(options_.concurrency) + " duration_s=" + format(options_.duration_s, 1) +
                 " requests=" + std::to_string(latencies_us_.size()) + " errors=" + std::to_string(errors_) +
                 " rps=" + format(rps, 0) + " p50_ms=" + format(percentile(0.50), 2) +
@@ -297,6 +327,7 @@ Options parse_options(int argc, char** argv) {
     const std::string_view mode = argv[1];
     if (mode == "throughput") options.mode = Mode::throughput;
     else if (mode == "connect-rps") options.mode = Mode::connect_rps;
+    else if (mode == "tunnel-rps") options.mode = Mode::tunnel_rps;
     else if (mode == "mitm-rps") options.mode = Mode::mitm_rps;
     else throw std::invalid_argument("unknown mode '" + std::string(mode) + "'");
     for (int i = 2; i < argc; i += 2) {
@@ -336,7 +367,7 @@ int main(int argc, char** argv) {
         std::cout << line << " cpu_ms=" << ms(usage.ru_utime) + ms(usage.ru_stime) << std::endl;
     } catch (const std::exception& error) {
         std::cerr << "bench_load: " << error.what() << "\n"
-                  << "usage: bench_load throughput|connect-rps|mitm-rps [--proxy tcp:HOST:PORT|unix:PATH]\n"
+                  << "usage: bench_load throughput|connect-rps|tunnel-rps|mitm-rps [--proxy tcp:HOST:PORT|unix:PATH]\n"
                      "         --target HOST:PORT [--address IP] [--bytes N] [--runs R] [--concurrency C]\n"
                      "         [--duration-s S] [--warmup-s W] [--ca FILE] [--api-key VALUE]\n";
         return 2;

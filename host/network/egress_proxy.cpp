@@ -548,12 +548,12 @@ private:
         static constexpr std::size_t kSize = 64 * 1024;
         static constexpr std::size_t kPipeBytes = 1024 * 1024;
         // Short exchanges, most requests and answers, go through the buffer: a pipe costs
-        // four system calls and kernel bookkeeping per connection that they never earn back.
-        static constexpr std::uint64_t kSpliceAfter = 128 * 1024;
+        // four system calls and kernel bookkeeping per connection that they never earn
+        // back, and splicing a small answer costs more than copying it.
         std::unique_ptr<char[]> buffer; // not zero-filled: read into first
         std::uint64_t bytes = 0;
-        // Past kSpliceAfter, a direction nobody needs to look into moves through a pipe
-        // with splice(2): the kernel hands the pages on, and the proxy never copies them.
+        // Once a read fills the buffer, a direction nobody needs to look into moves through
+        // a pipe with splice(2): the kernel hands the pages on, and the proxy never copies them.
         int pipe_read = -1;
         int pipe_write = -1;
         std::size_t in_pipe = 0;
@@ -577,13 +577,12 @@ private:
                 if (scanner)
                     if (const auto* found = scanner->feed(out)) return self->exfiltrated(*found);
                 net::async_write(to, net::buffer(out.data(), out.size()),
-                                 [self, &from, &to, &direction, scanner](const boost::system::error_code& write_error,
-                                                                        std::size_t) {
+                                 [self, &from, &to, &direction, scanner, n](const boost::system::error_code& write_error,
+                                                                           std::size_t) {
                                      if (write_error) return self->close();
-                                     // A direction nobody looks into that has shown itself a
-                                     // bulk transfer moves on to splice(2).
-                                     if (!scanner && direction.bytes >= Direction::kSpliceAfter)
-                                         return self->splice_pump(from, to, direction);
+                                     // A direction nobody looks into whose one read filled the
+                                     // whole buffer is a bulk transfer: it moves on to splice(2).
+                                     if (!scanner && n == Direction::kSize) return self->splice_pump(from, to, direction);
                                      self->pump(from, to, direction, scanner);
                                  });
             });
