@@ -239,22 +239,29 @@ private:
         }
     }
 
+    // `request` over and over on one connection, while the measurement runs and the
+    // origin keeps the connection.
+    template <class Stream>
+    net::awaitable<void> keep_asking(Stream& stream, const std::string& request) {
+        beast::flat_buffer buffer;
+        while (running()) {
+            const auto began = SteadyClock::now();
+            co_await net::async_write(stream, net::buffer(request), net::use_awaitable);
+            http::response<http::string_body> response;
+            co_await http::async_read(stream, buffer, response, net::use_awaitable);
+            if (response.result_int() != 200)
+                throw std::runtime_error("GET /small answered " + std::to_string(response.result_int()));
+            completed(began);
+            if (!response.keep_alive()) break;
+        }
+    }
+
     net::awaitable<void> tunnel_client() {
         const std::string request = "GET /small HTTP/1.1\r\nHost: " + options_.target + "\r\n\r\n";
         while (running()) {
             try {
                 Socket socket = co_await open();
-                beast::flat_buffer buffer;
-                while (running()) {
-                    const auto began = SteadyClock::now();
-                    co_await net::async_write(socket, net::buffer(request), net::use_awaitable);
-                    http::response<http::string_body> response;
-                    co_await http::async_read(socket, buffer, response, net::use_awaitable);
-                    if (response.result_int() != 200)
-                        throw std::runtime_error("GET /small answered " + std::to_string(response.result_int()));
-                    completed(began);
-                    if (!response.keep_alive()) break;
-                }
+                co_await keep_asking(socket, request);
             } catch (const std::exception& error) {
                 failed(error);
             }
@@ -272,17 +279,7 @@ private:
                          const_cast<char*>(target_host_.c_str()));
                 SSL_set1_host(stream.native_handle(), target_host_.c_str());
                 co_await stream.async_handshake(ssl::stream_base::client, net::use_awaitable);
-                beast::flat_buffer buffer;
-                while (running()) {
-                    const auto began = SteadyClock::now();
-                    co_await net::async_write(stream, net::buffer(request), net::use_awaitable);
-                    http::response<http::string_body> response;
-                    co_await http::async_read(stream, buffer, response, net::use_awaitable);
-                    if (response.result_int() != 200)
-                        throw std::runtime_error("GET /small answered " + std::to_string(response.result_int()));
-                    completed(began);
-                    if (!response.keep_alive()) break;
-                }
+                co_await keep_asking(stream, request);
             } catch (const std::exception& error) {
                 failed(error);
             }
