@@ -25,6 +25,8 @@
 #include <openssl/x509v3.h>
 #include <spdlog/spdlog.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -130,6 +132,15 @@ struct Refusal {
     std::string reason;
 };
 
+// A WebSocket close frame from the server's side (unmasked): 1008, policy violation.
+std::string close_frame(std::string_view reason) {
+    std::string frame = "\x88";
+    frame += static_cast<char>(2 + reason.size()); // reason.size() stays under 124
+    frame += "\x03\xf0";
+    frame += reason;
+    return frame;
+}
+
 class InterceptionImpl final : public Interception {
 public:
     InterceptionImpl(InterceptionSetup setup, Done done, std::shared_ptr<ssl::context> server)
@@ -191,7 +202,10 @@ private:
 
     net::awaitable<void> reply(const Refusal& refusal) {
         if (closed_) co_return;
-        const std::string text = text_response(refusal.status, refusal.status_text, "handler: " + refusal.reason);
+        // Inside a WebSocket an HTTP answer would be noise: a close frame (1008, policy
+        // violation) says it in the WebSocket's own terms; the network log has the rest.
+        const std::string text = upgraded_ ? close_frame("handler: refused, see the network log")
+                                           : text_response(refusal.status, refusal.status_text, "handler: " + refusal.reason);
         arm(kShutdownGrace);
         boost::system::error_code ignored;
         co_await net::async_write(client_, net::buffer(text), net::redirect_error(net::use_awaitable, ignored));
@@ -258,9 +272,14 @@ private:
     // a request written into that would be lost, so connect again first.
     bool upstream_usable(const beast::flat_buffer& from_upstream) {
         if (upstream_dead_ || from_upstream.size() > 0 || SSL_pending(upstream_->native_handle()) > 0) return false;
-        char byte = 0;
-        const ssize_t got = ::recv(upstream_->lowest_layer().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-        return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+        // Bytes waiting are no sign of an end: a TLS 1.3 server sends its session tickets
+        // after the handshake, unasked, and taking them for one cost every intercepted
+        // connection a second connection upstream. The connection's state tells: a server
+        // that closed (FIN) is in CLOSE_WAIT, one that reset it in CLOSE.
+        tcp_info info{};
+        socklen_t size = sizeof info;
+        return ::getsockopt(upstream_->lowest_layer().native_handle(), IPPROTO_TCP, TCP_INFO, &info, &size) == 0 &&
+               info.tcpi_state == TCP_ESTABLISHED;
     }
 
     net::awaitable<void> reconnect() {
@@ -386,6 +405,9 @@ private:
         }
 
         StandInScanner scanner(bindings, setup_.host);
+        // A WebSocket is opened without compression, so the frames the client sends can
+        // be searched for stand-ins like any other bytes (splice() below).
+        if (beast::iequals(head[http::field::upgrade], "websocket")) head.erase(http::field::sec_websocket_extensions);
         http::request_serializer<http::buffer_body> outgoing(head);
         co_await http::async_write_header(*upstream_, outgoing, net::use_awaitable);
         if (expects_continue && !request.is_done()) {
@@ -492,11 +514,24 @@ private:
         for (auto& [name, value] : replaced) head.set(name, value);
     }
 
-    // After 101 (a WebSocket): bytes both ways until either side ends. The frames a
-    // client sends are masked, so no stand-in can be looked for in them; the
-    // request that opened it was inspected.
+    // After 101 (a WebSocket): bytes both ways until either side ends. The frames the
+    // client sends are unmasked and searched for another key's stand-in, as a request
+    // body is; one found cuts the connection before that chunk goes on.
     net::awaitable<void> splice(beast::flat_buffer& from_client, beast::flat_buffer& from_upstream) {
+        upgraded_ = true;
+        WebSocketScanner frames(StandInScanner(setup_.bindings, setup_.host));
+        const auto search = [&](std::string_view bytes) {
+            const auto* found = frames.feed(bytes);
+            if (!found) return;
+            std::string hosts;
+            for (const auto& host : found->hosts) hosts += (hosts.empty() ? "" : ", ") + host;
+            throw Refusal{403, "Forbidden",
+                          "exfiltration attempt: a WebSocket message to " + setup_.host +
+                              " carries the session's stand-in for its " + found->name + " key, which only ever goes to " +
+                              hosts + "; the connection was cut and logged"};
+        };
         if (from_client.size() > 0) {
+            search({static_cast<const char*>(from_client.data().data()), from_client.size()});
             co_await net::async_write(*upstream_, from_client.data(), net::use_awaitable);
             from_client.consume(from_client.size());
         }
@@ -510,6 +545,7 @@ private:
         for (;;) {
             const std::size_t got = co_await client_.async_read_some(net::buffer(chunk), net::use_awaitable);
             up_ += got;
+            search({chunk.data(), got});
             co_await net::async_write(*upstream_, net::buffer(chunk.data(), got), net::use_awaitable);
         }
     }
@@ -541,6 +577,7 @@ private:
     std::map<std::int64_t, std::string> real_values_;
     bool upstream_dead_ = false;
     bool closed_ = false;
+    bool upgraded_ = false; // a WebSocket now: refusals are close frames
 };
 
 } // namespace

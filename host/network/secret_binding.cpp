@@ -31,6 +31,41 @@ const SecretBinding* StandInScanner::feed(std::string_view chunk) {
     return nullptr;
 }
 
+const SecretBinding* WebSocketScanner::feed(std::string_view chunk) {
+    if (!active()) return nullptr;
+    while (!chunk.empty()) {
+        if (payload_left_ == 0) {
+            // A frame head: 2 bytes, then 2 or 8 of length, then 4 of mask when masked.
+            head_[head_size_++] = static_cast<unsigned char>(chunk.front());
+            chunk.remove_prefix(1);
+            if (head_size_ < 2) continue;
+            const unsigned length7 = head_[1] & 0x7f;
+            const std::size_t length_bytes = length7 == 126 ? 2 : length7 == 127 ? 8 : 0;
+            masked_ = (head_[1] & 0x80) != 0;
+            const std::size_t whole = 2 + length_bytes + (masked_ ? 4 : 0);
+            if (head_size_ < whole) continue;
+            std::uint64_t length = length7;
+            if (length_bytes > 0) {
+                length = 0;
+                for (std::size_t i = 0; i < length_bytes; ++i) length = (length << 8) | head_[2 + i];
+            }
+            if (masked_) std::copy_n(head_ + 2 + length_bytes, 4, mask_);
+            payload_left_ = length;
+            mask_at_ = 0;
+            head_size_ = 0;
+            continue;
+        }
+        const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(payload_left_, chunk.size()));
+        plain_.assign(chunk.data(), take);
+        if (masked_)
+            for (auto& byte : plain_) byte = static_cast<char>(byte ^ static_cast<char>(mask_[mask_at_++ % 4]));
+        payload_left_ -= take;
+        chunk.remove_prefix(take);
+        if (const auto* found = scanner_.feed(plain_)) return found;
+    }
+    return nullptr;
+}
+
 void KeyRedactor::add(std::string real, const std::string& stand_in) {
     if (real.empty()) return;
     std::string mask = stand_in.size() == real.size() ? stand_in : std::string(real.size(), '*');

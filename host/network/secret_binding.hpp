@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace handler::network {
@@ -58,6 +59,28 @@ private:
     std::vector<SecretBinding> patterns_;
     std::size_t keep_ = 0;
     std::string window_;
+};
+
+// The WebSocket frames a client sends (RFC 6455) are masked with a key of their own, so a
+// stand-in in them cannot be seen in the raw bytes. This follows the frames through any
+// split of the stream and hands the unmasked payloads, in order, to a StandInScanner.
+// (The proxy asks for no compression when it opens a WebSocket, so payloads are plain.)
+class WebSocketScanner {
+public:
+    explicit WebSocketScanner(StandInScanner scanner) : scanner_(std::move(scanner)) {}
+    bool active() const { return scanner_.active(); }
+    // The binding whose stand-in the payloads in `chunk` complete, if any.
+    const SecretBinding* feed(std::string_view chunk);
+
+private:
+    StandInScanner scanner_;
+    unsigned char head_[14] = {};
+    std::size_t head_size_ = 0;
+    std::uint64_t payload_left_ = 0;
+    unsigned char mask_[4] = {};
+    bool masked_ = false;
+    std::uint64_t mask_at_ = 0;
+    std::string plain_;
 };
 
 // The other direction: real keys in bytes going back to the container (an upstream's

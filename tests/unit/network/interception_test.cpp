@@ -105,6 +105,16 @@ public:
         buffer_.erase(0, end);
         return out;
     }
+    // Whatever comes next (what is buffered first); "" once the peer closed.
+    std::string read_some() {
+        if (buffer_.empty()) {
+            char chunk[4096];
+            const int got = SSL_read(ssl_.get(), chunk, sizeof chunk);
+            if (got <= 0) return {};
+            buffer_.append(chunk, static_cast<std::size_t>(got));
+        }
+        return std::exchange(buffer_, std::string());
+    }
     // One HTTP message: the head, then a Content-Length body.
     std::string read_message() {
         std::string message = read_until("\r\n\r\n");
@@ -202,6 +212,34 @@ protected:
         });
     }
 
+    // An HTTPS upstream for api.test that answers the first request with 101 and then
+    // echoes every byte; what it got after the 101 is in websocket_bytes().
+    std::unique_ptr<Upstream> websocket_upstream() {
+        auto context = std::shared_ptr<SSL_CTX>(server_context(**public_ca_->leaf_for("api.test")).release(), SSL_CTX_free);
+        return std::make_unique<Upstream>([this, context](int fd) {
+            TlsStream stream(context.get(), fd, true);
+            if (!stream.ok()) return;
+            const std::string request = stream.read_message();
+            {
+                std::lock_guard lock(seen_mutex_);
+                seen_.push_back(request);
+            }
+            stream.write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+            for (std::string got = stream.read_some(); !got.empty(); got = stream.read_some()) {
+                {
+                    std::lock_guard lock(seen_mutex_);
+                    websocket_bytes_ += got;
+                }
+                stream.write(got);
+            }
+        });
+    }
+
+    std::string websocket_bytes() {
+        std::lock_guard lock(seen_mutex_);
+        return websocket_bytes_;
+    }
+
     std::vector<std::string> seen() {
         std::lock_guard lock(seen_mutex_);
         return seen_;
@@ -227,7 +265,28 @@ protected:
     std::thread thread_;
     std::mutex seen_mutex_;
     std::vector<std::string> seen_;
+    std::string websocket_bytes_;
 };
+
+// A text frame as a client sends it: masked (RFC 6455 5.3).
+std::string client_frame(std::string_view payload) {
+    std::string frame = "\x81";
+    if (payload.size() < 126) {
+        frame += static_cast<char>(0x80 | payload.size());
+    } else {
+        frame += static_cast<char>(0x80 | 126);
+        frame += static_cast<char>(payload.size() >> 8);
+        frame += static_cast<char>(payload.size() & 0xff);
+    }
+    const char mask[4] = {'\x5a', '\x13', '\x7f', '\x21'};
+    frame.append(mask, 4);
+    for (std::size_t i = 0; i < payload.size(); ++i) frame += static_cast<char>(payload[i] ^ mask[i % 4]);
+    return frame;
+}
+
+const std::string kUpgrade = "GET /v1/responses HTTP/1.1\r\nHost: api.test\r\nUpgrade: websocket\r\n"
+                             "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: "
+                             "dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Extensions: permessage-deflate\r\n";
 
 TEST(StandInScanner, FindsAStandInThatStraddlesChunks) {
     std::vector<SecretBinding> bindings{{"anthropic-api-key", kStandInA, {"api.test"}, "x-api-key", "", 1}};
@@ -335,6 +394,69 @@ TEST_F(InterceptionTest, AnotherKeysStandInInAnInterceptedBodyIsCut) {
     EXPECT_TRUE(reply.starts_with("HTTP/1.1 403")) << reply;
     EXPECT_TRUE(contains(reply, "openai-api-key")) << reply;
     for (const auto& request : seen()) EXPECT_FALSE(contains(request, kStandInB)) << request;
+}
+
+// A WebSocket on a key's host: the key goes into the upgrade request, no compression is
+// asked for (so frames stay searchable), and frames pass both ways.
+TEST_F(InterceptionTest, AWebSocketOpensWithTheKeyAndWithoutCompressionAndCarriesFrames) {
+    auto upstream = websocket_upstream();
+    const int fd = connect_through("api.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test");
+    ASSERT_TRUE(tls.ok());
+    tls.write(kUpgrade + "x-api-key: " + kStandInA + "\r\n\r\n");
+    const auto answer = tls.read_until("\r\n\r\n");
+    ASSERT_TRUE(answer.starts_with("HTTP/1.1 101")) << answer;
+    const std::string frame = client_frame("{\"type\":\"response.create\",\"input\":\"" + std::string(300, 'q') + "\"}");
+    tls.write(frame);
+    std::string back;
+    while (back.size() < frame.size()) {
+        const auto got = tls.read_some();
+        if (got.empty()) break;
+        back += got;
+    }
+    EXPECT_EQ(back, frame) << "the frame went up and its echo came down unchanged";
+    ::close(fd);
+    const auto requests = seen();
+    ASSERT_EQ(requests.size(), 1u);
+    EXPECT_TRUE(contains(requests[0], "x-api-key: " + kRealA)) << requests[0];
+    EXPECT_FALSE(contains(requests[0], "permessage-deflate")) << requests[0];
+    EXPECT_FALSE(contains(requests[0], kStandInA)) << requests[0];
+}
+
+// Another key's stand-in in a WebSocket message, split across two writes and masked: the
+// connection is cut before the write that completes it goes on, with a close frame.
+TEST_F(InterceptionTest, AnotherKeysStandInInAWebSocketMessageCutsTheConnection) {
+    auto upstream = websocket_upstream();
+    const int fd = connect_through("api.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test");
+    ASSERT_TRUE(tls.ok());
+    tls.write(kUpgrade + "x-api-key: " + kStandInA + "\r\n\r\n");
+    ASSERT_TRUE(tls.read_until("\r\n\r\n").starts_with("HTTP/1.1 101"));
+    const std::string harmless = client_frame("ping");
+    tls.write(harmless);
+    ASSERT_TRUE(eventually([&] { return websocket_bytes().size() == harmless.size(); }));
+    const std::string frame = client_frame("{\"text\":\"" + std::string(200, 'a') + kStandInB + "\"}");
+    const std::size_t split = 2 + 2 + 4 + 200; // the head, then the payload up to the stand-in
+    tls.write(frame.substr(0, split));
+    ASSERT_TRUE(eventually([&] { return websocket_bytes().size() == harmless.size() + split; }));
+    tls.write(frame.substr(split));
+    // Until the proxy closes the connection; a proxy that let the frame through would
+    // leave it open, and the reads then give up after 5 s.
+    timeval limit{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    std::string rest;
+    for (std::string got = tls.read_some(); !got.empty(); got = tls.read_some()) rest += got;
+    ::close(fd);
+    // The echo of "ping", then handler's close frame: 1008, policy violation.
+    ASSERT_TRUE(rest.starts_with("\x81")) << "the echo of ping first: " << rest;
+    const auto close = rest.find("\x88");
+    ASSERT_NE(close, std::string::npos) << "no close frame";
+    EXPECT_EQ(rest.substr(close + 2, 2), std::string("\x03\xf0"));
+    EXPECT_EQ(websocket_bytes().size(), harmless.size() + split) << "the part that completes the stand-in never left";
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 2; }));
+    const auto entries = audit_.entries();
+    EXPECT_TRUE(contains(entries.at(1).reason, "exfiltration attempt: a WebSocket message")) << entries.at(1).reason;
+    EXPECT_TRUE(contains(entries.at(1).reason, "openai-api-key")) << entries.at(1).reason;
 }
 
 TEST_F(InterceptionTest, AnUpstreamThatClosedWhileIdleIsConnectedAgain) {
