@@ -522,6 +522,11 @@ private:
         WebSocketScanner frames(StandInScanner(setup_.bindings, setup_.host));
         const auto search = [&](std::string_view bytes) {
             const auto* found = frames.feed(bytes);
+            if (frames.unreadable())
+                throw Refusal{403, "Forbidden",
+                              "a WebSocket frame to " + setup_.host +
+                                  " is compressed though no compression was agreed, so it cannot be searched for "
+                                  "stand-ins; the connection was cut"};
             if (!found) return;
             std::string hosts;
             for (const auto& host : found->hosts) hosts += (hosts.empty() ? "" : ", ") + host;

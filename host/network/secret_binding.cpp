@@ -39,6 +39,10 @@ const SecretBinding* WebSocketScanner::feed(std::string_view chunk) {
             head_[head_size_++] = static_cast<unsigned char>(chunk.front());
             chunk.remove_prefix(1);
             if (head_size_ < 2) continue;
+            if ((head_[0] & 0x70) != 0) {
+                unreadable_ = true;
+                return nullptr;
+            }
             const unsigned length7 = head_[1] & 0x7f;
             const std::size_t length_bytes = length7 == 126 ? 2 : length7 == 127 ? 8 : 0;
             masked_ = (head_[1] & 0x80) != 0;

@@ -71,6 +71,9 @@ public:
     bool active() const { return scanner_.active(); }
     // The binding whose stand-in the payloads in `chunk` complete, if any.
     const SecretBinding* feed(std::string_view chunk);
+    // A frame with a reserved bit set came: compressed (or otherwise transformed) though
+    // no extension was agreed, so its payload cannot be searched. It must not go on.
+    bool unreadable() const { return unreadable_; }
 
 private:
     StandInScanner scanner_;
@@ -80,6 +83,7 @@ private:
     unsigned char mask_[4] = {};
     bool masked_ = false;
     std::uint64_t mask_at_ = 0;
+    bool unreadable_ = false;
     std::string plain_;
 };
 

@@ -288,6 +288,22 @@ const std::string kUpgrade = "GET /v1/responses HTTP/1.1\r\nHost: api.test\r\nUp
                              "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: "
                              "dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Extensions: permessage-deflate\r\n";
 
+// Asks for a WebSocket on `tls` (to api.test, with the session's stand-in); the answer's head.
+std::string open_websocket(TlsStream& tls) {
+    tls.write(kUpgrade + "x-api-key: " + kStandInA + "\r\n\r\n");
+    return tls.read_until("\r\n\r\n");
+}
+
+// Everything until the proxy closes the connection; a proxy that let things through
+// would leave it open, and the reads then give up after 5 s.
+std::string read_to_close(TlsStream& tls, int fd) {
+    timeval limit{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    std::string rest;
+    for (std::string got = tls.read_some(); !got.empty(); got = tls.read_some()) rest += got;
+    return rest;
+}
+
 TEST(StandInScanner, FindsAStandInThatStraddlesChunks) {
     std::vector<SecretBinding> bindings{{"anthropic-api-key", kStandInA, {"api.test"}, "x-api-key", "", 1}};
     StandInScanner scanner(bindings, "elsewhere.test");
@@ -403,8 +419,7 @@ TEST_F(InterceptionTest, AWebSocketOpensWithTheKeyAndWithoutCompressionAndCarrie
     const int fd = connect_through("api.test", upstream->port());
     TlsStream tls(client_context_.get(), fd, false, "api.test");
     ASSERT_TRUE(tls.ok());
-    tls.write(kUpgrade + "x-api-key: " + kStandInA + "\r\n\r\n");
-    const auto answer = tls.read_until("\r\n\r\n");
+    const auto answer = open_websocket(tls);
     ASSERT_TRUE(answer.starts_with("HTTP/1.1 101")) << answer;
     const std::string frame = client_frame("{\"type\":\"response.create\",\"input\":\"" + std::string(300, 'q') + "\"}");
     tls.write(frame);
@@ -430,8 +445,7 @@ TEST_F(InterceptionTest, AnotherKeysStandInInAWebSocketMessageCutsTheConnection)
     const int fd = connect_through("api.test", upstream->port());
     TlsStream tls(client_context_.get(), fd, false, "api.test");
     ASSERT_TRUE(tls.ok());
-    tls.write(kUpgrade + "x-api-key: " + kStandInA + "\r\n\r\n");
-    ASSERT_TRUE(tls.read_until("\r\n\r\n").starts_with("HTTP/1.1 101"));
+    ASSERT_TRUE(open_websocket(tls).starts_with("HTTP/1.1 101"));
     const std::string harmless = client_frame("ping");
     tls.write(harmless);
     ASSERT_TRUE(eventually([&] { return websocket_bytes().size() == harmless.size(); }));
@@ -440,12 +454,7 @@ TEST_F(InterceptionTest, AnotherKeysStandInInAWebSocketMessageCutsTheConnection)
     tls.write(frame.substr(0, split));
     ASSERT_TRUE(eventually([&] { return websocket_bytes().size() == harmless.size() + split; }));
     tls.write(frame.substr(split));
-    // Until the proxy closes the connection; a proxy that let the frame through would
-    // leave it open, and the reads then give up after 5 s.
-    timeval limit{5, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    std::string rest;
-    for (std::string got = tls.read_some(); !got.empty(); got = tls.read_some()) rest += got;
+    const std::string rest = read_to_close(tls, fd);
     ::close(fd);
     // The echo of "ping", then handler's close frame: 1008, policy violation.
     ASSERT_TRUE(rest.starts_with("\x81")) << "the echo of ping first: " << rest;
@@ -457,6 +466,28 @@ TEST_F(InterceptionTest, AnotherKeysStandInInAWebSocketMessageCutsTheConnection)
     const auto entries = audit_.entries();
     EXPECT_TRUE(contains(entries.at(1).reason, "exfiltration attempt: a WebSocket message")) << entries.at(1).reason;
     EXPECT_TRUE(contains(entries.at(1).reason, "openai-api-key")) << entries.at(1).reason;
+}
+
+// A frame with a reserved bit set claims compression nobody agreed to: its payload cannot
+// be searched, so it does not go on, whatever it holds.
+TEST_F(InterceptionTest, ACompressedWebSocketFrameNobodyAgreedToIsCut) {
+    auto upstream = websocket_upstream();
+    const int fd = connect_through("api.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test");
+    ASSERT_TRUE(tls.ok());
+    ASSERT_TRUE(open_websocket(tls).starts_with("HTTP/1.1 101"));
+    std::string frame = client_frame("\x4a\xce\xcf\x4b\xcb\x4c\x07\x00 (deflated, in effect)");
+    frame[0] = '\xc1'; // FIN, RSV1, text
+    tls.write(frame);
+    const std::string rest = read_to_close(tls, fd);
+    ::close(fd);
+    const auto close = rest.find("\x88");
+    ASSERT_NE(close, std::string::npos) << "no close frame: " << rest;
+    EXPECT_EQ(rest.substr(close + 2, 2), std::string("\x03\xf0"));
+    EXPECT_EQ(websocket_bytes(), "") << "the frame never reached the upstream";
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 2; }));
+    EXPECT_TRUE(contains(audit_.entries().at(1).reason, "compressed though no compression was agreed"))
+        << audit_.entries().at(1).reason;
 }
 
 TEST_F(InterceptionTest, AnUpstreamThatClosedWhileIdleIsConnectedAgain) {
