@@ -9,7 +9,7 @@ packages=(
   libssl-dev libsqlite3-dev sqlite3 libtomlplusplus-dev libspdlog-dev libcli11-dev
   libcpp-httplib-dev libsodium-dev libgtest-dev libgmock-dev
   python3
-  podman runc slirp4netns uidmap fuse-overlayfs catatonit busybox-static
+  podman runc slirp4netns uidmap fuse-overlayfs catatonit busybox-static mmdebstrap
 )
 
 if [ "$(id -u)" -ne 0 ]; then

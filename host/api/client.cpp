@@ -414,6 +414,9 @@ private:
             if (hooks_.attached)
                 hooks_.attached(tty && tty->is_bool() && tty->as_bool(),
                                 produced && produced->is_number() ? produced->to_number<std::uint64_t>() : 0);
+            if (hooks_.events_mode) hooks_.events_mode(text_of("events"));
+        } else if (*type == "event") {
+            if (hooks_.event) hooks_.event(*object);
         } else if (*type == "exit") {
             const auto* code = object->if_contains("code");
             end_ = TerminalEnd{TerminalEnd::How::exited,

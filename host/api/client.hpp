@@ -11,6 +11,8 @@
 
 #include <filesystem>
 #include <cstdint>
+#include <boost/json/object.hpp>
+
 #include <functional>
 #include <optional>
 #include <utility>
@@ -51,6 +53,10 @@ struct TerminalHooks {
     std::function<void(bool tty, std::uint64_t produced)> attached;
     // Each chunk of output, in order.
     std::function<void(OutputStream stream, std::string_view bytes)> output;
+    // With ?events=1: how the session's output becomes events ("structured", "text",
+    // "none", from the greeting), then each event message as it comes.
+    std::function<void(const std::string& events)> events_mode;
+    std::function<void(const boost::json::object& event)> event;
     // Input is read from this descriptor on a thread of its own (-1: no input). Each
     // piece passes through `filter` first (if set), which may change it; returning false
     // detaches once what is left has been sent (the detach key).

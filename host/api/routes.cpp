@@ -732,7 +732,7 @@ Response Routes::sessions(const Call& call) {
         response.headers["X-Handler-Log-Truncated"] = log->truncated ? "1" : "0";
         return response;
     }
-    if (action == "network" || action == "learned") {
+    if (action == "network" || action == "learned" || action == "events") {
         if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
         auto session = store_.get_session(id);
         if (!session) return error_response(session.error());
@@ -761,6 +761,13 @@ Response Routes::sessions(const Call& call) {
                                       std::string("query parameter '") + key + "' must be a whole number");
         }
         limit = std::clamp<std::int64_t>(limit, 1, 10000);
+        if (action == "events") {
+            auto events = store_.session_events(id, after, limit);
+            if (!events) return error_response(events.error());
+            json::array list;
+            for (const auto& event : *events) list.push_back(to_json(event));
+            return json_response(200, json::object{{"events", std::move(list)}});
+        }
         auto entries = store_.network_log(id, after, limit);
         if (!entries) return error_response(entries.error());
         json::array list;

@@ -1,6 +1,7 @@
 #include "api/routes_json.hpp"
 
 #include <boost/json/array.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/stream_parser.hpp>
 
@@ -181,6 +182,14 @@ json::object to_json(const store::Agent& agent) {
             {"addons", strings(agent.addons)},
             {"created_at", agent.created_at},
             {"updated_at", agent.updated_at}};
+}
+
+json::object to_json(const store::SessionEvent& event) {
+    boost::system::error_code error;
+    json::value payload = json::parse(event.payload, error);
+    if (error || !payload.is_object()) payload = json::object{};
+    return {{"session", event.session_id}, {"seq", event.seq}, {"at", event.at},
+            {"kind", event.kind}, {"payload", std::move(payload)}};
 }
 
 json::object to_json(const store::Session& session) {

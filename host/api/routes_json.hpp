@@ -67,6 +67,9 @@ boost::json::object to_json(const store::Project& project);
 boost::json::object to_json(const store::Account& account);
 boost::json::object to_json(const store::Agent& agent);
 boost::json::object to_json(const store::Session& session);
+// {"session","seq","at","kind","payload":{...}}; a payload that is not JSON (never
+// stored by handlerd, but the database is a file) becomes {}.
+boost::json::object to_json(const store::SessionEvent& event);
 boost::json::object to_json(const plugins::PluginRecord& plugin);
 
 // {"type":TYPE,"data":DATA,"at":MS}, serialized, for the EventHub.

@@ -36,6 +36,9 @@ public:
     // The session is gone for another reason (it failed to start, was lost or removed):
     // say why and close.
     virtual void ended(const std::string& reason) = 0;
+    // One normalised event (only to clients that attached with `events`): the stored
+    // ones first, then each as the harness's output produces it, before its exit.
+    virtual void event(const store::SessionEvent& event) { (void)event; }
 };
 
 struct StartRequest {
@@ -60,6 +63,7 @@ struct AttachOptions {
     // retained output, so a late client sees the current screen.
     std::optional<std::uint64_t> from;
     bool read_only = false; // `handler logs --follow`
+    bool events = false;    // also send the session's events (`handler run -p`)
 };
 
 struct Attached {
@@ -68,6 +72,9 @@ struct Attached {
     bool tty = true;
     store::SessionState state = store::SessionState::starting;
     std::optional<std::int64_t> exit_code;
+    // How the harness's output becomes events: "structured" (its own JSON mode is
+    // parsed: stdout is for machines), "text", or "none".
+    std::string events = "none";
 };
 
 struct SessionLog {

@@ -1,9 +1,11 @@
 // Private to server.cpp (see server_state.hpp). One client of
 // GET /api/v1/sessions/{id}/terminal[?from=OFFSET][&read_only=1] (docs/api.md):
 //
-//   server → client  text   {"type":"attached","session":ID,"tty":B,"produced":N,"state":S}
-//                           first; then {"type":"exit","code":N} or {"type":"ended",
-//                           "reason":TEXT} last, before a normal close
+//   server → client  text   {"type":"attached","session":ID,"tty":B,"produced":N,"state":S,
+//                           "events":"structured|text|none"} first; then, with ?events=1,
+//                           {"type":"event","seq":N,"at":MS,"kind":K,"payload":{...}};
+//                           {"type":"exit","code":N} or {"type":"ended","reason":TEXT}
+//                           last, before a normal close
 //                    binary one byte of stream (1 terminal, 2 stdout, 3 stderr) + output
 //   client → server  binary input for the program
 //                    text   {"type":"resize","rows":R,"cols":C} | {"type":"eof"}
@@ -90,6 +92,18 @@ public:
         enqueue(Outgoing{std::move(message), true});
     }
 
+    void event(const store::SessionEvent& event) override {
+        if (closing_) return;
+        boost::system::error_code error;
+        auto payload = boost::json::parse(event.payload, error);
+        if (error) payload = boost::json::object{};
+        enqueue_text({{"type", "event"},
+                      {"seq", event.seq},
+                      {"at", event.at},
+                      {"kind", event.kind},
+                      {"payload", std::move(payload)}});
+    }
+
     void exited(std::int64_t code) override {
         attach_id_ = 0; // nothing to detach from any more
         finish_with({{"type", "exit"}, {"code", code}}, beast::websocket::close_code::normal);
@@ -127,7 +141,8 @@ private:
                                   {"session", session_id_},
                                   {"tty", attached->tty},
                                   {"produced", attached->produced},
-                                  {"state", std::string(store::to_string(attached->state))}};
+                                  {"state", std::string(store::to_string(attached->state))},
+                                  {"events", attached->events}};
         push_front_text(hello);
         read();
     }

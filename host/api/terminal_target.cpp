@@ -28,16 +28,16 @@ std::optional<Result<TerminalTarget>> parse_terminal_target(std::string_view tar
                     ErrorCode::invalid_argument,
                     "query parameter 'from' must be a byte offset (a whole number), got '" + value + "'"));
             parsed.options.from = from;
-        } else if (key == "read_only") {
+        } else if (key == "read_only" || key == "events") {
             if (value != "0" && value != "1" && value != "true" && value != "false")
                 return Result<TerminalTarget>(make_error(
                     ErrorCode::invalid_argument,
-                    "query parameter 'read_only' must be 1 or 0, got '" + value + "'"));
-            parsed.options.read_only = value == "1" || value == "true";
+                    "query parameter '" + key + "' must be 1 or 0, got '" + value + "'"));
+            (key == "events" ? parsed.options.events : parsed.options.read_only) = value == "1" || value == "true";
         } else {
             return Result<TerminalTarget>(make_error(
                 ErrorCode::invalid_argument,
-                "unknown query parameter '" + key + "' (the terminal takes from and read_only)"));
+                "unknown query parameter '" + key + "' (the terminal takes from, read_only and events)"));
         }
     }
     return Result<TerminalTarget>(std::move(parsed));

@@ -226,6 +226,9 @@ Tree define(CLI::App& app, Options& options) {
                          "Run headless with this prompt; print the output and exit with the "
                          "harness's status");
     tree.run->add_flag("-d,--detach", options.detach, "Print the session id and return");
+    tree.run->add_flag("--json", options.json_output,
+                       "With -p: print the session's events as JSON lines (the prompt, message "
+                       "chunks, tool calls and their results, the result) instead of the answer");
     tree.run->add_option("--network", options.session_network,
                          "This session's network: none, filtered, open, or learn (15 minutes "
                          "open, recording what filtered would refuse)")
@@ -643,8 +646,41 @@ void write_output(CliContext& context, api::OutputStream stream, std::string_vie
 
 // Attaches and runs until the session ends or the user detaches; the exit code is the
 // program's when it exited.
+// A headless run's events: with --json each is a JSON line; otherwise the result's text
+// is the answer. A harness whose stdout is structured (its JSON, for machines) has its
+// stdout left out; a plain one's is printed as it comes, as before.
+struct HeadlessPrinter {
+    CliContext& context;
+    bool json_lines = false;
+    bool structured = false;
+
+    void output(api::OutputStream stream, std::string_view bytes) const {
+        if (stream == api::OutputStream::stdout_ && (structured || json_lines)) return;
+        write_output(context, stream, bytes);
+    }
+
+    void event(const json::object& message) const {
+        if (json_lines) {
+            json::object line = message;
+            line.erase("type");
+            write_output(context, api::OutputStream::stdout_, json::serialize(line) + "\n");
+            return;
+        }
+        const auto* kind = message.if_contains("kind");
+        const auto* payload = message.if_contains("payload");
+        if (!structured || kind == nullptr || *kind != "result" || payload == nullptr || !payload->is_object())
+            return;
+        const auto* text = payload->as_object().if_contains("result");
+        if (text == nullptr || !text->is_string()) return;
+        std::string answer(text->as_string());
+        if (!answer.empty() && answer.back() != '\n') answer += '\n';
+        write_output(context, api::OutputStream::stdout_, answer);
+    }
+};
+
 int attach_to(Session& session, const std::string& id, const Options& options,
-              std::string_view query, bool with_input, bool session_tty) {
+              std::string_view query, bool with_input, bool session_tty,
+              HeadlessPrinter* headless = nullptr) {
     CliContext& context = session.context();
     // A keyboard only means raw mode and detach keys for a session with a terminal; a
     // headless run reads our stdin as its own.
@@ -657,6 +693,13 @@ int attach_to(Session& session, const std::string& id, const Options& options,
     hooks.output = [&context](api::OutputStream stream, std::string_view bytes) {
         write_output(context, stream, bytes);
     };
+    if (headless != nullptr) {
+        hooks.output = [headless](api::OutputStream stream, std::string_view bytes) {
+            headless->output(stream, bytes);
+        };
+        hooks.events_mode = [headless](const std::string& mode) { headless->structured = mode == "structured"; };
+        hooks.event = [headless](const json::object& event) { headless->event(event); };
+    }
     if (with_input) {
         hooks.input_fd = context.input_fd;
         hooks.filter = [&keys](std::string& bytes) { return keys->filter(bytes); };
@@ -737,6 +780,11 @@ int command_run(Session& session, const Options& options, bool terminal) {
         return kExitOk;
     }
     const auto* tty = created->as_object().if_contains("tty");
+    if (options.prompt) {
+        HeadlessPrinter printer{context, options.json_output, false};
+        return attach_to(session, id, options, "?events=1", true, false, &printer);
+    }
+    if (options.json_output) return session.fail("--json needs -p (a headless run)", kExitUsage);
     return attach_to(session, id, options, "", true, tty == nullptr || tty->as_bool());
 }
 

@@ -23,6 +23,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/json/parse.hpp>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -31,6 +32,22 @@
 #include <unistd.h>
 
 namespace handler::daemon {
+
+namespace {
+
+// A harness plugin's parser of one session's output, as the session service sees it.
+class PluginEvents final : public sessions::EventParser {
+public:
+    explicit PluginEvents(std::unique_ptr<plugins::EventStream> stream) : stream_(std::move(stream)) {}
+    Result<std::vector<plugins::SessionEvent>> feed(std::string_view bytes) override {
+        return stream_->feed(bytes);
+    }
+
+private:
+    std::unique_ptr<plugins::EventStream> stream_;
+};
+
+} // namespace
 namespace {
 
 bool logging_ready = false;
@@ -207,6 +224,39 @@ int run_daemon(const DaemonOptions& options) {
         if (!found) return found.take_error();
         return (*found)->contribute(request);
     };
+    session_options.open_events = [&registry](std::string_view harness, std::string_view session_id)
+        -> Result<sessions::OpenedEvents> {
+        auto found = registry.harness(harness);
+        if (!found) return found.take_error();
+        auto stream = (*found)->open_events(session_id);
+        if (!stream) return stream.take_error();
+        sessions::OpenedEvents opened;
+        opened.parser = std::make_unique<PluginEvents>(std::move(*stream));
+        // The plugin says in describe() whether its stdout is JSON for machines.
+        if (auto described = (*found)->describe()) {
+            boost::system::error_code error;
+            auto value = boost::json::parse(*described, error);
+            if (!error && value.is_object())
+                if (const auto* kind = value.as_object().if_contains("events"); kind && kind->is_string())
+                    opened.mode = std::string(kind->as_string());
+        }
+        return opened;
+    };
+    session_options.harness_recipe = [&registry](std::string_view harness)
+        -> Result<std::optional<runtime::LayerRecipe>> {
+        auto found = registry.harness(harness);
+        if (!found) return found.take_error();
+        auto recipe = (*found)->image_recipe();
+        if (!recipe) return recipe.take_error();
+        if (recipe->run_steps.empty() && recipe->env.empty()) return std::optional<runtime::LayerRecipe>();
+        runtime::LayerRecipe layer;
+        layer.name = (*found)->id();
+        layer.version = (*found)->version();
+        for (const auto& variable : recipe->env) layer.env.emplace_back(variable.name, variable.value);
+        layer.run_steps = recipe->run_steps;
+        return std::optional<runtime::LayerRecipe>(std::move(layer));
+    };
+    session_options.image_build_dir = runtime::default_build_dir([](const char* name) { return std::getenv(name); });
     sessions::SessionManager session_manager(io, **store, container_runtime, launcher,
                                              harness_exists, events, clock, session_options);
     info.sessions = &session_manager;

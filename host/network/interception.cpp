@@ -482,6 +482,13 @@ private:
                 co_await http::async_read(*upstream_, from_upstream, *response,
                                           net::redirect_error(net::use_awaitable, error));
                 if (error == http::error::need_buffer) error = {};
+                // A body that ends when the connection does: many servers close without
+                // TLS's close_notify, and that close is still the body's end (as browsers
+                // and curl take it). Beast sees only a truncated stream.
+                if (error == ssl::error::stream_truncated && response->need_eof()) {
+                    error = {};
+                    response->put_eof(error);
+                }
                 if (error) throw boost::system::system_error(error);
                 const std::size_t got = buffer_.size() - answer.body().size;
                 const auto ready = redactor.feed({buffer_.data(), got}, response->is_done());

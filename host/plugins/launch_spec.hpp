@@ -85,6 +85,24 @@ enum class EventKind {
     error,
 };
 
+// ACP's snake_case name for the kind (session/update's "sessionUpdate" values where ACP
+// has one), as stored and sent to clients.
+inline const char* to_string(EventKind kind) {
+    switch (kind) {
+    case EventKind::user_prompt: return "user_prompt";
+    case EventKind::agent_message_chunk: return "agent_message_chunk";
+    case EventKind::agent_thought_chunk: return "agent_thought_chunk";
+    case EventKind::tool_call: return "tool_call";
+    case EventKind::tool_call_update: return "tool_call_update";
+    case EventKind::plan: return "plan";
+    case EventKind::permission_request: return "permission_request";
+    case EventKind::mode_changed: return "mode_changed";
+    case EventKind::result: return "result";
+    case EventKind::error: return "error";
+    }
+    return "error";
+}
+
 struct SessionEvent {
     EventKind kind = EventKind::error;
     std::string json; // the payload; docs/contracts.md gives each kind's shape

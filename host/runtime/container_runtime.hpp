@@ -126,6 +126,10 @@ public:
     // Makes image `reference` from a root filesystem tarball (no registry needed).
     virtual Result<void> import_image(const std::filesystem::path& tarball,
                                       const std::string& reference) = 0;
+    // Builds image `reference` from `context_dir`/Containerfile (FROM an image that is
+    // already here; RUN steps may download, so the build has a network).
+    virtual Result<void> build_image(const std::filesystem::path& context_dir,
+                                     const std::string& reference) = 0;
 };
 
 std::string_view to_string(ContainerState state);

@@ -1,5 +1,6 @@
 #include "runtime/image_builder.hpp"
 
+#include <boost/json.hpp>
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -12,6 +13,9 @@
 #include <sstream>
 
 namespace handler::runtime {
+
+namespace json = boost::json;
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -128,7 +132,7 @@ public:
     explicit RemoveOnExit(std::vector<fs::path> paths) : paths_(std::move(paths)) {}
     ~RemoveOnExit() {
         std::error_code ignored;
-        for (const auto& path : paths_) fs::remove(path, ignored);
+        for (const auto& path : paths_) fs::remove_all(path, ignored);
     }
     RemoveOnExit(const RemoveOnExit&) = delete;
     RemoveOnExit& operator=(const RemoveOnExit&) = delete;
@@ -369,6 +373,98 @@ Result<std::string> ImageBuilder::ensure_base_image(const BaseImageRecipe& recip
                              std::chrono::steady_clock::now() - started)
                              .count();
     say("base image " + reference + " is ready (built in " + std::to_string(seconds) + " s)");
+    return reference;
+}
+
+namespace {
+
+bool valid_layer_name(std::string_view name) {
+    if (name.empty() || name.size() > 64) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+    }) && name.front() != '-' && name.front() != '.';
+}
+
+bool valid_env_name(std::string_view name) {
+    if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+}
+
+} // namespace
+
+Result<std::string> containerfile_text(const std::string& base, const LayerRecipe& recipe) {
+    if (!valid_layer_name(recipe.name))
+        return make_error(ErrorCode::invalid_argument,
+                          "image recipe name '" + recipe.name +
+                              "' is not lowercase letters, digits, '-', '_' or '.'");
+    if (base.empty() || base.find_first_of(" \t\r\n") != std::string::npos)
+        return make_error(ErrorCode::invalid_argument, "base image reference '" + base + "' is malformed");
+    std::string text = "FROM " + base + "\n";
+    text += "LABEL io.handler.recipe=" +
+            json::serialize(json::value(json::string(recipe.name + " " + recipe.version))) + "\n";
+    for (const auto& [name, value] : recipe.env) {
+        if (!valid_env_name(name))
+            return make_error(ErrorCode::invalid_argument,
+                              "the " + recipe.name + " image recipe sets variable '" + name +
+                                  "', which is not a variable name");
+        // A JSON string is also a valid double-quoted Containerfile word for these values
+        // (no newline can appear in it: JSON escapes it).
+        text += "ENV " + name + "=" + json::serialize(json::value(json::string(value))) + "\n";
+    }
+    for (const auto& step : recipe.run_steps) {
+        if (step.empty())
+            return make_error(ErrorCode::invalid_argument, "the " + recipe.name + " image recipe has an empty step");
+        json::array argv{"/bin/sh", "-c", json::string(step)};
+        text += "RUN " + json::serialize(argv) + "\n";
+    }
+    return text;
+}
+
+Result<std::string> layer_image_ref(const std::string& base, const LayerRecipe& recipe) {
+    auto text = containerfile_text(base, recipe);
+    if (!text) return text.take_error();
+    return "localhost/handler-" + recipe.name + ":" + tag_of(sha256_hex(*text));
+}
+
+Result<std::string> ensure_layer_image(ContainerRuntime& runtime, const fs::path& build_dir,
+                                       const std::string& base, const LayerRecipe& recipe,
+                                       const ProgressCallback& progress) {
+    auto text = containerfile_text(base, recipe);
+    if (!text) return text.take_error();
+    const std::string reference = "localhost/handler-" + recipe.name + ":" + tag_of(sha256_hex(*text));
+    auto exists = runtime.image_exists(reference);
+    if (!exists) return exists.take_error();
+    if (*exists) return reference;
+    auto base_exists = runtime.image_exists(base);
+    if (!base_exists) return base_exists.take_error();
+    if (!*base_exists)
+        return make_error(ErrorCode::not_found,
+                          "image " + base + " is not built on this machine; run `handler setup`");
+
+    if (auto made = ensure_private_dir(build_dir); !made)
+        return make_error(made.error().code, "cannot prepare the image build folder: " + made.error().message);
+    const fs::path context = build_dir / ("handler-" + recipe.name + "-" + reference.substr(reference.rfind(':') + 1));
+    std::error_code ignored;
+    fs::remove_all(context, ignored); // left over from a build that was killed
+    if (auto made = ensure_private_dir(context); !made) return made.take_error();
+    RemoveOnExit cleanup({context});
+    if (auto written = write_file_atomic(context / "Containerfile", *text, 0600); !written)
+        return written.take_error();
+    if (progress)
+        progress("building image " + reference + " for " + recipe.name + " " + recipe.version + " (" +
+                 std::to_string(recipe.run_steps.size()) + " steps on " + base + ")");
+    const auto started = std::chrono::steady_clock::now();
+    if (auto built = runtime.build_image(context, reference); !built)
+        return make_error(built.error().code, "building the " + recipe.name + " image failed: " +
+                                                  built.error().message);
+    if (progress)
+        progress("image " + reference + " is ready (built in " +
+                 std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                    std::chrono::steady_clock::now() - started)
+                                    .count()) +
+                 " s)");
     return reference;
 }
 

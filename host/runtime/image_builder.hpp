@@ -16,6 +16,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace handler::runtime {
@@ -72,6 +73,29 @@ struct ImageBuilderOptions {
     // A slow mirror can take many minutes; a hung one must still end.
     std::int64_t timeout_ms = 15 * 60 * 1000;
 };
+
+// What a harness or addon plugin adds on top of the base image: its install steps.
+struct LayerRecipe {
+    std::string name;    // the plugin's id: part of the image's name
+    std::string version; // the plugin's version: a new version is a new image
+    std::vector<std::pair<std::string, std::string>> env; // ENV, in order
+    std::vector<std::string> run_steps;                    // /bin/sh -c, in order
+};
+
+// The Containerfile for `recipe` on `base`: FROM base, a label naming the plugin, ENV
+// lines, then one exec-form RUN per step (JSON, so a step is passed byte for byte, with
+// no Containerfile quoting of its own). An error for a malformed name or variable.
+Result<std::string> containerfile_text(const std::string& base, const LayerRecipe& recipe);
+// localhost/handler-<name>:<12 hex digits of the Containerfile's SHA-256>: a new base
+// (its tag is its hash), a new plugin version or new steps each make a new image, and an
+// image that running sessions use is never replaced under them.
+Result<std::string> layer_image_ref(const std::string& base, const LayerRecipe& recipe);
+
+// The image of `recipe` on `base`, built with `podman build` in `build_dir` (private)
+// unless one of its tag exists. The base must be here (`handler setup` builds it).
+Result<std::string> ensure_layer_image(ContainerRuntime& runtime, const std::filesystem::path& build_dir,
+                                       const std::string& base, const LayerRecipe& recipe,
+                                       const ProgressCallback& progress = {});
 
 class ImageBuilder {
 public:

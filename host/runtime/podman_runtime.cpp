@@ -525,6 +525,29 @@ Result<void> PodmanRuntime::import_image(const fs::path& tarball, const std::str
     return {};
 }
 
+Result<void> PodmanRuntime::build_image(const fs::path& context_dir, const std::string& reference) {
+    if (!valid_image_ref(reference))
+        return make_error(ErrorCode::invalid_argument,
+                          "image reference '" + reference + "' is empty or malformed");
+    std::error_code error;
+    if (!context_dir.is_absolute() || !fs::is_regular_file(context_dir / "Containerfile", error))
+        return make_error(ErrorCode::invalid_argument,
+                          "image build folder '" + context_dir.string() + "' has no Containerfile");
+    // --pull=never: the FROM image is ours, built here; no registry is asked. Layers
+    // are not kept: each recipe is one image, rebuilt whole when it changes.
+    std::vector<std::string> arguments = {"build", "--quiet", "--pull=never", "--layers=false",
+                                          "--tag", reference, "--file",
+                                          (context_dir / "Containerfile").string(), context_dir.string()};
+    // npm downloads a few hundred MB for some harnesses.
+    auto result = podman(arguments, 30 * 60 * 1000);
+    if (!result) return result.take_error();
+    if (result->exit_code != 0) {
+        arguments.insert(arguments.begin(), options_.program);
+        return command_failed(arguments, *result, "image " + reference);
+    }
+    return {};
+}
+
 Result<ContainerInfo> parse_podman_inspect(std::string_view text) {
     auto array = parse_array(text, "podman container inspect");
     if (!array) return array.take_error();

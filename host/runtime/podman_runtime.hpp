@@ -49,6 +49,8 @@ public:
     Result<bool> image_exists(const std::string& reference) override;
     Result<void> import_image(const std::filesystem::path& tarball,
                               const std::string& reference) override;
+    Result<void> build_image(const std::filesystem::path& context_dir,
+                             const std::string& reference) override;
 
     // The `podman run` argv for `spec`, after validation. Public so tests and
     // `handler doctor`-style tools can show exactly what would run.

@@ -20,6 +20,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 #pragma GCC diagnostic pop
 
 #include <spdlog/spdlog.h>
@@ -40,6 +42,7 @@ namespace {
 
 namespace net = boost::asio;
 namespace fs = std::filesystem;
+namespace json = boost::json;
 using local = net::local::stream_protocol;
 using store::SessionState;
 
@@ -275,7 +278,27 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
                 std::optional<std::string> message);
     void remove_container_later(std::string container_id);
     void check_container(const std::string& id);
-    void launch_container(const std::string& id, runtime::ContainerSpec spec);
+    // Starts the container, building the harness's image first when `recipe` is set
+    // and no image of it exists yet (on the worker thread: it takes a minute or two).
+    void launch_container(const std::string& id, runtime::ContainerSpec spec,
+                          std::optional<runtime::LayerRecipe> recipe = std::nullopt);
+    // Stores events a session's harness produced and returns them numbered.
+    std::vector<store::SessionEvent> store_events(const std::string& id,
+                                                  const std::vector<plugins::SessionEvent>& produced);
+    // Sends every stored event of session `id` to `client`, oldest first.
+    void replay_events(const std::string& id, api::TerminalClient& client) {
+        std::int64_t after = 0;
+        for (;;) {
+            auto page = store.session_events(id, after, 1000);
+            if (!page) {
+                spdlog::error("session {}: events not read: {}", id, page.error().message);
+                return;
+            }
+            for (const auto& event : *page) client.event(event);
+            if (page->size() < 1000) return;
+            after = page->back().seq;
+        }
+    }
 
     net::io_context& io;
     store::Store& store;
@@ -368,6 +391,11 @@ public:
         if (proxy_) proxy_->reevaluate();
     }
 
+    void parse_events(OpenedEvents opened) {
+        parser_ = std::move(opened.parser);
+        events_mode_ = parser_ ? std::move(opened.mode) : "none";
+    }
+
     void close(const std::string& reason) {
         if (proxy_) proxy_->stop();
         boost::system::error_code ignored;
@@ -408,16 +436,18 @@ public:
                                   std::make_shared<const std::string>(chunk.bytes->substr(skip)));
                 }
             }
+        if (alive && options.events) replay_events(*alive);
         api::Attached attached;
         attached.attach_id = attach_id;
         attached.produced = log_.end();
         attached.tty = tty_;
+        attached.events = events_mode_;
         if (exit_code_) {
             if (alive) alive->exited(*exit_code_);
             attached.attach_id = 0;
             return attached;
         }
-        clients_.emplace(attach_id, Client{std::move(client), options.read_only});
+        clients_.emplace(attach_id, Client{std::move(client), options.read_only, options.events});
         // A terminal program repaints on SIGWINCH, so the newcomer (and everyone else)
         // gets a whole current screen rather than only the tail of the replay.
         if (tty_ && !options.read_only && resumed()) send(shim::encode_empty(shim::FrameType::redraw));
@@ -425,6 +455,8 @@ public:
     }
 
     void detach(std::uint64_t attach_id) { clients_.erase(attach_id); }
+
+    void replay_events(api::TerminalClient& client) { owner_.replay_events(id_, client); }
 
     bool writable(std::uint64_t attach_id) const {
         const auto found = clients_.find(attach_id);
@@ -466,6 +498,7 @@ private:
     struct Client {
         std::weak_ptr<api::TerminalClient> client;
         bool read_only = false;
+        bool events = false;
     };
     struct Link {
         explicit Link(net::io_context& io) : socket(io) {}
@@ -607,6 +640,24 @@ private:
             alive->output(chunk.stream, chunk.offset, chunk.bytes);
             ++it;
         }
+        if (parser_ && chunk.stream == api::OutputStream::stdout_) parse(data);
+    }
+
+    // The harness's stdout to events, stored, then sent to the clients that want them.
+    // A parser that fails is dropped (the raw output is still logged): one bad piece of
+    // output must not cost the session.
+    void parse(std::string_view data) {
+        auto events = parser_->feed(data);
+        if (!events) {
+            spdlog::warn("session {}: events stop here: {}", id_, events.error().message);
+            parser_.reset();
+            return;
+        }
+        if (events->empty()) return;
+        for (const auto& event : owner_.store_events(id_, *events))
+            for (auto& [attach_id, client] : clients_)
+                if (client.events)
+                    if (auto alive = client.client.lock()) alive->event(event);
     }
 
     void remember(Chunk chunk) {
@@ -660,6 +711,8 @@ private:
     std::unique_ptr<SessionKeys> keys_; // before proxy_, which uses them
     std::unique_ptr<SessionResolver> resolver_;
     std::unique_ptr<network::EgressProxy> proxy_;
+    std::unique_ptr<EventParser> parser_; // headless sessions whose harness has one
+    std::string events_mode_ = "none";
     std::string pending_input_;
     bool pending_eof_ = false;
     static constexpr std::size_t kPendingInputBytes = 64 * 1024;
@@ -675,6 +728,14 @@ Result<std::shared_ptr<Channel>> SessionManager::Impl::open_channel(const store:
     auto channel = std::make_shared<Channel>(*this, session.id, session.tty, std::move(*log));
     if (auto listening = channel->listen(control_dir); !listening) return listening.take_error();
     if (auto proxied = channel->start_proxy(control_dir); !proxied) return proxied.take_error();
+    if (!session.tty && options.open_events) {
+        // A parser re-opened after a restart starts mid-stream: a line the old one had
+        // half of is lost (its bytes are still in the output log).
+        auto opened = options.open_events(session.harness, session.id);
+        if (opened) channel->parse_events(std::move(*opened));
+        else if (opened.error().code != ErrorCode::unavailable)
+            spdlog::warn("session {}: no events: {}", session.id, opened.error().message);
+    }
     channel->preload();
     channels[session.id] = channel;
     return channel;
@@ -730,9 +791,18 @@ void SessionManager::Impl::check_container(const std::string& id) {
                   });
 }
 
-void SessionManager::Impl::launch_container(const std::string& id, runtime::ContainerSpec spec) {
+void SessionManager::Impl::launch_container(const std::string& id, runtime::ContainerSpec spec,
+                                            std::optional<runtime::LayerRecipe> recipe) {
     in_background(
-        [this, spec = std::move(spec)]() -> Result<std::string> {
+        [this, id, spec = std::move(spec), recipe = std::move(recipe)]() mutable -> Result<std::string> {
+            if (recipe) {
+                auto image = runtime::ensure_layer_image(runtime, options.image_build_dir, spec.image, *recipe,
+                                                         [&id](const std::string& line) {
+                                                             spdlog::info("session {}: {}", id, line);
+                                                         });
+                if (!image) return image.take_error();
+                spec.image = *image;
+            }
             auto present = runtime.image_exists(spec.image);
             if (!present) return present.take_error();
             if (!*present)
@@ -763,6 +833,21 @@ void SessionManager::Impl::launch_container(const std::string& id, runtime::Cont
                     [](Result<void>) {});
             }
         });
+}
+
+std::vector<store::SessionEvent> SessionManager::Impl::store_events(
+    const std::string& id, const std::vector<plugins::SessionEvent>& produced) {
+    std::vector<std::pair<std::string, std::string>> rows;
+    rows.reserve(produced.size());
+    for (const auto& event : produced) rows.emplace_back(plugins::to_string(event.kind), event.json);
+    auto stored = store.add_session_events(id, clock.now_ms(), rows);
+    if (!stored) {
+        spdlog::error("session {}: events not stored: {}", id, stored.error().message);
+        return {};
+    }
+    for (const auto& event : *stored)
+        events.publish(api::event_json("session.event", api::to_json(event), event.at));
+    return std::move(*stored);
 }
 
 // ---- SessionManager -------------------------------------------------------------------
@@ -1084,7 +1169,18 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     if (!channel) return fail(channel.error());
     if (context.trust_ca)
         if (auto written = impl.write_trust_files(context.control_dir); !written) return fail(written.error());
-    impl.launch_container(id, std::move(*spec));
+    std::optional<runtime::LayerRecipe> recipe;
+    if (launch->image.empty() && impl.options.harness_recipe) {
+        auto found = impl.options.harness_recipe(record.harness);
+        if (!found) return fail(found.error());
+        recipe = std::move(*found);
+    }
+    if (!request.prompt.empty()) {
+        // The prompt is the first event, so a client replaying the events sees the turn whole.
+        json::object prompt{{"content", json::object{{"type", "text"}, {"text", request.prompt}}}};
+        impl.store_events(id, {plugins::SessionEvent{plugins::EventKind::user_prompt, json::serialize(prompt)}});
+    }
+    impl.launch_container(id, std::move(*spec), std::move(recipe));
     return impl.store.get_session(id);
 }
 
@@ -1189,6 +1285,7 @@ Result<api::Attached> SessionManager::attach(std::string_view id,
                 alive->output(session->tty ? api::OutputStream::terminal : api::OutputStream::stdout_,
                               offset, std::make_shared<const std::string>(std::move(text)));
         }
+        if (options.events) impl.replay_events(session->id, *alive);
         if (session->state == SessionState::exited && session->exit_code)
             alive->exited(*session->exit_code);
         else

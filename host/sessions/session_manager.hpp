@@ -21,6 +21,7 @@
 #include "network/policy.hpp"
 #include "plugins/launch_spec.hpp"
 #include "runtime/container_runtime.hpp"
+#include "runtime/image_builder.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -28,10 +29,11 @@
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <vector>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace boost::asio {
 class io_context;
@@ -59,6 +61,23 @@ using HarnessCheck = std::function<bool(std::string_view harness)>;
 // LoadedAddon::contribute in handlerd). not_found: no such addon.
 using AddonContributor = std::function<Result<plugins::LaunchSpec>(std::string_view addon,
                                                                    const plugins::LaunchRequest& request)>;
+
+// One headless session's event parser: the harness plugin's, behind the waist, in
+// handlerd. Fed the harness's stdout in pieces of any size.
+class EventParser {
+public:
+    virtual ~EventParser() = default;
+    virtual Result<std::vector<plugins::SessionEvent>> feed(std::string_view bytes) = 0;
+};
+struct OpenedEvents {
+    std::unique_ptr<EventParser> parser;
+    std::string mode = "text"; // "structured": stdout is the harness's JSON, for machines
+};
+// A parser for a headless session of `harness`; unavailable: the harness has none.
+using EventsOpener = std::function<Result<OpenedEvents>(std::string_view harness, std::string_view session_id)>;
+// What harness `harness` adds to the base image; nullopt: nothing (sessions run the
+// base image). Called on the io thread, like every call into a plugin.
+using RecipeLookup = std::function<Result<std::optional<runtime::LayerRecipe>>(std::string_view harness)>;
 
 // The harness `handler run` uses in a project without agents.
 inline constexpr const char* kDefaultHarness = "shell";
@@ -90,6 +109,10 @@ struct SessionManagerOptions {
     network::TlsContexts* tls = nullptr;
     // Null: a session of an agent with addons fails to start, saying so.
     AddonContributor contribute_addon;
+    // Null: no events are parsed, and every harness runs the base image.
+    EventsOpener open_events;
+    RecipeLookup harness_recipe;
+    std::filesystem::path image_build_dir; // private; where harness images are built
     std::string ca_certificate_pem;
     std::filesystem::path system_ca_bundle = "/etc/ssl/certs/ca-certificates.crt";
 };

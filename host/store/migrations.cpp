@@ -150,8 +150,22 @@ ALTER TABLE agents ADD COLUMN addons TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN addon_hosts TEXT NOT NULL DEFAULT '';
 )sql";
 
-constexpr std::array<std::string_view, 5> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4,
-                                                         kVersion5};
+// Session events: what a headless harness did, normalised by its plugin (ACP's
+// session/update vocabulary, docs/contracts.md), numbered per session from 1 so a client
+// can ask for what came after the last one it has.
+constexpr std::string_view kVersion6 = R"sql(
+CREATE TABLE session_events (
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL,
+    at          INTEGER NOT NULL,
+    kind        TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) STRICT, WITHOUT ROWID;
+)sql";
+
+constexpr std::array<std::string_view, 6> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4,
+                                                         kVersion5, kVersion6};
 
 Result<void> ensure_migrations_table(sqlite::Database& db) {
     return db.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("

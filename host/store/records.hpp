@@ -121,6 +121,16 @@ struct NetworkFinish {
     TimeMs ended_at = 0;
 };
 
+// One normalised event of a session (docs/contracts.md, "Event payloads"): `kind` is the
+// snake_case name (agent_message_chunk, tool_call, ...), `payload` a JSON object's text.
+struct SessionEvent {
+    std::string session_id;
+    std::int64_t seq = 0; // from 1, per session
+    TimeMs at = 0;
+    std::string kind;
+    std::string payload;
+};
+
 // The stand-in a session holds for one kind of key, and whose key it stands for.
 struct SessionSecret {
     std::string session_id;

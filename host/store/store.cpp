@@ -954,6 +954,47 @@ Result<std::vector<NetworkEntry>> Store::network_log(std::string_view session_id
                    read_network_entry);
 }
 
+Result<std::vector<SessionEvent>> Store::add_session_events(
+    std::string_view session_id, TimeMs at, const std::vector<std::pair<std::string, std::string>>& events) {
+    std::lock_guard lock(mutex_);
+    std::vector<SessionEvent> added;
+    auto written = in_transaction(Transaction::Kind::write, [&]() -> Result<void> {
+        auto last = db_.prepare("SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_id = ?1",
+                                session_id);
+        if (!last) return last.take_error();
+        if (auto row = last->step(); !row) return row.take_error();
+        std::int64_t seq = last->integer(0);
+        auto insert = db_.prepare("INSERT INTO session_events (session_id, seq, at, kind, payload) "
+                                  "VALUES (?1, ?2, ?3, ?4, ?5)");
+        if (!insert) return insert.take_error();
+        for (const auto& [kind, payload] : events) {
+            SessionEvent event{std::string(session_id), ++seq, at, kind, payload};
+            insert->reset();
+            insert->bind(1, event.session_id);
+            insert->bind(2, event.seq);
+            insert->bind(3, event.at);
+            insert->bind(4, event.kind);
+            insert->bind(5, event.payload);
+            if (auto ran = insert->run(); !ran) return ran.take_error();
+            added.push_back(std::move(event));
+        }
+        return {};
+    });
+    if (!written) return written.take_error();
+    return added;
+}
+
+Result<std::vector<SessionEvent>> Store::session_events(std::string_view session_id, std::int64_t after,
+                                                        std::int64_t limit) {
+    std::lock_guard lock(mutex_);
+    return collect(db_.prepare("SELECT session_id, seq, at, kind, payload FROM session_events "
+                               "WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+                               session_id, after, limit),
+                   [](const sqlite::Statement& row) {
+                       return SessionEvent{row.text(0), row.integer(1), row.integer(2), row.text(3), row.text(4)};
+                   });
+}
+
 Result<std::int64_t> Store::last_network_entry_id() {
     std::lock_guard lock(mutex_);
     auto statement = db_.prepare("SELECT COALESCE(MAX(id), 0) FROM network_log");

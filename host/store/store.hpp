@@ -113,6 +113,13 @@ public:
     Result<std::vector<NetworkEntry>> network_log(std::string_view session_id,
                                                   std::int64_t after_id, std::int64_t limit);
     Result<std::vector<LearnedHost>> learned_hosts(std::string_view session_id);
+    // A session's events (deleted with it), appended in one transaction; each gets the
+    // next seq of its session, which is returned in the records.
+    Result<std::vector<SessionEvent>> add_session_events(std::string_view session_id, TimeMs at,
+                                                         const std::vector<std::pair<std::string, std::string>>& events);
+    // Events with seq > `after`, oldest first, at most `limit`.
+    Result<std::vector<SessionEvent>> session_events(std::string_view session_id, std::int64_t after,
+                                                     std::int64_t limit);
     // The stand-ins a session holds (written once, at its start).
     Result<void> add_session_secret(const SessionSecret& secret);
     Result<std::vector<SessionSecret>> session_secrets(std::string_view session_id);

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <deque>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -129,6 +131,23 @@ public:
         images.insert(reference);
         return {};
     }
+
+    Result<void> build_image(const std::filesystem::path& context_dir,
+                             const std::string& reference) override {
+        calls.push_back("build_image");
+        std::ifstream file(context_dir / "Containerfile");
+        std::stringstream text;
+        text << file.rdbuf();
+        builds.push_back({reference, text.str()});
+        if (auto error = take_failure("build_image")) return *error;
+        images.insert(reference);
+        return {};
+    }
+    struct Build {
+        std::string reference;
+        std::string containerfile; // as it was when the build ran
+    };
+    std::vector<Build> builds;
 
     // The next call of `method` ("exec", "import_image", ...) fails with `error`.
     void fail_next(const std::string& method, Error error) {

@@ -9,12 +9,15 @@ is logged as one JSON line (path, model, the credential headers it carried), so 
 check which key reached the provider.
 
 Usage: fake_model_server.py --log LOG --file FILE [--content TEXT] [--answer TEXT]
-                            [--tls CERT KEY] [--port N]
-Prints the port it listens on (on 127.0.0.1), then serves until killed.
+                            [--tls CERT KEY] [--port N] [--hold FILE]
+Prints the port it listens on (on 127.0.0.1), then serves until killed. While FILE (--hold)
+exists, model requests wait (up to a minute), so a test can look inside a session that is
+in the middle of a turn.
 """
 import argparse
 import http.server
 import json
+import os
 import ssl
 import sys
 import threading
@@ -194,6 +197,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         self.record(body)
+        deadline = time.time() + 60
+        while args.hold and os.path.exists(args.hold) and time.time() < deadline:
+            time.sleep(0.1)
         path = self.path.split("?", 1)[0]
         if path.endswith("/messages"):
             anthropic(self, body)
@@ -225,6 +231,7 @@ def main():
     parser.add_argument("--answer", default="Done: wrote the file.")
     parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--hold", help="while this file exists, model requests wait")
     args = parser.parse_args()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     if args.tls:

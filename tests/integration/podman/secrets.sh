@@ -25,15 +25,7 @@ source "$here/session_env.sh"
 
 # The "public" CA the upstream's certificate comes from, and that certificate.
 pki="$work/pki"
-mkdir -p "$pki"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=Test Public CA" \
-  -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.anthropic.com" \
-  -keyout "$pki/leaf.key" -out "$pki/leaf.csr" 2>/dev/null
-printf 'subjectAltName=DNS:api.anthropic.com\nextendedKeyUsage=serverAuth\n' > "$pki/ext"
-openssl x509 -req -in "$pki/leaf.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 2 \
-  -extfile "$pki/ext" -out "$pki/leaf.crt" 2>/dev/null
-
+make_pki "$pki" api.anthropic.com
 # The upstream: logs each request's x-api-key and answers with it, the way a careless
 # error message quotes the key it got. Plain HTTP on a second port (other.test).
 cat > "$work/upstream.py" <<'PY'
@@ -63,7 +55,7 @@ print(tls.server_address[1], plain.server_address[1], flush=True)
 threading.Thread(target=plain.serve_forever, daemon=True).start()
 tls.serve_forever()
 PY
-python3 "$work/upstream.py" "$work/upstream.log" "$pki/leaf.crt" "$pki/leaf.key" >"$work/ports" 2>"$work/upstream.err" &
+python3 "$work/upstream.py" "$work/upstream.log" "$pki/api.anthropic.com.crt" "$pki/api.anthropic.com.key" >"$work/ports" 2>"$work/upstream.err" &
 upstream_pid=$!
 trap 'status=$?; kill $upstream_pid 2>/dev/null; (exit $status); cleanup' EXIT
 for _ in $(seq 1 50); do [ -s "$work/ports" ] && break; sleep 0.1; done

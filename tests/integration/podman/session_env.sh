@@ -1,6 +1,8 @@
 # Sourced by the podman tests that run the real handlerd (sessions.sh, network.sh): a
 # private HOME with its own podman storage, the test image, a config.toml, and helpers.
-# Set test_name and, optionally, extra_config (more TOML) before sourcing.
+# Set test_name and, optionally, extra_config (more TOML) before sourcing, and
+# use_base_image=1 for sessions on the real base image (`handler setup` builds it) rather
+# than the busybox test image.
 here=$(cd "$(dirname "$0")" && pwd)
 prefix="$here/prefix"
 image=localhost/handler-test-busybox:latest
@@ -41,7 +43,12 @@ cleanup() {
 trap cleanup EXIT
 
 podman info >/dev/null 2>&1 || { podman info >&2 || true; fail "rootless podman does not work for $(id -un)"; }
-bash "$here/make_test_image.sh" "$image" >/dev/null || fail "could not build the test image"
+if [ "${use_base_image:-0}" = 1 ]; then
+  image_line=""
+else
+  bash "$here/make_test_image.sh" "$image" >/dev/null || fail "could not build the test image"
+  image_line="image = \"$image\""
+fi
 
 mkdir -p "$XDG_CONFIG_HOME/handler"
 cat > "$XDG_CONFIG_HOME/handler/config.toml" <<TOML
@@ -50,7 +57,7 @@ format = 2
 tcp = true
 port = 0
 [sessions]
-image = "$image"
+$image_line
 ${extra_config:-}
 TOML
 
@@ -61,4 +68,21 @@ wait_state() { # ID STATE
     sleep 0.1
   done
   fail "session $1 did not reach state $2 (it is $(state_of "$1" state))"
+}
+
+# A "public" CA and a certificate from it for each HOST, as real upstreams have: make_pki
+# DIR HOST... writes DIR/ca.crt, and DIR/HOST.crt and DIR/HOST.key per host.
+make_pki() {
+  local dir=$1 host
+  shift
+  mkdir -p "$dir"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=Test Public CA" \
+    -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+  for host in "$@"; do
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$host" \
+      -keyout "$dir/$host.key" -out "$dir/$host.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n' "$host" > "$dir/$host.ext"
+    openssl x509 -req -in "$dir/$host.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
+      -extfile "$dir/$host.ext" -out "$dir/$host.crt" 2>/dev/null
+  done
 }

@@ -10,6 +10,7 @@
 #include "unit/api/server_test_fixture.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <fcntl.h>
 
 namespace handler::api {
@@ -42,6 +43,7 @@ public:
         attached.produced = 9;
         attached.tty = true;
         attached.state = store::SessionState::running;
+        attached.events = options.events ? "structured" : "none";
         return attached;
     }
     void detach(std::uint64_t attach_id) override { detached.push_back(attach_id); }
@@ -57,6 +59,9 @@ public:
     }
     void exit(std::int64_t code) {
         if (auto alive = client.lock()) alive->exited(code);
+    }
+    void event(std::int64_t seq, const std::string& kind, const std::string& payload) {
+        if (auto alive = client.lock()) alive->event(store::SessionEvent{"s_000001", seq, 1000 + seq, kind, payload});
     }
 
     std::weak_ptr<TerminalClient> client;
@@ -133,6 +138,37 @@ TEST_F(TerminalTest, GreetingThenReplayThenLiveOutputThenTheExitStatus) {
     EXPECT_EQ(seen, expected);
 }
 
+// With ?events=1 the greeting says how output becomes events, and each event arrives as
+// a JSON message between the output, in order, before the exit.
+TEST_F(TerminalTest, EventsArriveInOrderWithTheirPayloadsBeforeTheExit) {
+    std::vector<std::string> seen; // written by the client thread only, read after join
+    client::TerminalHooks hooks;
+    hooks.output = [&](OutputStream stream, std::string_view bytes) {
+        seen.push_back(std::to_string(static_cast<int>(stream)) + ":" + std::string(bytes));
+    };
+    hooks.events_mode = [&](const std::string& mode) { seen.push_back("events=" + mode); };
+    hooks.event = [&](const boost::json::object& event) {
+        seen.push_back(std::string(event.at("kind").as_string()) + " #" +
+                       std::to_string(event.at("seq").as_int64()) + " " +
+                       boost::json::serialize(event.at("payload")));
+    };
+    attach(std::move(hooks), "/api/v1/sessions/s_000001/terminal?events=1");
+    ASSERT_TRUE(attached());
+    server_.on_io([&] {
+        sessions_.say(OutputStream::stdout_, "{}");
+        sessions_.event(1, "agent_message_chunk", R"({"content":{"type":"text","text":"hi"}})");
+        sessions_.event(2, "result", R"({"stopReason":"end_turn","result":"hi"})");
+        sessions_.exit(0);
+    });
+    auto end = finish();
+    ASSERT_TRUE(end.ok()) << end.error().message;
+    const std::vector<std::string> expected = {
+        "events=structured", "1:replayed;", "2:{}",
+        R"(agent_message_chunk #1 {"content":{"type":"text","text":"hi"}})",
+        R"(result #2 {"stopReason":"end_turn","result":"hi"})"};
+    EXPECT_EQ(seen, expected);
+}
+
 TEST_F(TerminalTest, InputResizeAndEndOfInputReachTheSession) {
     Pipe input;
     client::TerminalHooks hooks;
@@ -182,11 +218,12 @@ TEST_F(TerminalTest, AnUnknownSessionIsAnErrorThatSaysSo) {
 }
 
 TEST_F(TerminalTest, QueryOptionsReachTheSessionAndBadOnesAreRefusedBeforeTheUpgrade) {
-    attach({}, "/api/v1/sessions/s_000001/terminal?from=5&read_only=1");
+    attach({}, "/api/v1/sessions/s_000001/terminal?from=5&read_only=1&events=1");
     ASSERT_TRUE(attached());
     server_.on_io([&] {
         EXPECT_EQ(sessions_.last_options.from, 5u);
         EXPECT_TRUE(sessions_.last_options.read_only);
+        EXPECT_TRUE(sessions_.last_options.events);
         sessions_.exit(0);
     });
     ASSERT_TRUE(finish().ok());

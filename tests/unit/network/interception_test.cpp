@@ -490,6 +490,30 @@ TEST_F(InterceptionTest, ACompressedWebSocketFrameNobodyAgreedToIsCut) {
         << audit_.entries().at(1).reason;
 }
 
+// An event stream whose end is the connection's (no length, no chunks), closed without
+// TLS's close_notify as many servers do: the client still gets all of it.
+TEST_F(InterceptionTest, ABodyThatEndsWithAnUncleanCloseArrivesWhole) {
+    const std::string events = "event: message_start\ndata: {}\n\nevent: message_stop\ndata: {}\n\n";
+    auto context = std::shared_ptr<SSL_CTX>(server_context(**public_ca_->leaf_for("api.test")).release(), SSL_CTX_free);
+    Upstream upstream([context, events](int fd) {
+        TlsStream stream(context.get(), fd, true);
+        if (!stream.ok()) return;
+        stream.read_message();
+        stream.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
+        stream.write(events);
+        // Returning closes the socket with no close_notify.
+    });
+    const int fd = connect_through("api.test", upstream.port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test");
+    ASSERT_TRUE(tls.ok());
+    tls.write("POST /v1/messages HTTP/1.1\r\nHost: api.test\r\nx-api-key: " + kStandInA +
+              "\r\nContent-Length: 2\r\n\r\n{}");
+    const std::string answer = read_to_close(tls, fd);
+    ::close(fd);
+    EXPECT_TRUE(answer.starts_with("HTTP/1.1 200 OK")) << answer;
+    EXPECT_TRUE(answer.ends_with("\r\n\r\n" + events)) << answer;
+}
+
 TEST_F(InterceptionTest, AnUpstreamThatClosedWhileIdleIsConnectedAgain) {
     auto upstream = https_upstream("api.test", *public_ca_, 1);
     const int fd = connect_through("api.test", upstream->port());

@@ -237,6 +237,67 @@ TEST_F(ImageBuilderTest, ImageExistsFailureStopsBeforeBuilding) {
     EXPECT_TRUE(runner_.requests.empty());
 }
 
+// A plugin's layer: its steps go to podman byte for byte (exec-form RUN, JSON-quoted),
+// and anything that would change the image changes its tag.
+TEST(LayerImage, ContainerfileQuotesStepsAndTheTagFollowsEverything) {
+    LayerRecipe recipe{"claude-code", "0.1.0", {{"DISABLE_AUTOUPDATER", "1"}},
+                       {"npm install -g @anthropic-ai/claude-code@2.1.328", "echo \"quoted\" 'and' $HOME\nnext"}};
+    auto text = containerfile_text("localhost/handler-base:aaa", recipe);
+    ASSERT_TRUE(text.ok()) << text.error().message;
+    EXPECT_EQ(*text, "FROM localhost/handler-base:aaa\n"
+                     "LABEL io.handler.recipe=\"claude-code 0.1.0\"\n"
+                     "ENV DISABLE_AUTOUPDATER=\"1\"\n"
+                     "RUN [\"/bin/sh\",\"-c\",\"npm install -g @anthropic-ai/claude-code@2.1.328\"]\n"
+                     "RUN [\"/bin/sh\",\"-c\",\"echo \\\"quoted\\\" 'and' $HOME\\nnext\"]\n");
+    const std::string ref = layer_image_ref("localhost/handler-base:aaa", recipe).value();
+    EXPECT_TRUE(ref.starts_with("localhost/handler-claude-code:")) << ref;
+    EXPECT_EQ(ref.size(), std::string("localhost/handler-claude-code:").size() + 12);
+    EXPECT_NE(layer_image_ref("localhost/handler-base:bbb", recipe).value(), ref);
+    auto newer = recipe;
+    newer.version = "0.2.0";
+    EXPECT_NE(layer_image_ref("localhost/handler-base:aaa", newer).value(), ref);
+    auto changed = recipe;
+    changed.run_steps[0] = "npm install -g @anthropic-ai/claude-code@2.1.329";
+    EXPECT_NE(layer_image_ref("localhost/handler-base:aaa", changed).value(), ref);
+    EXPECT_EQ(layer_image_ref("localhost/handler-base:aaa", recipe).value(), ref);
+}
+
+TEST(LayerImage, MalformedNamesAndVariablesAreRefused) {
+    EXPECT_FALSE(containerfile_text("base", LayerRecipe{"Bad Name", "1", {}, {"true"}}));
+    EXPECT_FALSE(containerfile_text("base", LayerRecipe{"../x", "1", {}, {"true"}}));
+    EXPECT_FALSE(containerfile_text("base", LayerRecipe{"ok", "1", {{"A=B", "x"}}, {"true"}}));
+    EXPECT_FALSE(containerfile_text("base", LayerRecipe{"ok", "1", {{"1X", "x"}}, {"true"}}));
+    EXPECT_FALSE(containerfile_text("base", LayerRecipe{"ok", "1", {}, {""}}));
+    EXPECT_FALSE(containerfile_text("base\nRUN evil", LayerRecipe{"ok", "1", {}, {"true"}}));
+    auto refused = containerfile_text("base", LayerRecipe{"ok", "1", {{"NO SPACE", "x"}}, {}});
+    ASSERT_FALSE(refused);
+    EXPECT_TRUE(contains(refused.error().message, "NO SPACE")) << refused.error().message;
+}
+
+TEST(LayerImage, BuiltOnlyWhenMissingAndOnlyOnAPresentBase) {
+    TempDir dir;
+    FakeContainerRuntime runtime;
+    LayerRecipe recipe{"pi", "0.1.0", {}, {"npm install -g pi@1"}};
+    auto missing_base = ensure_layer_image(runtime, dir / "build", "localhost/handler-base:aaa", recipe);
+    ASSERT_FALSE(missing_base);
+    EXPECT_TRUE(contains(missing_base.error().message, "run `handler setup`")) << missing_base.error().message;
+    EXPECT_TRUE(runtime.builds.empty());
+
+    runtime.images.insert("localhost/handler-base:aaa");
+    std::vector<std::string> progress;
+    auto built = ensure_layer_image(runtime, dir / "build", "localhost/handler-base:aaa", recipe,
+                                    [&](const std::string& line) { progress.push_back(line); });
+    ASSERT_TRUE(built) << built.error().message;
+    ASSERT_EQ(runtime.builds.size(), 1u);
+    EXPECT_EQ(runtime.builds[0].reference, *built);
+    EXPECT_EQ(runtime.builds[0].containerfile, containerfile_text("localhost/handler-base:aaa", recipe).value());
+    ASSERT_EQ(progress.size(), 2u);
+    EXPECT_TRUE(contains(progress[1], "is ready")) << progress[1];
+    EXPECT_TRUE(std::filesystem::is_empty(dir / "build")) << "the build folder is cleaned up";
+    EXPECT_EQ(ensure_layer_image(runtime, dir / "build", "localhost/handler-base:aaa", recipe).value(), *built);
+    EXPECT_EQ(runtime.builds.size(), 1u);
+}
+
 TEST(ImageBuilderMirror, FromAptSources) {
     EXPECT_EQ(mirror_from_apt_sources("Types: deb\n"
                                       "# http://snapshot.debian.org/archive/debian/2025\n"

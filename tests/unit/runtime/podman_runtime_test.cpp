@@ -420,5 +420,24 @@ TEST_F(PodmanRuntimeTest, ImageExistsAndImport) {
     EXPECT_FALSE(runtime.import_image(dir_.path() / "missing.tar", "localhost/x:latest"));
 }
 
+// A layered image is built from our own base only: never pulled, no cached layers.
+TEST_F(PodmanRuntimeTest, BuildUsesTheFoldersContainerfileAndNeverPulls) {
+    PodmanRuntime runtime(runner_, options_);
+    dir_.write("build/Containerfile", "FROM localhost/handler-base:abc\n");
+    runner_.answer(0);
+    ASSERT_TRUE(runtime.build_image(dir_.path() / "build", "localhost/handler-x:123"));
+    EXPECT_EQ(runner_.last_argv(),
+              (std::vector<std::string>{"podman", "build", "--quiet", "--pull=never", "--layers=false", "--tag",
+                                        "localhost/handler-x:123", "--file",
+                                        (dir_.path() / "build/Containerfile").string(),
+                                        (dir_.path() / "build").string()}));
+    runner_.answer(1, "", "Error: error building at STEP \"RUN npm install\": exit status 1\n");
+    auto failed = runtime.build_image(dir_.path() / "build", "localhost/handler-x:123");
+    ASSERT_FALSE(failed);
+    EXPECT_TRUE(contains(failed.error().message, "npm install")) << failed.error().message;
+    EXPECT_FALSE(runtime.build_image(dir_.path() / "nowhere", "localhost/handler-x:123"));
+    EXPECT_FALSE(runtime.build_image(dir_.path() / "build", "not a ref"));
+}
+
 } // namespace
 } // namespace handler::runtime

@@ -70,9 +70,10 @@ public:
         hello.tty = true;
         send(shim::encode_hello(hello));
     }
-    void output(std::uint64_t offset, std::string_view data) const {
+    void output(std::uint64_t offset, std::string_view data,
+                shim::Stream stream = shim::Stream::terminal) const {
         std::string frames;
-        shim::append_output(frames, offset, shim::Stream::terminal, data);
+        shim::append_output(frames, offset, stream, data);
         send(frames);
     }
     // Frames the manager has sent so far (does not wait).
@@ -128,12 +129,38 @@ public:
     }
     void exited(std::int64_t code) override { exit_code = code; }
     void ended(const std::string& why) override { reason = why; }
+    void event(const store::SessionEvent& event) override {
+        events.push_back(event.kind + " " + event.payload);
+    }
 
     std::string text;
+    std::vector<std::string> events; // "kind payload"
     std::vector<std::uint64_t> offsets;
     std::uint64_t next = 0;
     std::optional<std::int64_t> exit_code;
     std::optional<std::string> reason;
+};
+
+// A harness's event parser as a plugin would be: whole lines only, whatever the pieces.
+class LineEvents final : public EventParser {
+public:
+    Result<std::vector<plugins::SessionEvent>> feed(std::string_view bytes) override {
+        pending_.append(bytes);
+        std::vector<plugins::SessionEvent> events;
+        for (auto end = pending_.find('\n'); end != std::string::npos; end = pending_.find('\n')) {
+            const std::string line = pending_.substr(0, end);
+            pending_.erase(0, end + 1);
+            if (line == "END")
+                events.push_back({plugins::EventKind::result, R"({"stopReason":"end_turn","result":"done"})"});
+            else
+                events.push_back({plugins::EventKind::agent_message_chunk,
+                                  R"({"content":{"type":"text","text":")" + line + R"("}})"});
+        }
+        return events;
+    }
+
+private:
+    std::string pending_;
 };
 
 class SessionManagerTest : public ::testing::Test {
@@ -176,6 +203,21 @@ protected:
                 return make_error(ErrorCode::not_found, "no addon plugin '" + std::string(addon) + "'");
             }
             return spec;
+        };
+        // "keyed" has an image recipe; "shell" output is parsed a line at a time, each line
+        // a message chunk, and a line "END" the result.
+        options.image_build_dir = dir_ / "cache/build";
+        options.harness_recipe = [](std::string_view harness) -> Result<std::optional<runtime::LayerRecipe>> {
+            if (harness != "keyed") return std::optional<runtime::LayerRecipe>();
+            return std::optional<runtime::LayerRecipe>(
+                runtime::LayerRecipe{"keyed", "1.2.0", {{"KEYED_HOME", "/opt/keyed"}}, {"npm install -g keyed@1.2.0"}});
+        };
+        options.open_events = [](std::string_view harness, std::string_view) -> Result<OpenedEvents> {
+            if (harness != "shell") return make_error(ErrorCode::unavailable, "no events");
+            OpenedEvents opened;
+            opened.parser = std::make_unique<LineEvents>();
+            opened.mode = "structured";
+            return opened;
         };
         fs::create_directories(options.helper_dir);
         manager_.reset();
@@ -807,6 +849,128 @@ TEST_F(SessionManagerTest, AMisbehavingShimIsDisconnectedNotBelieved) {
     // The connection was dropped; the session still runs and a reconnect works.
     EXPECT_EQ(state(id), SessionState::running);
     EXPECT_EQ(connect_shim(shim, id, 0), 0u);
+}
+
+} // namespace
+} // namespace handler::sessions
+
+namespace handler::sessions {
+namespace {
+
+// A headless run's stdout becomes events through the harness's parser: stored in order
+// after the prompt, sent to a client that asked for them (and not to one that did not),
+// replayed whole to one that attaches later, and published on the events stream.
+TEST_F(SessionManagerTest, AHeadlessRunsOutputBecomesStoredAndStreamedEvents) {
+    std::vector<std::string> published;
+    events_.subscribe([&published](const api::EventHub::Message& message) {
+        if (message->find("session.event") != std::string::npos) published.push_back(*message);
+    });
+    api::StartRequest request;
+    request.harness = "shell";
+    request.directory = (dir_ / "project").string();
+    request.prompt = "say hi";
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    const std::string id = started->id;
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    auto watcher = std::make_shared<RecordingClient>();
+    auto plain = std::make_shared<RecordingClient>();
+    api::AttachOptions with_events;
+    with_events.events = true;
+    auto attached = manager_->attach(id, watcher, with_events);
+    ASSERT_TRUE(attached.ok());
+    EXPECT_EQ(attached->events, "structured");
+    ASSERT_TRUE(manager_->attach(id, plain, {}).ok());
+    ASSERT_EQ(watcher->events.size(), 1u); // the prompt, replayed
+    EXPECT_EQ(watcher->events[0], R"(user_prompt {"content":{"type":"text","text":"say hi"}})");
+
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    // A line split across two pieces, and stderr, which is not the harness's JSON.
+    shim.output(0, "hel", shim::Stream::stdout_);
+    shim.output(3, "lo\nEN", shim::Stream::stdout_);
+    shim.output(8, "warning: slow\n", shim::Stream::stderr_); // offsets count every stream
+    shim.output(22, "D\n", shim::Stream::stdout_);
+    ASSERT_TRUE(pump_until([&] { return watcher->events.size() == 3; }));
+    EXPECT_EQ(watcher->events[1], R"(agent_message_chunk {"content":{"type":"text","text":"hello"}})");
+    EXPECT_EQ(watcher->events[2], R"(result {"stopReason":"end_turn","result":"done"})");
+    EXPECT_TRUE(plain->events.empty());
+    EXPECT_EQ(plain->text, "hello\nENwarning: slow\nD\n");
+
+    auto stored = store_->session_events(id, 0, 100);
+    ASSERT_TRUE(stored.ok());
+    ASSERT_EQ(stored->size(), 3u);
+    EXPECT_EQ((*stored)[0].seq, 1);
+    EXPECT_EQ((*stored)[2].seq, 3);
+    EXPECT_EQ((*stored)[2].kind, "result");
+    EXPECT_EQ(published.size(), 3u);
+
+    auto late = std::make_shared<RecordingClient>();
+    ASSERT_TRUE(manager_->attach(id, late, with_events).ok());
+    EXPECT_EQ(late->events, watcher->events);
+}
+
+// An interactive session's output is a screen, not events.
+TEST_F(SessionManagerTest, AnInteractiveSessionHasNoEvents) {
+    const std::string id = start_shell();
+    auto client = std::make_shared<RecordingClient>();
+    api::AttachOptions with_events;
+    with_events.events = true;
+    auto attached = manager_->attach(id, client, with_events);
+    ASSERT_TRUE(attached.ok());
+    EXPECT_EQ(attached->events, "none");
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    shim.output(0, "hello\nEND\n");
+    ASSERT_TRUE(pump_until([&] { return client->text == "hello\nEND\n"; }));
+    EXPECT_TRUE(client->events.empty());
+    EXPECT_TRUE(store_->session_events(id, 0, 10)->empty());
+}
+
+// A harness with an image recipe runs in its own image, built once on the base image
+// and then reused; the build is the one podman gets (FROM the base, ENV, RUN).
+TEST_F(SessionManagerTest, AHarnessWithARecipeRunsInItsImageBuiltOnceOnTheBase) {
+    auto account = store_->create_account({"work", "anthropic-api-key", {}, {}});
+    ASSERT_TRUE(account.ok());
+    ASSERT_TRUE(secrets_.put(account->id, "sk-ant-api03-" + std::string(40, 'R')).ok());
+    api::StartRequest request;
+    request.harness = "keyed";
+    request.directory = (dir_ / "project").string();
+    for (int round = 0; round < 2; ++round) {
+        auto started = manager_->start(request);
+        ASSERT_TRUE(started.ok()) << started.error().message;
+        ASSERT_TRUE(pump_until([&] { return state(started->id) == SessionState::running; }))
+            << store_->get_session(started->id)->message.value_or("");
+    }
+    ASSERT_EQ(runtime_.builds.size(), 1u);
+    const auto& build = runtime_.builds.front();
+    EXPECT_TRUE(build.reference.starts_with("localhost/handler-keyed:")) << build.reference;
+    EXPECT_TRUE(build.containerfile.starts_with(std::string("FROM ") + kImage + "\n")) << build.containerfile;
+    EXPECT_TRUE(contains(build.containerfile, "ENV KEYED_HOME=\"/opt/keyed\"\n")) << build.containerfile;
+    EXPECT_TRUE(contains(build.containerfile, R"(RUN ["/bin/sh","-c","npm install -g keyed@1.2.0"])"))
+        << build.containerfile;
+    ASSERT_EQ(runtime_.containers.size(), 2u);
+    for (const auto& [container, entry] : runtime_.containers) EXPECT_EQ(entry.spec.image, build.reference);
+    EXPECT_FALSE(fs::exists(dir_ / "cache/build" / ("handler-keyed-" + build.reference.substr(build.reference.rfind(':') + 1))))
+        << "the build folder is removed after the build";
+}
+
+// A build that fails fails the session with podman's reason, and nothing runs.
+TEST_F(SessionManagerTest, AFailedImageBuildFailsTheSessionSayingWhy) {
+    auto account = store_->create_account({"work", "anthropic-api-key", {}, {}});
+    ASSERT_TRUE(account.ok());
+    ASSERT_TRUE(secrets_.put(account->id, "sk-ant-api03-" + std::string(40, 'R')).ok());
+    runtime_.fail_next("build_image", make_error(ErrorCode::unavailable, "npm ERR! network unreachable"));
+    api::StartRequest request;
+    request.harness = "keyed";
+    request.directory = (dir_ / "project").string();
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    ASSERT_TRUE(pump_until([&] { return state(started->id) == SessionState::failed; }));
+    const auto message = store_->get_session(started->id)->message.value_or("");
+    EXPECT_TRUE(contains(message, "building the keyed image failed")) << message;
+    EXPECT_TRUE(contains(message, "npm ERR! network unreachable")) << message;
+    EXPECT_TRUE(runtime_.containers.empty());
 }
 
 } // namespace

@@ -108,7 +108,7 @@ TEST_F(StoreTest, OpensInWalModeWithAPrivateFileAndRecordsTheMigration) {
     EXPECT_EQ(raw.text("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(store_->schema_version(), static_cast<int>(migrations().size()));
     EXPECT_EQ(raw.text("SELECT group_concat(version || ':' || applied_at) FROM schema_migrations"),
-              "1:1700000000000,2:1700000000000,3:1700000000000,4:1700000000000,5:1700000000000");
+              "1:1700000000000,2:1700000000000,3:1700000000000,4:1700000000000,5:1700000000000,6:1700000000000");
 }
 
 TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
@@ -932,6 +932,51 @@ TEST_F(StoreTest, NetworkEntriesAreRecordedFinishedListedAndGoWithTheirSession) 
     EXPECT_EQ(store_->network_log(session->id, 0, 100)->size(), 3u) << "a failed batch writes nothing";
     ASSERT_TRUE(store_->delete_session(session->id).ok());
     EXPECT_TRUE(store_->network_log(session->id, 0, 100)->empty());
+}
+
+} // namespace
+} // namespace handler::store
+
+namespace handler::store {
+namespace {
+
+// Events are numbered per session from 1, read back after any seq, and go with their
+// session.
+TEST_F(StoreTest, SessionEventsAreNumberedPerSessionAndDeletedWithIt) {
+    auto project = store_->create_project({"events", "/tmp/events-project", {}, {}});
+    ASSERT_TRUE(project.ok()) << project.error().message;
+    NewSession record;
+    record.project_id = project->id;
+    record.harness = "shell";
+    auto first = store_->create_session(record);
+    auto second = store_->create_session(record);
+    ASSERT_TRUE(first.ok() && second.ok());
+    auto added = store_->add_session_events(first->id, 5, {{"user_prompt", R"({"a":1})"}, {"result", R"({"b":2})"}});
+    ASSERT_TRUE(added.ok()) << added.error().message;
+    ASSERT_EQ(added->size(), 2u);
+    EXPECT_EQ((*added)[0].seq, 1);
+    EXPECT_EQ((*added)[1].seq, 2);
+    ASSERT_TRUE(store_->add_session_events(second->id, 6, {{"error", "{}"}}).ok());
+    auto more = store_->add_session_events(first->id, 7, {{"agent_message_chunk", "{}"}});
+    ASSERT_TRUE(more.ok());
+    EXPECT_EQ(more->front().seq, 3);
+
+    auto all = store_->session_events(first->id, 0, 100);
+    ASSERT_TRUE(all.ok());
+    ASSERT_EQ(all->size(), 3u);
+    EXPECT_EQ((*all)[0].kind, "user_prompt");
+    EXPECT_EQ((*all)[0].payload, R"({"a":1})");
+    EXPECT_EQ((*all)[0].at, 5);
+    EXPECT_EQ((*all)[2].at, 7);
+    auto after = store_->session_events(first->id, 1, 1);
+    ASSERT_TRUE(after.ok());
+    ASSERT_EQ(after->size(), 1u);
+    EXPECT_EQ(after->front().kind, "result");
+    EXPECT_EQ(store_->session_events(second->id, 0, 100)->size(), 1u);
+
+    ASSERT_TRUE(store_->delete_session(first->id).ok());
+    EXPECT_TRUE(store_->session_events(first->id, 0, 100)->empty());
+    EXPECT_EQ(store_->session_events(second->id, 0, 100)->size(), 1u);
 }
 
 } // namespace

@@ -1,0 +1,125 @@
+// The Claude Code harness: Anthropic's `claude` CLI, its TUI for interactive sessions and
+// `claude -p … --output-format stream-json` for headless ones, whose output
+// stream_json.cpp turns into session events. The flags, variables and hosts below were
+// checked by running 2.1.328, the version the image pins.
+#include "claude-code/stream_json.hpp"
+
+#include <handler/plugin.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace {
+
+using handler::sdk::EventSink;
+using handler::sdk::LaunchBuilder;
+using handler::sdk::LaunchRequest;
+using handler::sdk::PluginError;
+
+constexpr const char* kVersion = "2.1.328";
+constexpr const char* kModelHost = "api.anthropic.com";
+
+// locked_down asks before acting, so a headless run (nobody to answer) is refused every
+// tool that needs permission; guarded edits files without asking but still asks before
+// commands; open asks nothing, the container being the sandbox.
+const char* permission_mode(hd_start_mode start_mode) {
+    switch (start_mode) {
+    case HD_START_LOCKED_DOWN: return "default";
+    case HD_START_OPEN: return "bypassPermissions";
+    case HD_START_GUARDED: break;
+    }
+    return "acceptEdits";
+}
+
+// Where Claude Code reads each credential the harness takes (describe() lists them).
+const char* key_variable(std::string_view account_kind) {
+    if (account_kind == "anthropic-api-key") return "ANTHROPIC_API_KEY";
+    if (account_kind == "claude-subscription") return "CLAUDE_CODE_OAUTH_TOKEN";
+    return nullptr;
+}
+
+class EventParser : public handler::sdk::EventParser {
+public:
+    void feed(std::string_view bytes, EventSink& sink) override {
+        for (const handler::plugin_common::Event& event : parser_.feed(bytes)) sink.emit(event.kind, event.json);
+    }
+
+private:
+    handler::claude_code::StreamJsonParser parser_;
+};
+
+class ClaudeCodeHarness : public handler::sdk::Harness {
+public:
+    std::string describe() override {
+        return R"({"default_hosts":["api.anthropic.com"],)"
+               R"("credentials":[)"
+               R"({"kind":"anthropic-api-key","env":"ANTHROPIC_API_KEY","label":"Anthropic API key"},)"
+               R"({"kind":"claude-subscription","env":"CLAUDE_CODE_OAUTH_TOKEN","label":"Claude subscription token"}],)"
+               R"j("models":[{"id":"sonnet","label":"Sonnet (latest)"},)j"
+               R"j({"id":"opus","label":"Opus (latest)"},{"id":"haiku","label":"Haiku (latest)"}],)j"
+               R"("modes":[{"id":"default","label":"Ask before acting"},)"
+               R"({"id":"acceptEdits","label":"Accept edits"},)"
+               R"({"id":"bypassPermissions","label":"Bypass permissions"},)"
+               R"({"id":"plan","label":"Plan only"}],)"
+               R"("launch_modes":["interactive","headless"],"events":"structured"})";
+    }
+
+    // Pinned, so that the parser meets the output format it was written against.
+    void image_recipe(handler::sdk::RecipeBuilder& recipe) override {
+        recipe.run(std::string("npm install -g --no-fund --no-audit @anthropic-ai/claude-code@") + kVersion);
+        recipe.run("claude --version");
+    }
+
+    void launch(const LaunchRequest& request, LaunchBuilder& launch) override {
+        const char* variable = key_variable(request.account_kind);
+        if (variable == nullptr && !request.account_kind.empty())
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT,
+                              "Claude Code takes an Anthropic API key (anthropic-api-key) or a Claude "
+                              "subscription token (claude-subscription, from `claude setup-token`), not a '" +
+                                  std::string(request.account_kind) + "' account");
+        const char* mode = permission_mode(request.start_mode);
+
+        launch.argument("claude");
+        // `-p` is a flag and the prompt a positional argument, so a prompt starting with
+        // "-" would be read as an option; after "--" it cannot be.
+        const bool prompt_looks_like_option = !request.prompt.empty() && request.prompt.front() == '-';
+        if (request.headless()) {
+            if (request.prompt.empty())
+                throw PluginError(HD_STATUS_INVALID_ARGUMENT,
+                                  "Claude Code needs a prompt to run headless (handler run claude-code "
+                                  "-p \"what to do\"); start it interactively to talk to it instead");
+            launch.argument("-p");
+            if (!prompt_looks_like_option) launch.argument(request.prompt);
+            launch.arguments({"--output-format", "stream-json", "--verbose"});
+        }
+        launch.arguments({"--permission-mode", mode});
+        if (!request.model.empty()) launch.arguments({"--model", request.model});
+        launch.arguments(request.extra_args);
+        if (request.interactive() && !request.prompt.empty() && !prompt_looks_like_option)
+            launch.argument(request.prompt); // the TUI starts with it as the first message
+        if (prompt_looks_like_option) launch.arguments({"--", request.prompt});
+
+        if (!request.project_path.empty()) launch.workdir(request.project_path);
+        if (variable != nullptr) launch.env_from_secret(variable, request.account_kind);
+        // Only the model API is needed: no telemetry, error reports, feature-flag fetches
+        // or self-updates (the image pins the version), so the session's network rules
+        // can stay at api.anthropic.com.
+        launch.env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_ERROR_REPORTING", "1");
+        // Claude Code refuses bypassPermissions as root unless told it is sandboxed, which
+        // in a session container it is.
+        launch.env("IS_SANDBOX", "1");
+        launch.allow_host(kModelHost, 443);
+    }
+
+    std::unique_ptr<handler::sdk::EventParser> open_events(std::string_view) override {
+        return std::make_unique<EventParser>();
+    }
+};
+
+} // namespace
+
+HD_HARNESS_PLUGIN(ClaudeCodeHarness, "claude-code", "0.1.0", "Claude Code",
+                  "Anthropic's Claude Code CLI, interactive in its TUI or headless with structured events")

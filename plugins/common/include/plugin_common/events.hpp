@@ -1,0 +1,102 @@
+// The session events a harness plugin emits, built with Boost.JSON in the shapes
+// docs/contracts.md ("Event payloads") promises handlerd: ACP's session/update field
+// names, so that every harness's events read alike whatever the agent printed.
+#pragma once
+
+#include <handler/sdk.h>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace handler::plugin_common {
+
+// One event: its kind and its payload, serialised.
+struct Event {
+    hd_event_kind kind = HD_EVENT_ERROR;
+    std::string json;
+};
+
+Event make_event(hd_event_kind kind, const boost::json::object& payload);
+
+// ACP ContentBlock {"type":"text","text":...}.
+boost::json::object text_block(std::string_view text);
+// ACP ToolCallContent wrapping a block: {"type":"content","content":block}.
+boost::json::object tool_content(boost::json::object block);
+
+// {"content":{"type":"text","text":...}}
+Event user_prompt(std::string_view text);
+Event agent_message_chunk(std::string_view text);
+Event agent_thought_chunk(std::string_view text);
+
+struct ToolCall {
+    std::string id;
+    std::string title;
+    std::string kind = "other"; // read|edit|delete|move|search|execute|think|fetch|other
+    std::string name;           // the agent's own name for the tool; omitted when empty
+    boost::json::value raw_input;
+    std::vector<std::string> locations; // files the call touches
+};
+// {"toolCallId","title","kind","status":"pending","name"?,"rawInput","locations"?:[{"path"}]}
+Event tool_call(const ToolCall& call);
+
+struct ToolCallUpdate {
+    std::string id;
+    std::string status = "completed"; // in_progress|completed|failed
+    boost::json::array content;       // ACP ToolCallContent entries
+};
+Event tool_call_update(const ToolCallUpdate& update);
+
+struct PlanEntry {
+    std::string content;
+    std::string status = "pending";  // pending|in_progress|completed
+    std::string priority = "medium"; // high|medium|low
+};
+Event plan(const std::vector<PlanEntry>& entries);
+
+struct PermissionOption {
+    std::string id;
+    std::string name;
+    std::string kind; // allow_once|allow_always|reject_once|reject_always
+};
+struct PermissionRequest {
+    std::string tool_call_id;
+    std::string title;
+    boost::json::value raw_input;
+    std::vector<PermissionOption> options;
+};
+// The two answers every agent understands.
+std::vector<PermissionOption> allow_or_reject_once();
+Event permission_request(const PermissionRequest& request);
+
+// {"modeId":...,"model"?:...}
+Event mode_changed(std::string_view mode_id, std::string_view model = {});
+
+struct TurnResult {
+    std::string stop_reason = "end_turn"; // end_turn|max_tokens|max_turn_requests|refusal|cancelled
+    std::optional<std::string> result;    // the agent's final text
+    bool is_error = false;
+    std::optional<boost::json::value> usage;
+    std::optional<double> cost_usd;
+    std::optional<std::int64_t> num_turns;
+};
+// {"stopReason","isError","result"?,"usage"?,"costUsd"?,"numTurns"?}
+Event result(const TurnResult& turn);
+
+// {"message":...}
+Event error(std::string_view message);
+
+// Whether `reason` is one of ACP's StopReason values.
+bool is_acp_stop_reason(std::string_view reason);
+
+// At most `max_bytes` of `text`, never ending inside a UTF-8 sequence, with "…" appended
+// when something was cut (so the result may be up to 3 bytes longer than max_bytes).
+std::string truncate_utf8(std::string_view text, std::size_t max_bytes);
+
+} // namespace handler::plugin_common

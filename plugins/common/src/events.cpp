@@ -1,0 +1,161 @@
+#include "plugin_common/events.hpp"
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/string.hpp>
+
+#include <array>
+#include <utility>
+
+namespace handler::plugin_common {
+
+namespace json = boost::json;
+
+namespace {
+
+json::string_view view(std::string_view text) { return {text.data(), text.size()}; }
+
+Event content_event(hd_event_kind kind, std::string_view text) {
+    json::object payload;
+    payload["content"] = text_block(text);
+    return make_event(kind, payload);
+}
+
+} // namespace
+
+Event make_event(hd_event_kind kind, const json::object& payload) {
+    return Event{kind, json::serialize(payload)};
+}
+
+json::object text_block(std::string_view text) {
+    json::object block;
+    block["type"] = "text";
+    block["text"] = view(text);
+    return block;
+}
+
+json::object tool_content(json::object block) {
+    json::object content;
+    content["type"] = "content";
+    content["content"] = std::move(block);
+    return content;
+}
+
+Event user_prompt(std::string_view text) { return content_event(HD_EVENT_USER_PROMPT, text); }
+Event agent_message_chunk(std::string_view text) {
+    return content_event(HD_EVENT_AGENT_MESSAGE_CHUNK, text);
+}
+Event agent_thought_chunk(std::string_view text) {
+    return content_event(HD_EVENT_AGENT_THOUGHT_CHUNK, text);
+}
+
+Event tool_call(const ToolCall& call) {
+    json::object payload;
+    payload["toolCallId"] = view(call.id);
+    payload["title"] = view(call.title);
+    payload["kind"] = view(call.kind);
+    payload["status"] = "pending";
+    if (!call.name.empty()) payload["name"] = view(call.name);
+    payload["rawInput"] = call.raw_input;
+    if (!call.locations.empty()) {
+        json::array locations;
+        for (const std::string& path : call.locations) {
+            json::object location;
+            location["path"] = view(path);
+            locations.push_back(std::move(location));
+        }
+        payload["locations"] = std::move(locations);
+    }
+    return make_event(HD_EVENT_TOOL_CALL, payload);
+}
+
+Event tool_call_update(const ToolCallUpdate& update) {
+    json::object payload;
+    payload["toolCallId"] = view(update.id);
+    payload["status"] = view(update.status);
+    payload["content"] = update.content;
+    return make_event(HD_EVENT_TOOL_CALL_UPDATE, payload);
+}
+
+Event plan(const std::vector<PlanEntry>& entries) {
+    json::array list;
+    for (const PlanEntry& entry : entries) {
+        json::object item;
+        item["content"] = view(entry.content);
+        item["status"] = view(entry.status);
+        item["priority"] = view(entry.priority);
+        list.push_back(std::move(item));
+    }
+    json::object payload;
+    payload["entries"] = std::move(list);
+    return make_event(HD_EVENT_PLAN, payload);
+}
+
+std::vector<PermissionOption> allow_or_reject_once() {
+    std::vector<PermissionOption> options(2);
+    options[0].id = "allow_once";
+    options[0].name = "Allow";
+    options[0].kind = "allow_once";
+    options[1].id = "reject_once";
+    options[1].name = "Reject";
+    options[1].kind = "reject_once";
+    return options;
+}
+
+Event permission_request(const PermissionRequest& request) {
+    json::array options;
+    for (const PermissionOption& option : request.options) {
+        json::object item;
+        item["optionId"] = view(option.id);
+        item["name"] = view(option.name);
+        item["kind"] = view(option.kind);
+        options.push_back(std::move(item));
+    }
+    json::object payload;
+    payload["toolCallId"] = view(request.tool_call_id);
+    payload["title"] = view(request.title);
+    payload["rawInput"] = request.raw_input;
+    payload["options"] = std::move(options);
+    return make_event(HD_EVENT_PERMISSION_REQUEST, payload);
+}
+
+Event mode_changed(std::string_view mode_id, std::string_view model) {
+    json::object payload;
+    payload["modeId"] = view(mode_id);
+    if (!model.empty()) payload["model"] = view(model);
+    return make_event(HD_EVENT_MODE_CHANGED, payload);
+}
+
+Event result(const TurnResult& turn) {
+    json::object payload;
+    payload["stopReason"] = view(turn.stop_reason);
+    payload["isError"] = turn.is_error;
+    if (turn.result) payload["result"] = view(*turn.result);
+    if (turn.usage) payload["usage"] = *turn.usage;
+    if (turn.cost_usd) payload["costUsd"] = *turn.cost_usd;
+    if (turn.num_turns) payload["numTurns"] = *turn.num_turns;
+    return make_event(HD_EVENT_RESULT, payload);
+}
+
+Event error(std::string_view message) {
+    json::object payload;
+    payload["message"] = view(message);
+    return make_event(HD_EVENT_ERROR, payload);
+}
+
+bool is_acp_stop_reason(std::string_view reason) {
+    static constexpr std::array<std::string_view, 5> kReasons = {
+        "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"};
+    for (std::string_view known : kReasons)
+        if (reason == known) return true;
+    return false;
+}
+
+std::string truncate_utf8(std::string_view text, std::size_t max_bytes) {
+    if (text.size() <= max_bytes) return std::string(text);
+    std::size_t end = max_bytes;
+    // Back off over continuation bytes to the start of the sequence the cut falls in.
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80) --end;
+    return std::string(text.substr(0, end)) + "\xe2\x80\xa6";
+}
+
+} // namespace handler::plugin_common

@@ -1,0 +1,515 @@
+// The Claude Code harness (harnesses/claude-code): its stream-json parser driven directly
+// with the shapes Claude Code 2.1.328 printed in a real run, and the built plugin loaded
+// by the real loader for describe, the image recipe, launch and the events call.
+#include "claude-code/stream_json.hpp"
+
+#include "plugins/host_services.hpp"
+#include "plugins/registry.hpp"
+
+#include "unit/plugins/plugin_test_support.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace json = boost::json;
+using handler::claude_code::StreamJsonParser;
+using handler::plugin_common::Event;
+
+// ------------------------------------------------------------------ the parser
+
+json::object payload(const Event& event) { return json::parse(event.json).as_object(); }
+
+std::vector<Event> parse_all(std::string_view output) {
+    StreamJsonParser parser;
+    return parser.feed(output);
+}
+
+bool same(const std::vector<Event>& a, const std::vector<Event>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const Event& x, const Event& y) { return x.kind == y.kind && x.json == y.json; });
+}
+
+std::string describe(const std::vector<Event>& events) {
+    std::string out;
+    for (const Event& event : events) out += std::to_string(event.kind) + " " + event.json + "\n";
+    return out;
+}
+
+// A headless run writing hello.txt, as 2.1.328 printed it (fields abbreviated), with
+// lines of types the parser must skip in between and non-ASCII text so that splits fall
+// inside characters too.
+const std::string kTranscript =
+    R"({"type":"system","subtype":"init","cwd":"/home/u/project","session_id":"dded16df","tools":["Task","Bash","Write"],"mcp_servers":[],"model":"claude-sonnet-4-5","permissionMode":"acceptEdits","apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.328","uuid":"u1"})"
+    "\n"
+    R"({"type":"system","subtype":"status","status":"requesting"})"
+    "\n"
+    R"({"type":"rate_limit_event","rate_limit_info":{"status":"allowed","isUsingOverage":false}})"
+    "\n"
+    R"({"type":"stream_event","event":{"type":"message_start"},"parent_tool_use_id":null})"
+    "\n"
+    "{\"type\":\"assistant\",\"message\":{\"id\":\"msg_6621\",\"type\":\"message\",\"role\":\"assistant\","
+    "\"model\":\"claude-sonnet-4-5\",\"content\":[{\"type\":\"text\",\"text\":\"I'll create the file \xe2\x80\x94 "
+    "caf\xc3\xa9 \xf0\x9f\x98\x80\"}],\"stop_reason\":null,\"usage\":{\"input_tokens\":3}},"
+    "\"parent_tool_use_id\":null,\"session_id\":\"dded16df\",\"uuid\":\"u2\"}\n"
+    R"({"type":"assistant","message":{"id":"msg_6621","content":[{"type":"tool_use","id":"toolu_9474","name":"Write","input":{"file_path":"/home/u/project/hello.txt","content":"hello from mock\n"}}]},"parent_tool_use_id":null,"session_id":"dded16df"})"
+    "\n"
+    "not JSON: a warning Node printed\n"
+    "[1,2,3]\n"
+    "\n"
+    R"({"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_9474","type":"tool_result","content":"File created successfully at: /home/u/project/hello.txt"}]},"parent_tool_use_id":null,"session_id":"dded16df","tool_use_result":{"type":"create","filePath":"/home/u/project/hello.txt"},"tool_result_meta":[{"id":"toolu_9474","permission_decision":{"decision":"accept"}}]})"
+    "\n"
+    R"({"type":"assistant","message":{"id":"msg_7000","content":[{"type":"text","text":"Done: wrote hello.txt"}]},"parent_tool_use_id":null})"
+    "\n"
+    R"({"type":"result","subtype":"success","is_error":false,"result":"Done: wrote hello.txt","num_turns":2,"stop_reason":"end_turn","session_id":"dded16df","total_cost_usd":0.000777,"usage":{"input_tokens":24,"output_tokens":47},"permission_denials":[],"terminal_reason":"completed","duration_ms":225})"
+    "\n";
+
+TEST(ClaudeCodeStreamJson, TurnsARealRunIntoEvents) {
+    const std::vector<Event> events = parse_all(kTranscript);
+    ASSERT_EQ(events.size(), 6u) << describe(events);
+
+    EXPECT_EQ(events[0].kind, HD_EVENT_MODE_CHANGED);
+    EXPECT_EQ(events[0].json, R"({"modeId":"acceptEdits","model":"claude-sonnet-4-5"})");
+
+    EXPECT_EQ(events[1].kind, HD_EVENT_AGENT_MESSAGE_CHUNK);
+    EXPECT_EQ(payload(events[1]).at("content").at("text").as_string(),
+              "I'll create the file \xe2\x80\x94 caf\xc3\xa9 \xf0\x9f\x98\x80");
+    EXPECT_EQ(payload(events[1]).at("content").at("type").as_string(), "text");
+
+    EXPECT_EQ(events[2].kind, HD_EVENT_TOOL_CALL);
+    const json::object tool = payload(events[2]);
+    EXPECT_EQ(tool.at("toolCallId").as_string(), "toolu_9474");
+    EXPECT_EQ(tool.at("title").as_string(), "Write hello.txt"); // relative to init's cwd
+    EXPECT_EQ(tool.at("name").as_string(), "Write");
+    EXPECT_EQ(tool.at("kind").as_string(), "edit");
+    EXPECT_EQ(tool.at("status").as_string(), "pending");
+    EXPECT_EQ(json::serialize(tool.at("rawInput")),
+              R"({"file_path":"/home/u/project/hello.txt","content":"hello from mock\n"})");
+    EXPECT_EQ(json::serialize(tool.at("locations")), R"([{"path":"/home/u/project/hello.txt"}])");
+
+    EXPECT_EQ(events[3].kind, HD_EVENT_TOOL_CALL_UPDATE);
+    EXPECT_EQ(events[3].json,
+              R"({"toolCallId":"toolu_9474","status":"completed","content":[{"type":"content","content":)"
+              R"({"type":"text","text":"File created successfully at: /home/u/project/hello.txt"}}]})");
+
+    EXPECT_EQ(events[4].kind, HD_EVENT_AGENT_MESSAGE_CHUNK);
+    EXPECT_EQ(events[4].json, R"({"content":{"type":"text","text":"Done: wrote hello.txt"}})");
+
+    EXPECT_EQ(events[5].kind, HD_EVENT_RESULT);
+    const json::object result = payload(events[5]);
+    EXPECT_EQ(result.at("stopReason").as_string(), "end_turn");
+    EXPECT_EQ(result.at("result").as_string(), "Done: wrote hello.txt");
+    EXPECT_EQ(result.at("isError").as_bool(), false);
+    EXPECT_DOUBLE_EQ(result.at("costUsd").as_double(), 0.000777);
+    EXPECT_EQ(result.at("numTurns").as_int64(), 2);
+    EXPECT_EQ(json::serialize(result.at("usage")), R"({"input_tokens":24,"output_tokens":47})");
+}
+
+TEST(ClaudeCodeStreamJson, GivesTheSameEventsWhereverTheOutputIsSplit) {
+    const std::vector<Event> whole = parse_all(kTranscript);
+    ASSERT_EQ(whole.size(), 6u);
+    for (std::size_t cut = 0; cut <= kTranscript.size(); ++cut) {
+        StreamJsonParser parser;
+        std::vector<Event> events = parser.feed(std::string_view(kTranscript).substr(0, cut));
+        for (Event& event : parser.feed(std::string_view(kTranscript).substr(cut))) events.push_back(std::move(event));
+        ASSERT_TRUE(same(events, whole)) << "cut at " << cut << ":\n" << describe(events);
+    }
+    StreamJsonParser bytewise;
+    std::vector<Event> events;
+    for (char byte : kTranscript)
+        for (Event& event : bytewise.feed(std::string_view(&byte, 1))) events.push_back(std::move(event));
+    EXPECT_TRUE(same(events, whole)) << describe(events);
+}
+
+TEST(ClaudeCodeStreamJson, ThinkingIsAThoughtChunk) {
+    const auto events = parse_all(
+        R"({"type":"assistant","message":{"content":[{"type":"thinking","thinking":"The user wants a file.","signature":"x"}]},"parent_tool_use_id":null})"
+        "\n");
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].kind, HD_EVENT_AGENT_THOUGHT_CHUNK);
+    EXPECT_EQ(events[0].json, R"({"content":{"type":"text","text":"The user wants a file."}})");
+}
+
+json::object tool_call_for(std::string_view name, std::string_view input) {
+    const std::string line = R"({"type":"system","subtype":"init","cwd":"/p/","permissionMode":"default"})"
+                             "\n"
+                             R"({"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_1","name":")" +
+                             std::string(name) + R"(","input":)" + std::string(input) + "}]}}\n";
+    const auto events = parse_all(line);
+    EXPECT_EQ(events.size(), 2u) << describe(events);
+    if (events.size() != 2u || events[1].kind != HD_EVENT_TOOL_CALL) return {};
+    return payload(events[1]);
+}
+
+TEST(ClaudeCodeStreamJson, ToolCallsGetAKindAndATitle) {
+    auto bash = tool_call_for("Bash", R"({"command":"ls -la\necho done","description":"List files"})");
+    EXPECT_EQ(bash.at("kind").as_string(), "execute");
+    EXPECT_EQ(bash.at("title").as_string(), "Bash: ls -la \xe2\x80\xa6");
+    EXPECT_FALSE(bash.contains("locations"));
+
+    auto read = tool_call_for("Read", R"({"file_path":"/p/src/main.cpp"})");
+    EXPECT_EQ(read.at("kind").as_string(), "read");
+    EXPECT_EQ(read.at("title").as_string(), "Read src/main.cpp");
+    EXPECT_EQ(json::serialize(read.at("locations")), R"([{"path":"/p/src/main.cpp"}])");
+
+    auto outside = tool_call_for("Edit", R"({"file_path":"/etc/hosts","old_string":"a","new_string":"b"})");
+    EXPECT_EQ(outside.at("kind").as_string(), "edit");
+    EXPECT_EQ(outside.at("title").as_string(), "Edit /etc/hosts");
+
+    auto notebook = tool_call_for("NotebookEdit", R"({"notebook_path":"/p/a.ipynb","new_source":"x"})");
+    EXPECT_EQ(notebook.at("kind").as_string(), "edit");
+    EXPECT_EQ(json::serialize(notebook.at("locations")), R"([{"path":"/p/a.ipynb"}])");
+
+    auto grep = tool_call_for("Grep", R"({"pattern":"TODO","path":"/p/src"})");
+    EXPECT_EQ(grep.at("kind").as_string(), "search");
+    EXPECT_EQ(grep.at("title").as_string(), "Grep TODO in src");
+    EXPECT_EQ(tool_call_for("Glob", R"({"pattern":"**/*.hpp"})").at("title").as_string(), "Glob **/*.hpp");
+
+    auto fetch = tool_call_for("WebFetch", R"({"url":"https://example.com","prompt":"x"})");
+    EXPECT_EQ(fetch.at("kind").as_string(), "fetch");
+    EXPECT_EQ(fetch.at("title").as_string(), "Fetch https://example.com");
+    EXPECT_EQ(tool_call_for("WebSearch", R"({"query":"acp"})").at("kind").as_string(), "fetch");
+
+    auto mcp = tool_call_for("mcp__github__create_issue", R"({"title":"x"})");
+    EXPECT_EQ(mcp.at("kind").as_string(), "other");
+    EXPECT_EQ(mcp.at("title").as_string(), "mcp__github__create_issue");
+
+    // A long command is cut on a character boundary: the title stays valid UTF-8.
+    const std::string long_command = std::string(119, 'a') + "\xc3\xa9" + std::string(50, 'b');
+    auto long_bash = tool_call_for("Bash", R"({"command":")" + long_command + R"("})");
+    EXPECT_EQ(long_bash.at("title").as_string(), "Bash: " + std::string(119, 'a') + "\xe2\x80\xa6");
+}
+
+TEST(ClaudeCodeStreamJson, TodoWriteAlsoUpdatesThePlan) {
+    const auto events = parse_all(
+        R"({"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_2","name":"TodoWrite","input":{"todos":[)"
+        R"({"content":"Write the test","status":"completed","activeForm":"Writing the test"},)"
+        R"({"content":"Fix the bug","status":"in_progress","activeForm":"Fixing"},)"
+        R"({"content":"Tidy up","status":"someday","activeForm":"Tidying"}]}}]},"parent_tool_use_id":null})"
+        "\n");
+    ASSERT_EQ(events.size(), 2u) << describe(events);
+    EXPECT_EQ(events[0].kind, HD_EVENT_TOOL_CALL);
+    EXPECT_EQ(payload(events[0]).at("title").as_string(), "Update the plan");
+    EXPECT_EQ(events[1].kind, HD_EVENT_PLAN);
+    EXPECT_EQ(events[1].json,
+              R"({"entries":[{"content":"Write the test","status":"completed","priority":"medium"},)"
+              R"({"content":"Fix the bug","status":"in_progress","priority":"medium"},)"
+              R"({"content":"Tidy up","status":"pending","priority":"medium"}]})");
+}
+
+TEST(ClaudeCodeStreamJson, AFailedToolResultWithBlocksIsAFailedUpdate) {
+    const auto events = parse_all(
+        R"({"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_3","type":"tool_result","is_error":true,)"
+        R"("content":[{"type":"text","text":"Exit code 1"},{"type":"text","text":"ls: no such file"},)"
+        R"({"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}}]}]}})"
+        "\n");
+    ASSERT_EQ(events.size(), 1u) << describe(events);
+    EXPECT_EQ(events[0].kind, HD_EVENT_TOOL_CALL_UPDATE);
+    EXPECT_EQ(events[0].json,
+              R"({"toolCallId":"toolu_3","status":"failed","content":[)"
+              R"({"type":"content","content":{"type":"text","text":"Exit code 1"}},)"
+              R"({"type":"content","content":{"type":"text","text":"ls: no such file"}},)"
+              R"({"type":"content","content":{"type":"image","data":"iVBO","mimeType":"image/png"}}]})");
+}
+
+TEST(ClaudeCodeStreamJson, CanUseToolIsAPermissionRequest) {
+    const auto events = parse_all(
+        R"({"type":"system","subtype":"init","cwd":"/p","permissionMode":"default","model":"m"})"
+        "\n"
+        R"({"type":"control_request","request_id":"c5b17cfa","request":{"subtype":"can_use_tool","tool_name":"Write","display_name":"Write",)"
+        R"("input":{"file_path":"/p/hello.txt","content":"hi\n"},"description":"hello.txt",)"
+        R"("permission_suggestions":[{"type":"setMode","mode":"acceptEdits","destination":"session"}],"tool_use_id":"toolu_d001"}})"
+        "\n"
+        R"({"type":"control_request","request_id":"r2","request":{"subtype":"initialize","hooks":null}})"
+        "\n");
+    ASSERT_EQ(events.size(), 2u) << describe(events);
+    EXPECT_EQ(events[1].kind, HD_EVENT_PERMISSION_REQUEST);
+    EXPECT_EQ(events[1].json,
+              R"({"toolCallId":"toolu_d001","title":"Write hello.txt","rawInput":{"file_path":"/p/hello.txt","content":"hi\n"},)"
+              R"("options":[{"optionId":"allow_once","name":"Allow","kind":"allow_once"},)"
+              R"({"optionId":"reject_once","name":"Reject","kind":"reject_once"}]})");
+}
+
+TEST(ClaudeCodeStreamJson, AnApiErrorIsAnErrorAndAFailedResult) {
+    const auto events = parse_all(
+        R"({"type":"result","subtype":"success","is_error":true,"result":"API Error: Connection refused - ECONNREFUSED",)"
+        R"("num_turns":1,"stop_reason":null,"total_cost_usd":0,"usage":{"input_tokens":0},"terminal_reason":"api_error"})"
+        "\n");
+    ASSERT_EQ(events.size(), 2u) << describe(events);
+    EXPECT_EQ(events[0].kind, HD_EVENT_ERROR);
+    EXPECT_EQ(events[0].json, R"({"message":"API Error: Connection refused - ECONNREFUSED"})");
+    EXPECT_EQ(events[1].kind, HD_EVENT_RESULT);
+    const auto result = payload(events[1]);
+    EXPECT_EQ(result.at("stopReason").as_string(), "end_turn");
+    EXPECT_EQ(result.at("isError").as_bool(), true);
+    EXPECT_EQ(result.at("result").as_string(), "API Error: Connection refused - ECONNREFUSED");
+    EXPECT_EQ(result.at("numTurns").as_int64(), 1);
+}
+
+TEST(ClaudeCodeStreamJson, TheTurnLimitIsMaxTurnRequests) {
+    const auto events = parse_all(
+        R"({"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":3,"stop_reason":"tool_use","errors":[]})"
+        "\n");
+    ASSERT_EQ(events.size(), 2u) << describe(events);
+    EXPECT_EQ(events[0].json, R"({"message":"Claude Code stopped at its turn limit"})");
+    const auto result = payload(events[1]);
+    EXPECT_EQ(result.at("stopReason").as_string(), "max_turn_requests");
+    EXPECT_FALSE(result.contains("result"));
+    EXPECT_FALSE(result.contains("costUsd"));
+
+    // An error subtype counts as a failure even without is_error, and its errors explain it.
+    const auto during = parse_all(
+        R"({"type":"result","subtype":"error_during_execution","errors":["tool crashed","gave up"]})"
+        "\n");
+    ASSERT_EQ(during.size(), 2u) << describe(during);
+    EXPECT_EQ(during[0].json, R"({"message":"tool crashed; gave up"})");
+    EXPECT_EQ(payload(during[1]).at("isError").as_bool(), true);
+}
+
+TEST(ClaudeCodeStreamJson, StopReasonsOutsideAcpBecomeEndTurn) {
+    const auto refusal = parse_all(R"({"type":"result","subtype":"success","is_error":false,"stop_reason":"refusal"})"
+                                   "\n");
+    ASSERT_EQ(refusal.size(), 1u);
+    EXPECT_EQ(payload(refusal[0]).at("stopReason").as_string(), "refusal");
+    const auto sequence = parse_all(R"({"type":"result","subtype":"success","stop_reason":"stop_sequence"})"
+                                    "\n");
+    ASSERT_EQ(sequence.size(), 1u);
+    EXPECT_EQ(payload(sequence[0]).at("stopReason").as_string(), "end_turn");
+}
+
+TEST(ClaudeCodeStreamJson, ASubagentsTextIsNotTheSessionsButItsToolCallsAre) {
+    const auto events = parse_all(
+        R"({"type":"assistant","message":{"content":[{"type":"text","text":"subagent thinking aloud"}]},"parent_tool_use_id":"toolu_task"})"
+        "\n"
+        R"({"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_sub","name":"Glob","input":{"pattern":"*"}}]},"parent_tool_use_id":"toolu_task"})"
+        "\n");
+    ASSERT_EQ(events.size(), 1u) << describe(events);
+    EXPECT_EQ(events[0].kind, HD_EVENT_TOOL_CALL);
+    EXPECT_EQ(payload(events[0]).at("toolCallId").as_string(), "toolu_sub");
+}
+
+TEST(ClaudeCodeStreamJson, FieldsOfTheWrongTypeYieldNothingAndDoNotStopTheStream) {
+    const auto events = parse_all(
+        R"({"type":"assistant","message":null})"
+        "\n"
+        R"({"type":"assistant","message":{"content":"just a string"}})"
+        "\n"
+        R"({"type":"assistant","message":{"content":[42,{"type":"text","text":7},{"type":"tool_use","id":1,"name":null,"input":"x"}]}})"
+        "\n"
+        R"({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":{"odd":true}}]}})"
+        "\n"
+        R"({"type":"result","subtype":7,"usage":"lots","num_turns":"two","total_cost_usd":"free"})"
+        "\n"
+        R"({"type":42})"
+        "\n"
+        R"({"type":"assistant","message":{"content":[{"type":"text","text":"still here"}]}})"
+        "\n");
+    ASSERT_EQ(events.size(), 4u) << describe(events);
+    EXPECT_EQ(events[0].kind, HD_EVENT_TOOL_CALL); // the id and name were not strings
+    EXPECT_EQ(payload(events[0]).at("title").as_string(), "");
+    EXPECT_EQ(payload(events[0]).at("rawInput").as_string(), "x");
+    EXPECT_EQ(events[1].json, R"({"toolCallId":"t","status":"completed","content":[]})");
+    EXPECT_EQ(events[2].json, R"({"stopReason":"end_turn","isError":false})");
+    EXPECT_EQ(events[3].json, R"({"content":{"type":"text","text":"still here"}})");
+}
+
+TEST(ClaudeCodeStreamJson, AnUnpairedSurrogateBecomesAReplacementCharacter) {
+    const auto events = parse_all(
+        R"({"type":"assistant","message":{"content":[{"type":"text","text":"cut \ud83d here"}]},"parent_tool_use_id":null})"
+        "\n");
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(payload(events[0]).at("content").at("text").as_string(), "cut \xef\xbf\xbd here");
+}
+
+TEST(ClaudeCodeStreamJson, AnOverLongLineIsAnErrorAndTheNextLinesStillCount) {
+    StreamJsonParser parser(64);
+    const std::string huge = R"({"type":"assistant","message":{"content":[{"type":"text","text":")" +
+                             std::string(100, 'x') + "\"}]}}\n";
+    auto events = parser.feed(huge);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].kind, HD_EVENT_ERROR);
+    EXPECT_TRUE(handler::testing::contains(events[0].json, std::to_string(huge.size() - 1) + " bytes"))
+        << events[0].json;
+    events = parser.feed(R"({"type":"system","subtype":"init","permissionMode":"plan"})"
+                         "\n");
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].json, R"({"modeId":"plan"})");
+}
+
+// ------------------------------------------------------------------ the loaded plugin
+
+using handler::plugins::LaunchMode;
+using handler::plugins::LaunchRequest;
+using handler::plugins::LoadedHarness;
+using handler::plugins::StartMode;
+
+class ClaudeCodePlugin : public ::testing::Test {
+protected:
+    void SetUp() override {
+        registry_.load({handler::plugins::PluginDir{HANDLER_BUILTIN_PLUGIN_DIR, "builtin"}});
+        auto found = registry_.harness("claude-code");
+        ASSERT_TRUE(found) << found.error().message;
+        harness_ = *found;
+    }
+
+    static LaunchRequest request(LaunchMode mode, StartMode start, std::string prompt,
+                                 std::string account_kind = "anthropic-api-key") {
+        LaunchRequest r;
+        r.mode = mode;
+        r.start_mode = start;
+        r.session_id = "s_1";
+        r.project_path = "/home/u/project";
+        r.prompt = std::move(prompt);
+        r.account_kind = std::move(account_kind);
+        return r;
+    }
+
+    std::vector<std::string> arguments(LaunchRequest r) {
+        auto spec = harness_->launch(r);
+        EXPECT_TRUE(spec) << (spec ? "" : spec.error().message);
+        return spec ? spec->arguments : std::vector<std::string>{};
+    }
+
+    handler::plugins::MemoryPluginStorage storage_;
+    handler::plugins::HostServices services_{storage_, handler::testing::quiet_logger()};
+    handler::plugins::PluginRegistry registry_{services_};
+    std::shared_ptr<LoadedHarness> harness_;
+};
+
+TEST_F(ClaudeCodePlugin, IsListedAsABuiltinHarness) {
+    const auto record = registry_.record("claude-code");
+    ASSERT_TRUE(record);
+    EXPECT_EQ(record->kind, "harness");
+    EXPECT_EQ(record->version, "0.1.0");
+    EXPECT_EQ(record->name, "Claude Code");
+    EXPECT_EQ(record->source, "builtin");
+    EXPECT_TRUE(handler::testing::contains(record->library, "libclaude-code.so"));
+}
+
+TEST_F(ClaudeCodePlugin, DescribesItsHostCredentialsModesAndStructuredEvents) {
+    auto text = harness_->describe();
+    ASSERT_TRUE(text) << text.error().message;
+    const auto value = json::parse(*text).as_object();
+    EXPECT_EQ(json::serialize(value.at("default_hosts")), R"(["api.anthropic.com"])");
+    EXPECT_EQ(json::serialize(value.at("credentials")),
+              R"([{"kind":"anthropic-api-key","env":"ANTHROPIC_API_KEY","label":"Anthropic API key"},)"
+              R"({"kind":"claude-subscription","env":"CLAUDE_CODE_OAUTH_TOKEN","label":"Claude subscription token"}])");
+    std::vector<std::string> modes;
+    for (const auto& mode : value.at("modes").as_array()) modes.emplace_back(mode.at("id").as_string());
+    EXPECT_EQ(modes, (std::vector<std::string>{"default", "acceptEdits", "bypassPermissions", "plan"}));
+    std::vector<std::string> models;
+    for (const auto& model : value.at("models").as_array()) models.emplace_back(model.at("id").as_string());
+    EXPECT_EQ(models, (std::vector<std::string>{"sonnet", "opus", "haiku"}));
+    EXPECT_EQ(json::serialize(value.at("launch_modes")), R"(["interactive","headless"])");
+    EXPECT_EQ(value.at("events").as_string(), "structured");
+}
+
+TEST_F(ClaudeCodePlugin, ItsImageInstallsThePinnedCliAndChecksIt) {
+    auto recipe = harness_->image_recipe();
+    ASSERT_TRUE(recipe) << recipe.error().message;
+    EXPECT_EQ(recipe->run_steps,
+              (std::vector<std::string>{"npm install -g --no-fund --no-audit @anthropic-ai/claude-code@2.1.328",
+                                        "claude --version"}));
+}
+
+TEST_F(ClaudeCodePlugin, HeadlessRunsPrintModeWithStreamJson) {
+    LaunchRequest r = request(LaunchMode::headless, StartMode::guarded, "Create hello.txt");
+    r.model = "sonnet";
+    r.extra_args = {"--max-budget-usd", "1"};
+    auto spec = harness_->launch(r);
+    ASSERT_TRUE(spec) << spec.error().message;
+    EXPECT_EQ(spec->arguments,
+              (std::vector<std::string>{"claude", "-p", "Create hello.txt", "--output-format", "stream-json",
+                                        "--verbose", "--permission-mode", "acceptEdits", "--model", "sonnet",
+                                        "--max-budget-usd", "1"}));
+    EXPECT_EQ(spec->image, ""); // the image handlerd builds from the recipe
+    EXPECT_EQ(spec->workdir, "/home/u/project");
+    EXPECT_EQ(spec->secret_env,
+              (std::vector<handler::plugins::SecretEnv>{{"ANTHROPIC_API_KEY", "anthropic-api-key"}}));
+    EXPECT_EQ(spec->allowed_hosts, (std::vector<handler::plugins::AllowedHost>{{"api.anthropic.com", 443}}));
+    EXPECT_EQ(spec->env, (std::vector<handler::plugins::EnvVar>{{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
+                                                                 {"DISABLE_AUTOUPDATER", "1"},
+                                                                 {"DISABLE_TELEMETRY", "1"},
+                                                                 {"DISABLE_ERROR_REPORTING", "1"},
+                                                                 {"IS_SANDBOX", "1"}}));
+}
+
+TEST_F(ClaudeCodePlugin, StartModesPickThePermissionMode) {
+    const auto mode_of = [&](StartMode start) {
+        const auto argv = arguments(request(LaunchMode::headless, start, "go"));
+        const auto at = std::find(argv.begin(), argv.end(), "--permission-mode");
+        return at == argv.end() || at + 1 == argv.end() ? std::string("(none)") : *(at + 1);
+    };
+    EXPECT_EQ(mode_of(StartMode::locked_down), "default");
+    EXPECT_EQ(mode_of(StartMode::guarded), "acceptEdits");
+    EXPECT_EQ(mode_of(StartMode::open), "bypassPermissions");
+}
+
+TEST_F(ClaudeCodePlugin, InteractiveIsTheTuiWithTheUsersArguments) {
+    LaunchRequest r = request(LaunchMode::interactive, StartMode::open, "");
+    r.extra_args = {"--resume"};
+    EXPECT_EQ(arguments(r), (std::vector<std::string>{"claude", "--permission-mode", "bypassPermissions", "--resume"}));
+    r.prompt = "look around";
+    EXPECT_EQ(arguments(r), (std::vector<std::string>{"claude", "--permission-mode", "bypassPermissions", "--resume",
+                                                      "look around"}));
+}
+
+TEST_F(ClaudeCodePlugin, APromptThatLooksLikeAnOptionComesAfterDashDash) {
+    LaunchRequest r = request(LaunchMode::headless, StartMode::guarded, "-v is broken, fix it");
+    r.extra_args = {"--max-turns", "3"};
+    EXPECT_EQ(arguments(r), (std::vector<std::string>{"claude", "-p", "--output-format", "stream-json", "--verbose",
+                                                      "--permission-mode", "acceptEdits", "--max-turns", "3", "--",
+                                                      "-v is broken, fix it"}));
+}
+
+TEST_F(ClaudeCodePlugin, ASubscriptionTokenGoesToItsOwnVariable) {
+    auto spec = harness_->launch(request(LaunchMode::headless, StartMode::guarded, "go", "claude-subscription"));
+    ASSERT_TRUE(spec) << spec.error().message;
+    EXPECT_EQ(spec->secret_env,
+              (std::vector<handler::plugins::SecretEnv>{{"CLAUDE_CODE_OAUTH_TOKEN", "claude-subscription"}}));
+
+    auto without = harness_->launch(request(LaunchMode::interactive, StartMode::guarded, "", ""));
+    ASSERT_TRUE(without) << without.error().message;
+    EXPECT_TRUE(without->secret_env.empty());
+}
+
+TEST_F(ClaudeCodePlugin, RefusesAnotherProvidersAccount) {
+    auto spec = harness_->launch(request(LaunchMode::headless, StartMode::guarded, "go", "openai-api-key"));
+    ASSERT_FALSE(spec);
+    EXPECT_EQ(spec.error().code, handler::ErrorCode::invalid_argument);
+    EXPECT_TRUE(handler::testing::contains(spec.error().message, "Anthropic API key")) << spec.error().message;
+    EXPECT_TRUE(handler::testing::contains(spec.error().message, "'openai-api-key'")) << spec.error().message;
+}
+
+TEST_F(ClaudeCodePlugin, HeadlessWithoutAPromptIsAnInvalidArgument) {
+    auto spec = harness_->launch(request(LaunchMode::headless, StartMode::guarded, ""));
+    ASSERT_FALSE(spec);
+    EXPECT_EQ(spec.error().code, handler::ErrorCode::invalid_argument);
+    EXPECT_TRUE(handler::testing::contains(spec.error().message, "needs a prompt")) << spec.error().message;
+}
+
+TEST_F(ClaudeCodePlugin, ItsEventStreamParsesAcrossFeeds) {
+    auto stream = harness_->open_events("s_1");
+    ASSERT_TRUE(stream) << stream.error().message;
+    const std::size_t half = kTranscript.size() / 2;
+    auto first = (*stream)->feed(std::string_view(kTranscript).substr(0, half));
+    ASSERT_TRUE(first) << first.error().message;
+    auto second = (*stream)->feed(std::string_view(kTranscript).substr(half));
+    ASSERT_TRUE(second) << second.error().message;
+    std::vector<handler::plugins::SessionEvent> events = *first;
+    events.insert(events.end(), second->begin(), second->end());
+    const std::vector<Event> expected = parse_all(kTranscript);
+    ASSERT_EQ(events.size(), expected.size());
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        EXPECT_EQ(static_cast<int>(events[i].kind), static_cast<int>(expected[i].kind));
+        EXPECT_EQ(events[i].json, expected[i].json);
+    }
+}
+
+} // namespace
