@@ -25,6 +25,7 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <boost/json/string.hpp>
 #pragma GCC diagnostic pop
 
 #include <spdlog/spdlog.h>
@@ -94,14 +95,13 @@ public:
 
     void event(const store::SessionEvent& event) override {
         if (closing_) return;
-        boost::system::error_code error;
-        auto payload = boost::json::parse(event.payload, error);
-        if (error) payload = boost::json::object{};
-        enqueue_text({{"type", "event"},
-                      {"seq", event.seq},
-                      {"at", event.at},
-                      {"kind", event.kind},
-                      {"payload", std::move(payload)}});
+        // The payload was checked to be a JSON object when it was stored, and the kind is
+        // one of handlerd's names: the message is put together without parsing again.
+        auto message = std::make_shared<std::string>(
+            R"({"type":"event","seq":)" + std::to_string(event.seq) + R"(,"at":)" + std::to_string(event.at) +
+            R"(,"kind":)" + boost::json::serialize(boost::json::string(event.kind)) + R"(,"payload":)" +
+            event.payload + "}");
+        enqueue(Outgoing{std::move(message), false});
     }
 
     void exited(std::int64_t code) override {

@@ -401,17 +401,31 @@ Result<std::string> containerfile_text(const std::string& base, const LayerRecip
                               "' is not lowercase letters, digits, '-', '_' or '.'");
     if (base.empty() || base.find_first_of(" \t\r\n") != std::string::npos)
         return make_error(ErrorCode::invalid_argument, "base image reference '" + base + "' is malformed");
+    if (recipe.version.empty() || !std::all_of(recipe.version.begin(), recipe.version.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '+';
+        }))
+        return make_error(ErrorCode::invalid_argument,
+                          "the " + recipe.name + " image recipe's version '" + recipe.version +
+                              "' is not a version (letters, digits, '.', '-', '+')");
     std::string text = "FROM " + base + "\n";
-    text += "LABEL io.handler.recipe=" +
-            json::serialize(json::value(json::string(recipe.name + " " + recipe.version))) + "\n";
+    text += "LABEL io.handler.recipe=\"" + recipe.name + " " + recipe.version + "\"\n";
     for (const auto& [name, value] : recipe.env) {
         if (!valid_env_name(name))
             return make_error(ErrorCode::invalid_argument,
                               "the " + recipe.name + " image recipe sets variable '" + name +
                                   "', which is not a variable name");
-        // A JSON string is also a valid double-quoted Containerfile word for these values
-        // (no newline can appear in it: JSON escapes it).
-        text += "ENV " + name + "=" + json::serialize(json::value(json::string(value))) + "\n";
+        // A double-quoted Containerfile word, taken literally: the builder would expand
+        // "$X" and read "\\x" as an escape, and a line ends the instruction.
+        std::string quoted = "\"";
+        for (const char c : value) {
+            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+                return make_error(ErrorCode::invalid_argument,
+                                  "the " + recipe.name + " image recipe's value for " + name +
+                                      " has a control character (a line break?)");
+            if (c == '"' || c == '\\' || c == '$') quoted += '\\';
+            quoted += c;
+        }
+        text += "ENV " + name + "=" + quoted + "\"\n";
     }
     for (const auto& step : recipe.run_steps) {
         if (step.empty())

@@ -21,6 +21,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #pragma GCC diagnostic pop
 
@@ -212,11 +213,15 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
         return policy;
     }
 
-    // Runs `work` on the worker thread, then `then(result)` on the io thread unless the
-    // manager has been shut down meanwhile.
+    // Runs `work` on the worker thread (or `pool`), then `then(result)` on the io thread
+    // unless the manager has been shut down meanwhile.
     template <class Work, class Then>
     void in_background(Work work, Then then) {
-        net::post(worker, [weak = weak_from_this(), work = std::move(work),
+        in_background(worker, std::move(work), std::move(then));
+    }
+    template <class Work, class Then>
+    void in_background(net::thread_pool& pool, Work work, Then then) {
+        net::post(pool, [weak = weak_from_this(), work = std::move(work),
                            then = std::move(then)]() mutable {
             auto self = weak.lock();
             if (!self || self->stopped) return;
@@ -311,6 +316,9 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
     // One thread: container commands run in the order asked for (a stop never overtakes
     // the start it follows).
     net::thread_pool worker{1};
+    // Image builds take minutes; on a thread of their own they do not hold up every other
+    // session's start and stop. One at a time: two sessions of a harness build it once.
+    net::thread_pool builder{1};
     std::map<std::string, std::shared_ptr<Channel>, std::less<>> channels;
     // Each session's policy as policy_for() last built it from the store, so a proxy
     // connection costs no query (three, with the rules parsed, when built). Dropped on
@@ -654,7 +662,32 @@ private:
             return;
         }
         if (events->empty()) return;
-        for (const auto& event : owner_.store_events(id_, *events))
+        if (!events_bytes_) {
+            // Read once, at the first events: what is stored already (the prompt, what a
+            // previous handlerd kept) counts.
+            auto bytes = owner_.store.session_events_bytes(id_);
+            events_bytes_ = bytes ? static_cast<std::uint64_t>(*bytes) : 0;
+        }
+        for (auto it = events->begin(); it != events->end(); ++it) {
+            if (*events_bytes_ + it->json.size() <= owner_.options.events_limit_bytes) {
+                *events_bytes_ += it->json.size();
+                continue;
+            }
+            // The program inside writes these: it must not fill the user's disk.
+            const std::string why = "this session's events reached the limit of " +
+                                    std::to_string(owner_.options.events_limit_bytes) +
+                                    " bytes; no more are kept (its output log goes on)";
+            spdlog::warn("session {}: {}", id_, why);
+            parser_.reset();
+            events->erase(it, events->end());
+            events->push_back({plugins::EventKind::error, json::serialize(json::object{{"message", why}})});
+            break;
+        }
+        send_events(owner_.store_events(id_, *events));
+    }
+
+    void send_events(const std::vector<store::SessionEvent>& stored) {
+        for (const auto& event : stored)
             for (auto& [attach_id, client] : clients_)
                 if (client.events)
                     if (auto alive = client.client.lock()) alive->event(event);
@@ -713,6 +746,7 @@ private:
     std::unique_ptr<network::EgressProxy> proxy_;
     std::unique_ptr<EventParser> parser_; // headless sessions whose harness has one
     std::string events_mode_ = "none";
+    std::optional<std::uint64_t> events_bytes_; // payload bytes stored, against events_limit_bytes
     std::string pending_input_;
     bool pending_eof_ = false;
     static constexpr std::size_t kPendingInputBytes = 64 * 1024;
@@ -793,16 +827,29 @@ void SessionManager::Impl::check_container(const std::string& id) {
 
 void SessionManager::Impl::launch_container(const std::string& id, runtime::ContainerSpec spec,
                                             std::optional<runtime::LayerRecipe> recipe) {
+    if (recipe) {
+        const std::string base = spec.image;
+        in_background(
+            builder,
+            [this, id, base, recipe = std::move(*recipe)] {
+                return runtime::ensure_layer_image(runtime, options.image_build_dir, base, recipe,
+                                                   [&id](const std::string& line) {
+                                                       spdlog::info("session {}: {}", id, line);
+                                                   });
+            },
+            [this, id, spec = std::move(spec)](Result<std::string> image) mutable {
+                if (!image) {
+                    spdlog::warn("session {}: {}", id, image.error().message);
+                    finish(id, std::nullopt, SessionState::failed, image.error().message);
+                    return;
+                }
+                spec.image = std::move(*image);
+                launch_container(id, std::move(spec));
+            });
+        return;
+    }
     in_background(
-        [this, id, spec = std::move(spec), recipe = std::move(recipe)]() mutable -> Result<std::string> {
-            if (recipe) {
-                auto image = runtime::ensure_layer_image(runtime, options.image_build_dir, spec.image, *recipe,
-                                                         [&id](const std::string& line) {
-                                                             spdlog::info("session {}: {}", id, line);
-                                                         });
-                if (!image) return image.take_error();
-                spec.image = *image;
-            }
+        [this, spec = std::move(spec)]() -> Result<std::string> {
             auto present = runtime.image_exists(spec.image);
             if (!present) return present.take_error();
             if (!*present)
@@ -839,7 +886,19 @@ std::vector<store::SessionEvent> SessionManager::Impl::store_events(
     const std::string& id, const std::vector<plugins::SessionEvent>& produced) {
     std::vector<std::pair<std::string, std::string>> rows;
     rows.reserve(produced.size());
-    for (const auto& event : produced) rows.emplace_back(plugins::to_string(event.kind), event.json);
+    for (const auto& event : produced) {
+        // Checked once here, so that every reader (the terminal, the API) can pass the
+        // stored text on as it is.
+        boost::system::error_code error;
+        const auto payload = json::parse(event.json, error);
+        if (error || !payload.is_object()) {
+            spdlog::warn("session {}: the harness gave a {} event whose payload is not a JSON object; dropped",
+                         id, plugins::to_string(event.kind));
+            continue;
+        }
+        rows.emplace_back(plugins::to_string(event.kind), event.json);
+    }
+    if (rows.empty()) return {};
     auto stored = store.add_session_events(id, clock.now_ms(), rows);
     if (!stored) {
         spdlog::error("session {}: events not stored: {}", id, stored.error().message);
@@ -874,6 +933,7 @@ SessionManager::~SessionManager() {
     shut_down();
     // A container command already running is waited for: it holds references to the
     // runtime, which the daemon destroys after us.
+    impl_->builder.join(); // a build under way finishes (its podman is not ours to kill)
     impl_->worker.join();
     impl_->flush_audit();
 }

@@ -89,6 +89,9 @@ struct SessionManagerOptions {
     std::string default_image;          // for harnesses that name no image
     std::size_t replay_bytes = std::size_t{1} << 20;
     std::uint64_t log_limit_bytes = std::uint64_t{64} << 20;
+    // What a session's events may take in the database: the program inside writes them,
+    // so they are bounded like its output log. Past it, events stop (the log goes on).
+    std::uint64_t events_limit_bytes = std::uint64_t{64} << 20;
     std::chrono::milliseconds stop_grace{10'000};
     // After the shim's connection drops without an exit, how long until the container
     // is inspected (a container that died with its shim sends no exit).

@@ -984,6 +984,17 @@ Result<std::vector<SessionEvent>> Store::add_session_events(
     return added;
 }
 
+Result<std::int64_t> Store::session_events_bytes(std::string_view session_id) {
+    std::lock_guard lock(mutex_);
+    auto statement = db_.prepare("SELECT COALESCE(SUM(length(CAST(payload AS BLOB))), 0) FROM session_events "
+                                 "WHERE session_id = ?1",
+                                 session_id);
+    if (!statement) return statement.take_error();
+    auto row = statement->step();
+    if (!row) return row.take_error();
+    return statement->integer(0);
+}
+
 Result<std::vector<SessionEvent>> Store::session_events(std::string_view session_id, std::int64_t after,
                                                         std::int64_t limit) {
     std::lock_guard lock(mutex_);

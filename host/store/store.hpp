@@ -117,6 +117,8 @@ public:
     // next seq of its session, which is returned in the records.
     Result<std::vector<SessionEvent>> add_session_events(std::string_view session_id, TimeMs at,
                                                          const std::vector<std::pair<std::string, std::string>>& events);
+    // The bytes of payload a session's events hold.
+    Result<std::int64_t> session_events_bytes(std::string_view session_id);
     // Events with seq > `after`, oldest first, at most `limit`.
     Result<std::vector<SessionEvent>> session_events(std::string_view session_id, std::int64_t after,
                                                      std::int64_t limit);

@@ -134,6 +134,7 @@ public:
 
     Result<void> build_image(const std::filesystem::path& context_dir,
                              const std::string& reference) override {
+        if (on_build) on_build(); // before anything is recorded: it may run on another thread
         calls.push_back("build_image");
         std::ifstream file(context_dir / "Containerfile");
         std::stringstream text;
@@ -148,6 +149,7 @@ public:
         std::string containerfile; // as it was when the build ran
     };
     std::vector<Build> builds;
+    std::function<void()> on_build; // e.g. to hold a build while the test looks around
 
     // The next call of `method` ("exec", "import_image", ...) fails with `error`.
     void fail_next(const std::string& method, Error error) {

@@ -240,13 +240,14 @@ TEST_F(ImageBuilderTest, ImageExistsFailureStopsBeforeBuilding) {
 // A plugin's layer: its steps go to podman byte for byte (exec-form RUN, JSON-quoted),
 // and anything that would change the image changes its tag.
 TEST(LayerImage, ContainerfileQuotesStepsAndTheTagFollowsEverything) {
-    LayerRecipe recipe{"claude-code", "0.1.0", {{"DISABLE_AUTOUPDATER", "1"}},
+    LayerRecipe recipe{"claude-code", "0.1.0", {{"DISABLE_AUTOUPDATER", "1"}, {"LITERAL", "$HOME \"q\" \\n"}},
                        {"npm install -g @anthropic-ai/claude-code@2.1.328", "echo \"quoted\" 'and' $HOME\nnext"}};
     auto text = containerfile_text("localhost/handler-base:aaa", recipe);
     ASSERT_TRUE(text.ok()) << text.error().message;
     EXPECT_EQ(*text, "FROM localhost/handler-base:aaa\n"
                      "LABEL io.handler.recipe=\"claude-code 0.1.0\"\n"
                      "ENV DISABLE_AUTOUPDATER=\"1\"\n"
+                     "ENV LITERAL=\"\\$HOME \\\"q\\\" \\\\n\"\n"
                      "RUN [\"/bin/sh\",\"-c\",\"npm install -g @anthropic-ai/claude-code@2.1.328\"]\n"
                      "RUN [\"/bin/sh\",\"-c\",\"echo \\\"quoted\\\" 'and' $HOME\\nnext\"]\n");
     const std::string ref = layer_image_ref("localhost/handler-base:aaa", recipe).value();
@@ -269,6 +270,9 @@ TEST(LayerImage, MalformedNamesAndVariablesAreRefused) {
     EXPECT_FALSE(containerfile_text("base", LayerRecipe{"ok", "1", {{"1X", "x"}}, {"true"}}));
     EXPECT_FALSE(containerfile_text("base", LayerRecipe{"ok", "1", {}, {""}}));
     EXPECT_FALSE(containerfile_text("base\nRUN evil", LayerRecipe{"ok", "1", {}, {"true"}}));
+    EXPECT_FALSE(containerfile_text("base", LayerRecipe{"ok", "1\"\nRUN evil", {}, {"true"}}));
+    EXPECT_FALSE(containerfile_text("base", LayerRecipe{"ok", "", {}, {"true"}}));
+    EXPECT_FALSE(containerfile_text("base", LayerRecipe{"ok", "1", {{"A", "line\nRUN evil"}}, {"true"}}));
     auto refused = containerfile_text("base", LayerRecipe{"ok", "1", {{"NO SPACE", "x"}}, {}});
     ASSERT_FALSE(refused);
     EXPECT_TRUE(contains(refused.error().message, "NO SPACE")) << refused.error().message;

@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <atomic>
 #include <future>
 #include <iterator>
 #include <thread>
@@ -177,8 +178,9 @@ protected:
         make_manager();
     }
 
-    void make_manager(std::string refuse = {}) {
+    void make_manager(std::string refuse = {}, std::uint64_t events_limit = std::uint64_t{64} << 20) {
         SessionManagerOptions options;
+        options.events_limit_bytes = events_limit;
         options.refuse_sessions = std::move(refuse);
         options.control_root = dir_ / "run/sessions";
         options.output_root = dir_ / "data/sessions";
@@ -953,6 +955,75 @@ TEST_F(SessionManagerTest, AHarnessWithARecipeRunsInItsImageBuiltOnceOnTheBase) 
     for (const auto& [container, entry] : runtime_.containers) EXPECT_EQ(entry.spec.image, build.reference);
     EXPECT_FALSE(fs::exists(dir_ / "cache/build" / ("handler-keyed-" + build.reference.substr(build.reference.rfind(':') + 1))))
         << "the build folder is removed after the build";
+}
+
+// A build takes minutes: meanwhile other sessions start (and stop) as usual.
+TEST_F(SessionManagerTest, AnImageBuildHoldsUpNoOtherSession) {
+    auto account = store_->create_account({"work", "anthropic-api-key", {}, {}});
+    ASSERT_TRUE(account.ok());
+    ASSERT_TRUE(secrets_.put(account->id, "sk-ant-api03-" + std::string(40, 'R')).ok());
+    std::promise<void> release;
+    auto released = release.get_future().share();
+    std::atomic<bool> building = false;
+    runtime_.on_build = [&] {
+        building = true;
+        released.wait();
+    };
+    api::StartRequest request;
+    request.harness = "keyed";
+    request.directory = (dir_ / "project").string();
+    auto keyed = manager_->start(request);
+    ASSERT_TRUE(keyed.ok()) << keyed.error().message;
+    ASSERT_TRUE(pump_until([&] { return building.load(); }));
+    api::StartRequest shell_request;
+    shell_request.harness = "shell";
+    shell_request.directory = (dir_ / "project").string();
+    auto shell = manager_->start(shell_request);
+    ASSERT_TRUE(shell.ok()) << shell.error().message;
+    const bool ran = pump_until([&] { return state(shell->id) == SessionState::running; });
+    EXPECT_EQ(state(keyed->id), SessionState::starting);
+    release.set_value();
+    EXPECT_TRUE(ran) << "the shell session waited for the other session's image build";
+    ASSERT_TRUE(pump_until([&] { return state(keyed->id) == SessionState::running; }));
+}
+
+// The program inside writes the events, so they are bounded: the events that fit are
+// kept, then one error event says so and nothing more is kept, while the output still
+// reaches clients.
+TEST_F(SessionManagerTest, EventsStopAtTheLimitWithAnErrorSayingSo) {
+    make_manager({}, 1024);
+    api::StartRequest request;
+    request.harness = "shell";
+    request.directory = (dir_ / "project").string();
+    request.prompt = "flood";
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    const std::string id = started->id;
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    auto client = std::make_shared<RecordingClient>();
+    api::AttachOptions with_events;
+    with_events.events = true;
+    ASSERT_TRUE(manager_->attach(id, client, with_events).ok());
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    // Each line's event is about 50 bytes, so about 20 of the 40 fit in 1 KiB.
+    std::string lines;
+    for (int i = 0; i < 40; ++i) lines += "line " + std::to_string(i) + "\n";
+    shim.output(0, lines, shim::Stream::stdout_);
+    ASSERT_TRUE(pump_until([&] { return client->text == lines; }));
+    ASSERT_TRUE(pump_until([&] { return !client->events.empty() && client->events.back().starts_with("error "); }));
+    const auto stored = store_->session_events(id, 0, 1000);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(stored->back().kind, "error");
+    EXPECT_TRUE(contains(stored->back().payload, "reached the limit")) << stored->back().payload;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i + 1 < stored->size(); ++i) bytes += (*stored)[i].payload.size();
+    EXPECT_LE(bytes, 1024u) << "the prompt counts too";
+    EXPECT_GT(stored->size(), 10u) << "the events that fit are kept";
+    EXPECT_LT(stored->size(), 40u);
+    shim.output(lines.size(), "more\n", shim::Stream::stdout_);
+    ASSERT_TRUE(pump_until([&] { return client->text == lines + "more\n"; }));
+    EXPECT_EQ(store_->session_events(id, 0, 1000)->size(), stored->size()) << "nothing kept after the limit";
 }
 
 // A build that fails fails the session with podman's reason, and nothing runs.
