@@ -5,13 +5,16 @@
 #include "claude-code/stream_json.hpp"
 
 #include <handler/plugin.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <plugin_common/sdk_parser.hpp>
 
 #include <string>
 #include <string_view>
 
 namespace {
 
-using handler::sdk::EventSink;
 using handler::sdk::LaunchBuilder;
 using handler::sdk::LaunchRequest;
 using handler::sdk::PluginError;
@@ -37,16 +40,6 @@ const char* key_variable(std::string_view account_kind) {
     if (account_kind == "claude-subscription") return "CLAUDE_CODE_OAUTH_TOKEN";
     return nullptr;
 }
-
-class EventParser : public handler::sdk::EventParser {
-public:
-    void feed(std::string_view bytes, EventSink& sink) override {
-        for (const handler::plugin_common::Event& event : parser_.feed(bytes)) sink.emit(event.kind, event.json);
-    }
-
-private:
-    handler::claude_code::StreamJsonParser parser_;
-};
 
 class ClaudeCodeHarness : public handler::sdk::Harness {
 public:
@@ -79,7 +72,30 @@ public:
                                   std::string(request.account_kind) + "' account");
         const char* mode = permission_mode(request.start_mode);
 
-        launch.argument("claude");
+        if (request.interactive()) {
+            // A session's home is new every time, so the TUI would open on its first-run
+            // screens (theme, sign-in method, "use this API key?", "trust this folder?",
+            // and for bypassPermissions a warning to accept), the sign-in one reaching for
+            // platform.claude.com, which the session may not reach. They are answered
+            // beforehand in ~/.claude.json: the key it is to use is the session's stand-in
+            // (Claude Code remembers a key by its last 20 characters), the folder is the
+            // project the user chose, and the mode is the one the user started.
+            boost::json::object config;
+            config["hasCompletedOnboarding"] = true;
+            config["theme"] = "dark";
+            config["customApiKeyResponses"] = {{"approved", boost::json::array{"@KEY@"}},
+                                               {"rejected", boost::json::array{}}};
+            if (request.start_mode == HD_START_OPEN) config["bypassPermissionsModeAccepted"] = true;
+            if (!request.project_path.empty())
+                config["projects"] = {{request.project_path, {{"hasTrustDialogAccepted", true}}}};
+            launch.arguments({"sh", "-c",
+                              "key=$(printf %s \"${ANTHROPIC_API_KEY:-}\" | tail -c 20); "
+                              "[ -e \"$HOME/.claude.json\" ] || printf %s \"$1\" | sed \"s/@KEY@/$key/\" "
+                              "> \"$HOME/.claude.json\"; shift; exec claude \"$@\"",
+                              "claude", boost::json::serialize(config)});
+        } else {
+            launch.argument("claude");
+        }
         // `-p` is a flag and the prompt a positional argument, so a prompt starting with
         // "-" would be read as an option; after "--" it cannot be.
         const bool prompt_looks_like_option = !request.prompt.empty() && request.prompt.front() == '-';
@@ -115,7 +131,7 @@ public:
     }
 
     std::unique_ptr<handler::sdk::EventParser> open_events(std::string_view) override {
-        return std::make_unique<EventParser>();
+        return std::make_unique<handler::plugin_common::SdkEventParser<handler::claude_code::StreamJsonParser>>();
     }
 };
 

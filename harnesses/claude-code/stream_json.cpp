@@ -1,11 +1,10 @@
 #include "claude-code/stream_json.hpp"
 
-#include <plugin_common/json_line.hpp>
+#include <plugin_common/json_access.hpp>
 
 #include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 
-#include <exception>
 #include <optional>
 #include <utility>
 
@@ -13,53 +12,14 @@ namespace handler::claude_code {
 
 namespace json = boost::json;
 namespace common = handler::plugin_common;
+using common::array_at;
+using common::bool_at;
+using common::display_path;
+using common::empty_object;
+using common::object_at;
+using common::string_at;
 
 namespace {
-
-// Claude Code's field names are its own and may change between releases, so every lookup
-// tolerates a missing field or one of another type instead of throwing.
-std::string_view string_at(const json::object& object, std::string_view key) {
-    const json::value* value = object.if_contains(key);
-    if (value == nullptr || !value->is_string()) return {};
-    const json::string& text = value->get_string();
-    return {text.data(), text.size()};
-}
-
-const json::object* object_at(const json::object& object, std::string_view key) {
-    const json::value* value = object.if_contains(key);
-    return value == nullptr ? nullptr : value->if_object();
-}
-
-const json::array* array_at(const json::object& object, std::string_view key) {
-    const json::value* value = object.if_contains(key);
-    return value == nullptr ? nullptr : value->if_array();
-}
-
-bool bool_at(const json::object& object, std::string_view key) {
-    const json::value* value = object.if_contains(key);
-    return value != nullptr && value->is_bool() && value->get_bool();
-}
-
-const json::object& empty_object() {
-    static const json::object empty;
-    return empty;
-}
-
-// A path as a person reads it in a title: relative to the session's folder when under it.
-std::string display_path(std::string_view path, std::string_view cwd) {
-    while (cwd.size() > 1 && cwd.back() == '/') cwd.remove_suffix(1);
-    if (cwd.empty() || cwd == "/") return std::string(path);
-    if (path == cwd) return ".";
-    if (path.size() > cwd.size() && path.substr(0, cwd.size()) == cwd && path[cwd.size()] == '/')
-        return std::string(path.substr(cwd.size() + 1));
-    return std::string(path);
-}
-
-std::string_view first_line(std::string_view text, bool& cut) {
-    const std::size_t end = text.find('\n');
-    cut = end != std::string_view::npos;
-    return text.substr(0, end);
-}
 
 // A tool's file, for both the title and ACP's "locations".
 std::string_view file_of(const json::object& input) {
@@ -81,28 +41,6 @@ common::ToolCall make_tool_call(std::string_view id, std::string_view name, cons
     const std::string_view path = file_of(input_object);
     if (!path.empty()) call.locations.emplace_back(path);
     return call;
-}
-
-std::string plan_status(std::string_view status) {
-    if (status == "in_progress" || status == "completed") return std::string(status);
-    return "pending";
-}
-
-// TodoWrite's input is Claude Code's whole plan, which is what an ACP plan update carries.
-std::vector<common::PlanEntry> plan_entries(const json::object& input) {
-    std::vector<common::PlanEntry> entries;
-    const json::array* todos = array_at(input, "todos");
-    if (todos == nullptr) return entries;
-    for (const json::value& todo : *todos) {
-        const json::object* item = todo.if_object();
-        if (item == nullptr) continue;
-        common::PlanEntry entry;
-        entry.content = std::string(string_at(*item, "content"));
-        entry.status = plan_status(string_at(*item, "status"));
-        entry.priority = "medium"; // TodoWrite has no priorities
-        entries.push_back(std::move(entry));
-    }
-    return entries;
 }
 
 // A tool result's content: a string, or Anthropic content blocks (text, image).
@@ -181,10 +119,8 @@ std::string tool_title(std::string_view name, const json::object& input, std::st
         return std::string(head) + common::truncate_utf8(detail, kMaxDetail);
     };
     if (name == "Bash") {
-        bool cut = false;
-        std::string line(first_line(string_at(input, "command"), cut));
-        if (cut) line += " \xe2\x80\xa6";
-        return with("Bash: ", line);
+        const std::string line = common::first_line_of(string_at(input, "command"), kMaxDetail);
+        return line.empty() ? std::string("Bash") : "Bash: " + line;
     }
     if (name == "Task") return with("Task: ", string_at(input, "description"));
     if (name == "TodoWrite") return "Update the plan";
@@ -201,41 +137,13 @@ std::string tool_title(std::string_view name, const json::object& input, std::st
     return std::string(name);
 }
 
-std::vector<Event> StreamJsonParser::feed(std::string_view bytes) {
-    std::vector<Event> out;
-    lines_.feed(
-        bytes,
-        [&](std::string_view line) {
-            std::vector<Event> events = parse_line(line);
-            for (Event& event : events) out.push_back(std::move(event));
-        },
-        [&](std::size_t length) {
-            out.push_back(common::error(
-                "Claude Code printed a line of " + std::to_string(length) + " bytes, more than the " +
-                std::to_string(lines_.max_line()) +
-                " this parser reads, so its events are missing (the session's raw output has it)"));
-        });
-    return out;
-}
-
-std::vector<Event> StreamJsonParser::parse_line(std::string_view line) {
-    std::vector<Event> out;
-    const std::optional<json::value> value = common::parse_json_line(line);
-    if (!value || !value->is_object()) return out;
-    const json::object& message = value->get_object();
+void StreamJsonParser::on_object(const json::object& message, std::vector<Event>& out) {
     const std::string_view type = string_at(message, "type");
-    // One odd line must not cost the events of the lines after it (nor escape as a
-    // failed feed call): its own half-built events are dropped instead.
-    try {
-        if (type == "system") on_system(message, out);
-        else if (type == "assistant") on_assistant(message, out);
-        else if (type == "user") on_user(message, out);
-        else if (type == "control_request") on_control_request(message, out);
-        else if (type == "result") on_result(message, out);
-    } catch (const std::exception&) {
-        out.clear();
-    }
-    return out;
+    if (type == "system") on_system(message, out);
+    else if (type == "assistant") on_assistant(message, out);
+    else if (type == "user") on_user(message, out);
+    else if (type == "control_request") on_control_request(message, out);
+    else if (type == "result") on_result(message, out);
 }
 
 void StreamJsonParser::on_system(const json::object& message, std::vector<Event>& out) {
@@ -269,7 +177,7 @@ void StreamJsonParser::on_assistant(const json::object& message, std::vector<Eve
             const json::value* input = block->if_contains("input");
             out.push_back(common::tool_call(make_tool_call(string_at(*block, "id"), name, input, cwd_)));
             if (name == "TodoWrite" && input != nullptr && input->is_object())
-                out.push_back(common::plan(plan_entries(input->get_object())));
+                out.push_back(common::plan(common::plan_from_todos(input->get_object())));
         }
     }
 }

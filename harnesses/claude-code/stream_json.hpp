@@ -4,7 +4,7 @@
 #pragma once
 
 #include <plugin_common/events.hpp>
-#include <plugin_common/line_buffer.hpp>
+#include <plugin_common/json_lines.hpp>
 
 #include <boost/json/object.hpp>
 
@@ -16,28 +16,21 @@ namespace handler::claude_code {
 
 using plugin_common::Event;
 
-class StreamJsonParser {
+class StreamJsonParser final : public plugin_common::JsonLinesParser {
 public:
-    StreamJsonParser() = default;
-    explicit StreamJsonParser(std::size_t max_line) : lines_(max_line) {}
-
-    // The events completed by this piece of stdout, in order. A piece may split a line or
-    // a UTF-8 sequence anywhere; what is incomplete waits for the next piece.
-    std::vector<Event> feed(std::string_view bytes);
-
-    // The events of one complete line. Anything that is not a JSON object of a type this
-    // parser knows yields none: Claude Code prints about forty message types and adds more,
-    // and handlerd keeps the raw output anyway.
-    std::vector<Event> parse_line(std::string_view line);
+    StreamJsonParser() : JsonLinesParser("Claude Code") {}
+    explicit StreamJsonParser(std::size_t max_line) : JsonLinesParser("Claude Code", max_line) {}
 
 private:
+    // Claude Code prints about forty message types and adds more; the ones not handled
+    // here yield no events.
+    void on_object(const boost::json::object& message, std::vector<Event>& out) override;
     void on_system(const boost::json::object& message, std::vector<Event>& out);
     void on_assistant(const boost::json::object& message, std::vector<Event>& out);
     void on_user(const boost::json::object& message, std::vector<Event>& out) const;
     void on_control_request(const boost::json::object& message, std::vector<Event>& out) const;
     void on_result(const boost::json::object& message, std::vector<Event>& out) const;
 
-    plugin_common::LineBuffer lines_;
     std::string cwd_; // from system/init: tool titles name files relative to it
 };
 

@@ -798,7 +798,7 @@ Response Routes::start_session(const Call& call) {
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
     if (auto known = reader.allow_only({"agent", "harness", "name", "directory", "prompt",
-                                        "args", "rows", "cols", "network"});
+                                        "args", "rows", "cols", "network", "model"});
         !known)
         return error_response(known.error());
     StartRequest request;
@@ -827,6 +827,12 @@ Response Routes::start_session(const Call& call) {
     auto network = reader.optional_string("network");
     if (!network) return error_response(network.error());
     request.network = *network;
+    auto model = reader.optional_string("model");
+    if (!model) return error_response(model.error());
+    if (*model) {
+        if (auto valid = store::check_model_name(**model); !valid) return error_response(valid.error());
+        request.model = *model;
+    }
     for (const auto* field : {"rows", "cols"}) {
         const auto* value = body->if_contains(field);
         if (value == nullptr) continue;

@@ -54,6 +54,9 @@ struct StartRequest {
     std::vector<std::string> args; // `handler terminal AGENT -- ARGS`
     // none|filtered|open|learn for this session only; unset: the agent's mode.
     std::optional<std::string> network;
+    // The model for this session, as the harness names it ("sonnet", "gpt-5.1-codex");
+    // unset: the harness's default.
+    std::optional<std::string> model;
     std::uint16_t rows = 24;
     std::uint16_t cols = 80;
 };

@@ -7,12 +7,14 @@
 #include "store/validation.hpp"
 
 #include <boost/json.hpp>
+#include <fcntl.h>
 #include <unistd.h>
 #include <boost/url/encode.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -58,6 +60,7 @@ struct Options {
     bool force = false;
     bool read_only = false;
     std::optional<std::string> session_network;
+    std::optional<std::string> session_model;
     std::string host;
     std::string kind;
     bool key_stdin = false;
@@ -87,6 +90,7 @@ struct Tree {
     CLI::App* session_list = nullptr;
     CLI::App* session_stop = nullptr;
     CLI::App* session_rm = nullptr;
+    CLI::App* session_events = nullptr;
     CLI::App* account_add = nullptr;
     CLI::App* account_list = nullptr;
     CLI::App* account_set_key = nullptr;
@@ -233,6 +237,9 @@ Tree define(CLI::App& app, Options& options) {
                          "This session's network: none, filtered, open, or learn (15 minutes "
                          "open, recording what filtered would refuse)")
         ->check(CLI::IsMember({"none", "filtered", "open", "learn"}));
+    tree.run->add_option("-m,--model", options.session_model,
+                         "The model for this session, as the harness names it (claude: sonnet, "
+                         "opus; codex: gpt-5.1-codex; pi: anthropic/claude-sonnet-4-5)");
     tree.run->add_option("--detach-keys", options.detach_keys,
                          "Keys that detach and leave the session running")
         ->capture_default_str();
@@ -264,6 +271,11 @@ Tree define(CLI::App& app, Options& options) {
     add_json_flag(tree.session_list, options);
     tree.session_stop = session->add_subcommand("stop", "Stop a session (SIGTERM, then SIGKILL)");
     tree.session_stop->add_option("ID", options.target, "The session id")->required();
+    tree.session_events = session->add_subcommand(
+        "events", "A headless run's events: the prompt, messages, tool calls and results, the result");
+    tree.session_events->add_option("ID", options.target, "The session id")->required();
+    add_json_flag(tree.session_events, options);
+    tree.session_events->add_flag("-f,--follow", options.follow, "Keep printing until the session ends");
     tree.session_rm = session->add_subcommand("rm", "Remove an ended session and its output");
     tree.session_rm->add_option("ID", options.target, "The session id")->required();
     tree.session_rm->add_flag("-f,--force", options.force, "Stop it first if it still runs");
@@ -668,13 +680,23 @@ struct HeadlessPrinter {
         }
         const auto* kind = message.if_contains("kind");
         const auto* payload = message.if_contains("payload");
-        if (!structured || kind == nullptr || *kind != "result" || payload == nullptr || !payload->is_object())
-            return;
-        const auto* text = payload->as_object().if_contains("result");
-        if (text == nullptr || !text->is_string()) return;
-        std::string answer(text->as_string());
-        if (!answer.empty() && answer.back() != '\n') answer += '\n';
-        write_output(context, api::OutputStream::stdout_, answer);
+        if (!structured || kind == nullptr || payload == nullptr || !payload->is_object()) return;
+        // The answer goes to stdout, what went wrong to stderr (the harness's own stderr
+        // passes through too). A failed turn's result repeats its error, so it is left out.
+        const json::object& fields = payload->as_object();
+        const auto print = [&](api::OutputStream stream, const char* field) {
+            const auto* text = fields.if_contains(field);
+            if (text == nullptr || !text->is_string() || text->as_string().empty()) return;
+            std::string line(text->as_string());
+            if (line.back() != '\n') line += '\n';
+            write_output(context, stream, line);
+        };
+        if (*kind == "error") {
+            print(api::OutputStream::stderr_, "message");
+        } else if (*kind == "result") {
+            const auto* failed = fields.if_contains("isError");
+            if (failed == nullptr || !failed->is_bool() || !failed->as_bool()) print(api::OutputStream::stdout_, "result");
+        }
     }
 };
 
@@ -700,8 +722,21 @@ int attach_to(Session& session, const std::string& id, const Options& options,
         hooks.events_mode = [headless](const std::string& mode) { headless->structured = mode == "structured"; };
         hooks.event = [headless](const json::object& event) { headless->event(event); };
     }
+    // A headless run's input is its prompt. At a terminal, typed lines would reach the
+    // program only after Ctrl-D, and a harness that reads a piped stdin to its end (codex
+    // exec adds it to the prompt) would wait for that, so it gets an empty stdin. Piped
+    // input is passed on.
+    struct EmptyInput {
+        int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ~EmptyInput() {
+            if (fd >= 0) ::close(fd);
+        }
+    };
+    std::optional<EmptyInput> empty_input;
+    if (headless != nullptr && context.input_fd >= 0 && ::isatty(context.input_fd) != 0) empty_input.emplace();
+    const int input_fd = empty_input ? empty_input->fd : context.input_fd;
     if (with_input) {
-        hooks.input_fd = context.input_fd;
+        hooks.input_fd = input_fd;
         hooks.filter = [&keys](std::string& bytes) { return keys->filter(bytes); };
         // A pipe session's stdin ends with ours; a terminal has no such thing.
         hooks.eof_on_input_end = !keyboard;
@@ -761,6 +796,7 @@ int command_run(Session& session, const Options& options, bool terminal) {
         body["prompt"] = *options.prompt;
     }
     if (options.session_network) body["network"] = *options.session_network;
+    if (options.session_model) body["model"] = *options.session_model;
     if (terminal && !options.args.empty()) {
         json::array args;
         for (const auto& arg : options.args) args.emplace_back(arg);
@@ -852,27 +888,23 @@ int command_session_rm(Session& session, const Options& options) {
     return kExitOk;
 }
 
-int command_network_log(Session& session, const Options& options) {
+// Pages through a session's list at `path` (its `key` array, ordered by `cursor`) from
+// the start, handing each page to `print`; with --follow, goes on until the session has
+// ended and nothing new came.
+int page_through(Session& session, const Options& options, const std::string& path, const char* key,
+                 const char* cursor, const std::function<void(json::array&)>& print) {
     std::int64_t after = 0;
-    bool header = !options.json_output;
+    bool first = true;
     for (;;) {
-        auto answer = session.call("GET", session_path(options.target) + "/network?after=" +
-                                              std::to_string(after));
+        auto answer = session.call("GET", session_path(options.target) + path + "?after=" + std::to_string(after));
         if (!answer) return session.exit_code();
-        auto& entries = answer->as_object().at("entries").as_array();
-        if (!entries.empty()) after = entries.back().as_object().at("id").to_number<std::int64_t>();
+        auto& entries = answer->as_object().at(key).as_array();
+        if (!entries.empty()) after = entries.back().as_object().at(cursor).to_number<std::int64_t>();
         if (options.json_output) {
             for (const auto& entry : entries) session.context().out << json::serialize(entry) << '\n';
-        } else if (!entries.empty() || (header && !options.follow)) {
-            for (auto& entry : entries) {
-                auto& object = entry.as_object();
-                object["where"] = std::string(object.at("host").as_string()) + ":" +
-                                  std::to_string(object.at("port").to_number<std::int64_t>()) +
-                                  std::string(object.at("path").as_string());
-            }
-            print_table(session.context().out, entries,
-                        {"id", "method", "where", "verdict", "rule", "secret", "bytes_up", "bytes_down", "reason"});
-            header = false;
+        } else if (!entries.empty() || (first && !options.follow)) {
+            print(entries);
+            first = false;
         }
         session.context().out.flush();
         if (!options.follow) return kExitOk;
@@ -882,6 +914,73 @@ int command_network_log(Session& session, const Options& options) {
         if ((state != "running" && state != "starting") && entries.empty()) return kExitOk;
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
+}
+
+int command_network_log(Session& session, const Options& options) {
+    return page_through(session, options, "/network", "entries", "id", [&](json::array& entries) {
+        for (auto& entry : entries) {
+            auto& object = entry.as_object();
+            object["where"] = std::string(object.at("host").as_string()) + ":" +
+                              std::to_string(object.at("port").to_number<std::int64_t>()) +
+                              std::string(object.at("path").as_string());
+        }
+        print_table(session.context().out, entries,
+                    {"id", "method", "where", "verdict", "rule", "secret", "bytes_up", "bytes_down", "reason"});
+    });
+}
+
+// One line about an event, for a person: its text, the tool call's title, the result.
+std::string event_summary(std::string_view kind, const json::object& payload) {
+    const auto text_at = [](const json::object& object, std::string_view field) -> std::string {
+        const auto* value = object.if_contains(field);
+        return value != nullptr && value->is_string() ? std::string(value->as_string()) : std::string();
+    };
+    std::string summary;
+    if (kind == "user_prompt" || kind == "agent_message_chunk" || kind == "agent_thought_chunk") {
+        if (const auto* content = payload.if_contains("content"); content != nullptr && content->is_object())
+            summary = text_at(content->as_object(), "text");
+    } else if (kind == "tool_call") {
+        summary = text_at(payload, "title") + " (" + text_at(payload, "kind") + ", " + text_at(payload, "toolCallId") + ")";
+    } else if (kind == "tool_call_update") {
+        summary = text_at(payload, "toolCallId") + " " + text_at(payload, "status");
+    } else if (kind == "plan") {
+        if (const auto* entries = payload.if_contains("entries"); entries != nullptr && entries->is_array())
+            for (const auto& entry : entries->as_array())
+                if (entry.is_object())
+                    summary += (summary.empty() ? "" : "; ") + text_at(entry.as_object(), "status") + ": " +
+                               text_at(entry.as_object(), "content");
+    } else if (kind == "permission_request") {
+        summary = text_at(payload, "title");
+    } else if (kind == "mode_changed") {
+        summary = text_at(payload, "modeId") + (payload.contains("model") ? " " + text_at(payload, "model") : "");
+    } else if (kind == "result") {
+        const auto* failed = payload.if_contains("isError");
+        summary = (failed != nullptr && failed->is_bool() && failed->as_bool() ? "failed: " : "") +
+                  text_at(payload, "stopReason") + (payload.contains("result") ? ": " + text_at(payload, "result") : "");
+    } else if (kind == "error") {
+        summary = text_at(payload, "message");
+    }
+    std::replace(summary.begin(), summary.end(), '\n', ' ');
+    constexpr std::size_t kWidth = 160;
+    if (summary.size() > kWidth) {
+        std::size_t cut = kWidth;
+        while (cut > 0 && (static_cast<unsigned char>(summary[cut]) & 0xC0) == 0x80) --cut; // whole characters
+        summary = summary.substr(0, cut) + "\xe2\x80\xa6";
+    }
+    return summary;
+}
+
+int command_session_events(Session& session, const Options& options) {
+    return page_through(session, options, "/events", "events", "seq", [&](json::array& events) {
+        for (auto& event : events) {
+            auto& object = event.as_object();
+            const auto* payload = object.if_contains("payload");
+            object["summary"] = event_summary(object.at("kind").as_string(),
+                                              payload != nullptr && payload->is_object() ? payload->as_object()
+                                                                                         : json::object());
+        }
+        print_table(session.context().out, events, {"seq", "kind", "summary"});
+    });
 }
 
 std::optional<std::int64_t> account_id(Session& session, const std::string& name) {
@@ -1018,6 +1117,7 @@ int run_cli(const std::vector<std::string>& arguments, CliContext& context) {
                                 {"id", "harness", "state", "exit_code", "mode", "message"});
         if (tree.session_stop->parsed()) return command_session_stop(session, options);
         if (tree.session_rm->parsed()) return command_session_rm(session, options);
+        if (tree.session_events->parsed()) return command_session_events(session, options);
         if (tree.account_add->parsed()) return command_account_add(session, options);
         if (tree.account_list->parsed())
             return command_list(session, options, "/api/v1/accounts", "accounts",

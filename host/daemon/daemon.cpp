@@ -186,6 +186,7 @@ int run_daemon(const DaemonOptions& options) {
     session_options.output_root = paths->data_dir / "sessions";
     session_options.helper_dir = builtin_helper_dir();
     session_options.log_limit_bytes = config.sessions.log_limit_bytes;
+    session_options.headless_timeout = std::chrono::minutes(config.sessions.headless_timeout_minutes);
     session_options.proxy_port = config.network.proxy_port;
     for (const auto& [name, address] : config.network.resolve) {
         if (name.find(':') == std::string::npos)
@@ -257,6 +258,7 @@ int run_daemon(const DaemonOptions& options) {
         return std::optional<runtime::LayerRecipe>(std::move(layer));
     };
     session_options.image_build_dir = runtime::default_build_dir([](const char* name) { return std::getenv(name); });
+    session_options.account_state_root = paths->data_dir / runtime::kAccountStateFolder;
     sessions::SessionManager session_manager(io, **store, container_runtime, launcher,
                                              harness_exists, events, clock, session_options);
     info.sessions = &session_manager;

@@ -63,6 +63,9 @@ struct LaunchSpec {
     std::vector<AllowedHost> allowed_hosts;
     std::vector<SecretEnv> secret_env;
     std::vector<ContainerFile> files;
+    // Non-empty: mount the account's state folder read-write and set this env to where
+    // it is inside (keep_account_state).
+    std::string account_state_env;
     friend bool operator==(const LaunchSpec&, const LaunchSpec&) = default;
 };
 

@@ -87,6 +87,11 @@ struct LaunchCollector {
                 s.files.push_back({std::string(to_view(path)), std::string(to_view(contents)), mode & 07777u});
             });
         };
+        raw.keep_account_state = [](void* c, hd_str name) noexcept {
+            if (name.size == 0) return HD_STATUS_INVALID_ARGUMENT;
+            guard(c, [&](LaunchSpec& s) { s.account_state_env = to_view(name); });
+            return static_cast<LaunchCollector*>(c)->failed ? HD_STATUS_FAILED : HD_STATUS_OK;
+        };
         return raw;
     }
 };

@@ -25,6 +25,8 @@ inline constexpr const char* kManagedSelector = "io.handler.managed=1";
 // Where handlerd's own folders appear inside every session container (read-only).
 inline constexpr const char* kControlMountPoint = "/run/handler"; // the shim's socket
 inline constexpr const char* kHelperMountPoint = "/opt/handler";  // handler-shim and co.
+inline constexpr const char* kAccountStateMountPoint = "/var/lib/handler/account"; // read-write
+inline constexpr const char* kAccountStateFolder = "account-state"; // <data>/account-state/<id>
 // Debian's (and most distributions') system trust store, where a session's trust bundle
 // goes so tools that read only the system store trust handler's CA too.
 inline constexpr const char* kSystemTrustStore = "/etc/ssl/certs/ca-certificates.crt";
@@ -68,6 +70,9 @@ struct ContainerSpec {
     // Empty: not mounted.
     std::filesystem::path control_dir;
     std::filesystem::path helper_dir;
+    // The account's own state (a harness's login), read-write at kAccountStateMountPoint;
+    // handlerd's, one per account, so checked like the control folder. Empty: none.
+    std::filesystem::path account_state_dir;
     // A file directly in control_dir, mounted read-only over kSystemTrustStore: the
     // system's CAs plus handler's own (docs/network.md, "Keys"). Empty: not mounted.
     std::filesystem::path trust_bundle;

@@ -369,6 +369,28 @@ Result<std::vector<std::string>> PodmanRuntime::run_command(const ContainerSpec&
         argv.push_back("--volume=" + helpers->string() + ":" + kHelperMountPoint + ":ro");
     }
 
+    if (!spec.account_state_dir.empty()) {
+        std::error_code error;
+        const fs::path state = fs::canonical(spec.account_state_dir, error);
+        if (error || !fs::is_directory(state, error) || !spec.account_state_dir.is_absolute() ||
+            !safe_for_volume(state))
+            return make_error(ErrorCode::invalid_argument, "account state folder '" +
+                                                               spec.account_state_dir.string() +
+                                                               "' is not an existing absolute folder");
+        // Read-write, and beside handler's database and keys: only a folder that is
+        // plainly one account's (account-state/<id>) may go in, so that a bug can never
+        // show the data folder itself.
+        const std::string id = state.filename().string();
+        if (state.parent_path().filename() != kAccountStateFolder || id.empty() ||
+            id.find_first_not_of("0123456789") != std::string::npos)
+            return make_error(ErrorCode::invalid_argument, "account state folder '" + state.string() +
+                                                               "' is not a folder " + kAccountStateFolder +
+                                                               "/<account id>");
+        if (!destinations.insert(kAccountStateMountPoint).second)
+            return make_error(ErrorCode::conflict, std::string("two mounts at '") + kAccountStateMountPoint + "'");
+        argv.push_back("--volume=" + state.string() + ":" + kAccountStateMountPoint + ":rw");
+    }
+
     argv.push_back("--workdir=" + workdir.string());
     if (spec.tty) argv.emplace_back("--tty");
     if (spec.interactive) argv.emplace_back("--interactive");

@@ -36,6 +36,13 @@ Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
     spec.helper_dir = context.helper_dir;
     spec.network = context.open_network ? runtime::NetworkMode::slirp4netns : runtime::NetworkMode::none;
     if (context.trust_ca) spec.trust_bundle = context.control_dir / kTrustBundleName;
+    if (!launch.account_state_env.empty()) {
+        if (context.account_state_dir.empty())
+            return make_error(ErrorCode::invalid_argument,
+                              "the harness keeps its login in the account's own folder, and this session has "
+                              "no account; give the agent one (handler agent edit NAME --account ACCOUNT)");
+        spec.account_state_dir = context.account_state_dir;
+    }
 
     const std::string helper = std::string(runtime::kHelperMountPoint) + "/" + kShimProgram;
     spec.argv = {helper, "--connect",
@@ -72,6 +79,8 @@ Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
             spec.env.push_back({name, dir + kTrustBundleName});
     }
     for (const auto& entry : launch.env) spec.env.push_back({entry.name, entry.value});
+    if (!launch.account_state_env.empty())
+        spec.env.push_back({launch.account_state_env, runtime::kAccountStateMountPoint});
     // Last, so nothing the harness sets can put anything else there.
     for (const auto& secret : launch.secret_env)
         spec.env.push_back({secret.name, context.stand_ins.at(secret.secret_name)});
@@ -88,6 +97,7 @@ Result<void> merge_addon(std::string_view addon, const plugins::LaunchSpec& cont
     if (!contribution.image.empty()) return refuse("sets the image");
     if (!contribution.arguments.empty()) return refuse("sets the program");
     if (!contribution.workdir.empty()) return refuse("sets the working folder");
+    if (!contribution.account_state_env.empty()) return refuse("keeps the account's state");
     for (const auto& variable : contribution.env)
         if (std::any_of(spec.env.begin(), spec.env.end(), [&](const auto& set) { return set.name == variable.name; }) ||
             std::any_of(spec.secret_env.begin(), spec.secret_env.end(),

@@ -41,6 +41,9 @@ struct LaunchContext {
     // Open mode: a real (user-mode) network besides the proxy. The proxy variables stay,
     // so keys are still put in, but what goes around the proxy is not seen.
     bool open_network = false;
+    // The account's state folder on the host (made by the session service); empty when
+    // the session has no account.
+    std::filesystem::path account_state_dir;
 };
 
 inline constexpr const char* kProxySocketName = "proxy.sock";

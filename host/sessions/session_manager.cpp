@@ -256,6 +256,7 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
     }
 
     Result<std::shared_ptr<Channel>> open_channel(const store::Session& session);
+    Result<store::Session> stop_session(std::string_view id);
 
     // handler's CA, and the system's CAs plus it, for the container to trust. Read-only
     // inside (the control folder is mounted so), and written before it starts.
@@ -346,7 +347,7 @@ class Channel : public std::enable_shared_from_this<Channel> {
 public:
     Channel(SessionManager::Impl& owner, std::string id, bool tty, OutputLog log)
         : owner_(owner), id_(std::move(id)), tty_(tty), log_(std::move(log)),
-          acceptor_(owner.io), link_timer_(owner.io) {}
+          acceptor_(owner.io), link_timer_(owner.io), deadline_timer_(owner.io) {}
 
     Result<void> listen(const fs::path& control_dir) {
         socket_path_ = control_dir / kControlSocketName;
@@ -399,6 +400,25 @@ public:
         if (proxy_) proxy_->reevaluate();
     }
 
+    // Stops the session at `deadline` (ms since the epoch; one already past stops it at
+    // once), first telling its clients why in an error event.
+    void stop_at(std::int64_t deadline, std::chrono::milliseconds limit) {
+        const std::int64_t left = std::max<std::int64_t>(0, deadline - owner_.clock.now_ms());
+        deadline_timer_.expires_after(std::chrono::milliseconds(left));
+        deadline_timer_.async_wait([weak = weak_from_this(), limit](const boost::system::error_code& error) {
+            auto self = weak.lock();
+            if (error || !self) return;
+            const std::string why = "handlerd stopped this headless run after " +
+                                    std::to_string(limit.count() / 60000) +
+                                    " minutes ([sessions] headless_timeout_minutes in config.toml)";
+            spdlog::warn("session {}: {}", self->id_, why);
+            self->send_events(self->owner_.store_events(
+                self->id_, {{plugins::EventKind::error, json::serialize(json::object{{"message", why}})}}));
+            if (auto stopped = self->owner_.stop_session(self->id_); !stopped)
+                spdlog::warn("session {}: {}", self->id_, stopped.error().message);
+        });
+    }
+
     void parse_events(OpenedEvents opened) {
         parser_ = std::move(opened.parser);
         events_mode_ = parser_ ? std::move(opened.mode) : "none";
@@ -409,6 +429,7 @@ public:
         boost::system::error_code ignored;
         acceptor_.close(ignored);
         link_timer_.cancel();
+        deadline_timer_.cancel();
         // What is queued for the shim (the EXIT_ACK that lets it end at once) still goes
         // out; the connection closes after it.
         if (link_) {
@@ -734,6 +755,7 @@ private:
     OutputLog log_;
     local::acceptor acceptor_;
     net::steady_timer link_timer_;
+    net::steady_timer deadline_timer_;
     fs::path socket_path_;
     std::shared_ptr<Link> link_;
     std::deque<Chunk> ring_;
@@ -771,6 +793,8 @@ Result<std::shared_ptr<Channel>> SessionManager::Impl::open_channel(const store:
             spdlog::warn("session {}: no events: {}", session.id, opened.error().message);
     }
     channel->preload();
+    if (!session.tty && options.headless_timeout.count() > 0)
+        channel->stop_at(session.created_at + options.headless_timeout.count(), options.headless_timeout);
     channels[session.id] = channel;
     return channel;
 }
@@ -1108,6 +1132,7 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     store::NewSession record;
     std::string account_kind;
     std::optional<store::Account> local_account; // a local model server the agent uses
+    std::optional<store::Account> agent_account; // the agent's, whatever its kind
     if (agent) {
         record.agent_id = agent->id;
         record.harness = agent->harness;
@@ -1118,6 +1143,7 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
                     if (account.name == *agent->account) {
                         account_kind = account.kind;
                         if (store::is_local_account_kind(account.kind)) local_account = account;
+                        agent_account = account;
                     }
         }
     } else {
@@ -1147,9 +1173,22 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     plugins::LaunchRequest launch_request;
     launch_request.mode =
         record.tty ? plugins::LaunchMode::interactive : plugins::LaunchMode::headless;
+    // The start modes are the network modes seen from the harness's side (docs/harnesses.md,
+    // "Start modes"): no network means locked down (asks before acting), open network means
+    // open (asks nothing, the container being the sandbox), anything between is guarded.
+    // Taken at launch: a harness's permission mode cannot change under it, so a later
+    // change of the agent's network mode applies to its network at once and to its
+    // permissions from its next session.
+    const std::string effective_network =
+        record.network_mode ? *record.network_mode
+                            : std::string(agent ? store::to_string(agent->network_mode) : "filtered");
+    launch_request.start_mode = effective_network == "none"   ? plugins::StartMode::locked_down
+                                : effective_network == "open" ? plugins::StartMode::open
+                                                              : plugins::StartMode::guarded;
     launch_request.session_id = id;
     launch_request.project_path = project->path;
     launch_request.prompt = request.prompt;
+    launch_request.model = request.model.value_or("");
     launch_request.account_kind = account_kind;
     launch_request.extra_args = request.args;
     std::optional<LocalServer> server;
@@ -1219,6 +1258,20 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
         hosts.addon_hosts = std::move(addon_hosts);
         impl.record(id, hosts);
     }
+    if (!launch->account_state_env.empty() && agent_account) {
+        // One folder per account, kept for the next session (a login the harness
+        // refreshes); private to the user, and never shared across contexts.
+        if (agent_account->context && project->context && agent_account->context != project->context)
+            return fail(make_error(ErrorCode::invalid_argument,
+                                   "account '" + agent_account->name + "' belongs to context '" +
+                                       *agent_account->context + "' and project '" + project->name +
+                                       "' to '" + *project->context + "'"));
+        if (impl.options.account_state_root.empty())
+            return fail(make_error(ErrorCode::unavailable, "this handlerd keeps no account state"));
+        const fs::path folder = impl.options.account_state_root / std::to_string(agent_account->id);
+        if (auto made = ensure_private_dir(folder); !made) return fail(made.error());
+        context.account_state_dir = folder;
+    }
     context.trust_ca = !impl.options.ca_certificate_pem.empty();
     // The mode it starts in decides the container's network; a later change of mode
     // applies to the proxy at once, and to the network at the next session (docs/network.md).
@@ -1244,8 +1297,10 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     return impl.store.get_session(id);
 }
 
-Result<store::Session> SessionManager::stop(std::string_view id) {
-    Impl& impl = *impl_;
+Result<store::Session> SessionManager::stop(std::string_view id) { return impl_->stop_session(id); }
+
+Result<store::Session> SessionManager::Impl::stop_session(std::string_view id) {
+    Impl& impl = *this;
     auto session = impl.store.get_session(id);
     if (!session) return session.take_error();
     if (!is_live(session->state))
@@ -1259,8 +1314,8 @@ Result<store::Session> SessionManager::stop(std::string_view id) {
         [&impl, container = *session->container_id] {
             return impl.runtime.stop(container, impl.options.stop_grace);
         },
-        [&impl, id = session->id](Result<void> stopped) {
-            if (!stopped) spdlog::warn("session {}: stop: {}", id, stopped.error().message);
+        [&impl, id = session->id](Result<void> done) {
+            if (!done) spdlog::warn("session {}: stop: {}", id, done.error().message);
             // Normally the shim has reported the exit by now; if it could not, podman knows.
             impl.check_container(id);
         });

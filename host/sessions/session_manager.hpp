@@ -93,6 +93,9 @@ struct SessionManagerOptions {
     // so they are bounded like its output log. Past it, events stop (the log goes on).
     std::uint64_t events_limit_bytes = std::uint64_t{64} << 20;
     std::chrono::milliseconds stop_grace{10'000};
+    // A headless session is stopped this long after it was created (zero: never), with an
+    // error event saying why: nobody watches it, and a harness may retry without end.
+    std::chrono::milliseconds headless_timeout{0};
     // After the shim's connection drops without an exit, how long until the container
     // is inspected (a container that died with its shim sends no exit).
     std::chrono::milliseconds lost_link_check{1'500};
@@ -116,6 +119,9 @@ struct SessionManagerOptions {
     EventsOpener open_events;
     RecipeLookup harness_recipe;
     std::filesystem::path image_build_dir; // private; where harness images are built
+    // Where accounts keep their own state (a harness's login), a folder per account id,
+    // mounted read-write into that account's sessions when the harness asks. Empty: none.
+    std::filesystem::path account_state_root;
     std::string ca_certificate_pem;
     std::filesystem::path system_ca_bundle = "/etc/ssl/certs/ca-certificates.crt";
 };

@@ -329,13 +329,16 @@ void check_format_2(const toml::table& root, Checker& check, Parsed& parsed) {
                         }
                     });
         } else if (name == "sessions") {
-            section(key, node, {"image", "log_limit_bytes"},
+            section(key, node, {"image", "log_limit_bytes", "headless_timeout_minutes"},
                     [&](const std::string& child, const std::string& label,
                         const toml::node& value) {
                         if (child == "image") check.image(value, label, s.sessions.image);
-                        else
+                        else if (child == "log_limit_bytes")
                             check.integer(value, label, kMinLogLimitBytes, kMaxLogLimitBytes,
                                           s.sessions.log_limit_bytes);
+                        else
+                            check.integer(value, label, std::uint64_t{0}, kMaxHeadlessTimeoutMinutes,
+                                          s.sessions.headless_timeout_minutes);
                     });
         } else if (auto moved = kMovedKeys.find(name); moved != kMovedKeys.end()) {
             check.add(key.source(), name + ": this is a format 1 setting; in format " +
@@ -495,6 +498,12 @@ std::string render(const Settings& settings, const std::vector<std::string>& exp
              "); past it the log is rotated and one older part kept.",
          std::to_string(settings.sessions.log_limit_bytes),
          std::to_string(defaults.sessions.log_limit_bytes), "sessions");
+    line("headless_timeout_minutes",
+         "A headless run (handler run -p) still going after this many minutes is stopped, since "
+         "nobody watches it and harnesses retry an unreachable model without end; 0: never (up to " +
+             std::to_string(kMaxHeadlessTimeoutMinutes) + ").",
+         std::to_string(settings.sessions.headless_timeout_minutes),
+         std::to_string(defaults.sessions.headless_timeout_minutes), "sessions");
 
     out << "\n[network]\n";
     line("proxy_port", "Port of the egress proxy inside each session (1024 to 65535).",

@@ -49,6 +49,9 @@ struct PluginSettings {
 struct SessionSettings {
     std::string image; // empty: the base image `handler setup` builds
     std::uint64_t log_limit_bytes = std::uint64_t{64} << 20;
+    // A headless run still going after this long is stopped (0: never). Harnesses retry
+    // an unreachable model without end (Codex does), and nobody watches a headless run.
+    std::uint64_t headless_timeout_minutes = 120;
 };
 
 struct NetworkSettings {
@@ -74,6 +77,7 @@ inline constexpr std::uint64_t kMaxBodyLimitBytes = 1024ull * 1024 * 1024;
 inline constexpr std::uint32_t kMinReadTimeoutMs = 100;
 inline constexpr std::uint64_t kMinLogLimitBytes = 64 * 1024;
 inline constexpr std::uint64_t kMaxLogLimitBytes = std::uint64_t{64} << 30;
+inline constexpr std::uint64_t kMaxHeadlessTimeoutMinutes = 7 * 24 * 60;
 inline constexpr std::uint32_t kMaxReadTimeoutMs = 3600 * 1000;
 
 // Parses the text of a config file of any known format. `file` is only used in messages

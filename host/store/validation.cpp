@@ -3,6 +3,7 @@
 #include <boost/url/parse.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -157,6 +158,19 @@ Result<void> check_account_kind(std::string_view kind) {
     std::string known;
     for (const auto k : kAccountKinds) known += (known.empty() ? "" : ", ") + std::string(k);
     return invalid("account kind '" + std::string(kind) + "' is not known; use one of " + known);
+}
+
+Result<void> check_model_name(std::string_view model) {
+    const auto allowed = [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == ':' ||
+               c == '/' || c == '@' || c == '+' || c == '-';
+    };
+    if (model.empty() || model.size() > 128 || std::isalnum(static_cast<unsigned char>(model.front())) == 0 ||
+        !std::all_of(model.begin(), model.end(), allowed))
+        return invalid("model '" + std::string(model.substr(0, 160)) +
+                       "' is not a model name: use 1 to 128 letters, digits and . _ : / @ + -, "
+                       "starting with a letter or digit");
+    return {};
 }
 
 bool is_local_account_kind(std::string_view kind) { return !default_base_url(kind).empty(); }

@@ -39,6 +39,10 @@ Result<void> check_project_name(std::string_view name);
 Result<void> check_agent_name(std::string_view name);
 Result<void> check_account_name(std::string_view name);
 Result<void> check_account_kind(std::string_view kind);
+// A model name as harnesses take it on their command lines ("sonnet",
+// "anthropic/claude-opus-4-7:high", "gpt-5.1-codex"): 1–128 of [A-Za-z0-9._:/@+-],
+// starting with a letter or digit, so that it can never be read as an option.
+Result<void> check_model_name(std::string_view model);
 
 // Local model servers the user runs (llama-cpp, ollama): reached at a base URL, no key.
 bool is_local_account_kind(std::string_view kind);

@@ -45,6 +45,24 @@ def sse(handler, events, named=True):
     handler.close_connection = True
 
 
+def tool_output(body):
+    """What the harness sent back from the scripted tool call (for the log: a test that
+    fails shows what the tool said)."""
+    if not isinstance(body, dict):
+        return None
+    for item in body.get("input") if isinstance(body.get("input"), list) else []:
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            return str(item.get("output"))[:2000]
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if message.get("role") == "tool":
+            return str(content)[:2000]
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and part.get("type") == "tool_result":
+                return str(part.get("content"))[:2000]
+    return None
+
+
 def tool_names(tools):
     names = set()
     for tool in tools or []:
@@ -162,10 +180,12 @@ def chat(handler, body):
         sse(handler, [chunk({"role": "assistant", "content": ""}), chunk({"content": args.answer}),
                       chunk({}, "stop"), usage, "[DONE]"], named=False)
         return
+    # pi's tool is write; Mistral Vibe's (read in its source, never run) write_file.
+    name = "write_file" if "write_file" in names else "write"
     arguments = json.dumps({"path": args.file, "content": args.content})
     sse(handler, [chunk({"role": "assistant", "content": ""}),
                   chunk({"tool_calls": [{"index": 0, "id": "call_fake", "type": "function",
-                                         "function": {"name": "write", "arguments": ""}}]}),
+                                         "function": {"name": name, "arguments": ""}}]}),
                   chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
                   chunk({}, "tool_calls"), usage, "[DONE]"], named=False)
 
@@ -177,7 +197,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         entry = {"method": self.command, "path": self.path, "host": self.headers.get("Host"),
                  "x-api-key": self.headers.get("x-api-key"), "authorization": self.headers.get("Authorization"),
                  "model": body.get("model") if isinstance(body, dict) else None,
-                 "tools": len(body.get("tools") or []) if isinstance(body, dict) else 0}
+                 "tools": len(body.get("tools") or []) if isinstance(body, dict) else 0,
+                 "tool_names": sorted(str(n) for n in tool_names(body.get("tools"))) if isinstance(body, dict) else [],
+                 "content_encoding": self.headers.get("Content-Encoding"),
+                 "tool_output": tool_output(body)}
         with log_lock, open(args.log, "a") as log:
             log.write(json.dumps(entry) + "\n")
 

@@ -1,5 +1,7 @@
 #include "plugin_common/events.hpp"
 
+#include "plugin_common/json_access.hpp"
+
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
 
@@ -88,6 +90,25 @@ Event plan(const std::vector<PlanEntry>& entries) {
     json::object payload;
     payload["entries"] = std::move(list);
     return make_event(HD_EVENT_PLAN, payload);
+}
+
+std::vector<PlanEntry> plan_from_todos(const json::object& input, std::string_view left_out) {
+    std::vector<PlanEntry> entries;
+    const json::array* todos = array_at(input, "todos");
+    if (todos == nullptr) return entries;
+    for (const json::value& todo : *todos) {
+        const json::object* item = todo.if_object();
+        if (item == nullptr) continue;
+        const std::string_view status = string_at(*item, "status");
+        if (!left_out.empty() && status == left_out) continue;
+        const std::string_view priority = string_at(*item, "priority");
+        PlanEntry entry;
+        entry.content = std::string(string_at(*item, "content"));
+        entry.status = status == "in_progress" || status == "completed" ? std::string(status) : "pending";
+        entry.priority = priority == "high" || priority == "low" ? std::string(priority) : "medium";
+        entries.push_back(std::move(entry));
+    }
+    return entries;
 }
 
 std::vector<PermissionOption> allow_or_reject_once() {

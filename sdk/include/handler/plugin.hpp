@@ -369,6 +369,16 @@ public:
                                           status_name(status) + ")");
         return *this;
     }
+    // The account's own state folder, read-write, its place inside in env `name`
+    // (sdk.h, keep_account_state); fails the launch if the host refuses.
+    LaunchBuilder& account_state(std::string_view env_name) {
+        if (raw_.keep_account_state == nullptr) detail::missing("launch_builder.keep_account_state");
+        const hd_status status = raw_.keep_account_state(raw_.context, to_str(env_name));
+        if (status != HD_STATUS_OK)
+            throw PluginError(status, "handlerd cannot keep this account's state for env " +
+                                          std::string(env_name) + " (" + status_name(status) + ")");
+        return *this;
+    }
     LaunchBuilder& file(std::string_view container_path, std::string_view contents,
                         std::uint32_t mode = 0644) {
         if (raw_.add_file == nullptr) detail::missing("launch_builder.add_file");

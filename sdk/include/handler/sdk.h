@@ -195,6 +195,12 @@ typedef struct hd_launch_builder {
     hd_status (*set_env_from_secret)(void* context, hd_str name, hd_str secret_name);
     /* A file written into the container before start (config files). */
     void (*add_file)(void* context, hd_str container_path, hd_str contents, uint32_t mode);
+    /* Keep this account's own state (a harness's login, which the harness refreshes) in
+     * a folder of the host's, one per account, mounted read-write in every session of
+     * that account; env `name` is set to where it is inside. Unlike a key, what is in it
+     * is readable inside the container. A session without an account fails to start,
+     * saying why. */
+    hd_status (*keep_account_state)(void* context, hd_str env_name);
 } hd_launch_builder;
 
 /* How a plugin adds to its image. Steps run as shell commands in a build container. */

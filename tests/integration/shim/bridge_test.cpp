@@ -733,6 +733,10 @@ TEST(ShimBridge, ResetsConnectionsWhileTheProxyIsDownAndRecovers) {
         EXPECT_EQ(read_exactly(server.get(), 4), "ping");
         ASSERT_TRUE(send_all(server.get(), "pong"));
         EXPECT_EQ(read_exactly(client.get(), 4), "pong");
+        // The shim says so after it has handed the connection over, so possibly after
+        // the bytes above went through.
+        for (int wait = 0; wait < 200 && session.shim_log().find("answers again") == std::string::npos; ++wait)
+            std::this_thread::sleep_for(10ms);
         EXPECT_NE(session.shim_log().find("answers again"), std::string::npos) << session.shim_log();
 
         // handlerd dies: the socket file stays, nobody listens (ECONNREFUSED). The

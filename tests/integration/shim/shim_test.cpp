@@ -22,6 +22,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <fstream>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -519,10 +520,15 @@ TEST(ShimIntegration, RedrawSendsSigwinchToTheForegroundGroup) {
 TEST(ShimIntegration, StopsReadingTheProgramWhileHandlerdDoesNotRead) {
     TempDir scratch; // the command names the marker before the run's own directory exists
     const std::string marker = scratch / "finished";
+    const std::string go = scratch / "go";
     constexpr std::size_t kBytes = 4'000'000; // far beyond every buffer on the way
-    ShimRun run({},
-        {"sh", "-c", "head -c " + std::to_string(kBytes) + " /dev/zero; touch " + marker});
+    // The program starts writing only once handlerd's RESUME is on its way: before it, the
+    // shim keeps the newest output in its ring as while disconnected (another test), and a
+    // slow machine could let it overrun the ring before the RESUME is read.
+    ShimRun run({}, {"sh", "-c", "while [ ! -e " + go + " ]; do sleep 0.01; done; head -c " +
+                                     std::to_string(kBytes) + " /dev/zero; touch " + marker});
     ASSERT_TRUE(run.handshake());
+    std::ofstream(go).put('\n');
     std::this_thread::sleep_for(1s);
     EXPECT_FALSE(fs::exists(marker)) << "the program was not held back";
     Transcript transcript;

@@ -777,7 +777,7 @@ protected:
 TEST_F(SessionRoutesTest, StartTakesTheFieldsItNeedsAndAnswersCreated) {
     auto response = call("POST", "/api/v1/sessions",
                          R"({"name":"reviewer","directory":"/srv/app","prompt":"make test",)"
-                         R"("args":["-x"],"rows":40,"cols":100})");
+                         R"("args":["-x"],"rows":40,"cols":100,"model":"anthropic/claude-opus-4-7:high"})");
     EXPECT_EQ(response.status, 201u) << response.body;
     EXPECT_EQ(response.headers["Location"], "/api/v1/sessions/s_00000a");
     ASSERT_EQ(sessions_.started.size(), 1u);
@@ -788,6 +788,7 @@ TEST_F(SessionRoutesTest, StartTakesTheFieldsItNeedsAndAnswersCreated) {
     EXPECT_EQ(request.args, std::vector<std::string>{"-x"});
     EXPECT_EQ(request.rows, 40);
     EXPECT_EQ(request.cols, 100);
+    EXPECT_EQ(request.model, "anthropic/claude-opus-4-7:high");
 }
 
 TEST_F(SessionRoutesTest, StartRefusesBadBodiesWithTheField) {
@@ -798,6 +799,11 @@ TEST_F(SessionRoutesTest, StartRefusesBadBodiesWithTheField) {
         {R"({"directory":"/a","cols":"wide"})", "'cols'"},
         {R"({"directory":"/a","colour":"red"})", "colour"},
         {R"({"directory":"/a","args":"-x"})", "'args'"},
+        // A model is a word on the harness's command line, never an option of its own.
+        {R"({"directory":"/a","model":"--dangerously-skip-permissions"})", "not a model name"},
+        {R"({"directory":"/a","model":"gpt 5"})", "not a model name"},
+        {R"({"directory":"/a","model":""})", "not a model name"},
+        {R"({"directory":"/a","model":7})", "'model'"},
     };
     for (const auto& [body, expected] : cases) {
         auto response = call("POST", "/api/v1/sessions", body);

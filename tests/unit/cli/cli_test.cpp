@@ -428,4 +428,35 @@ TEST(Completions, ZshAndFishNameEveryCommand) {
 }
 
 } // namespace
+// A run's events, one line each for a person (the text, the tool call's title, the
+// result), paged through with `after`; --json gives them as the daemon does.
+TEST(Cli, SessionEventsSummarisesEachEventAndPagesThrough) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"events":[
+        {"session":"s_1","seq":1,"at":1,"kind":"user_prompt","payload":{"content":{"type":"text","text":"create hello.txt"}}},
+        {"session":"s_1","seq":2,"at":2,"kind":"tool_call","payload":{"toolCallId":"t1","title":"Write hello.txt","kind":"edit","status":"pending"}},
+        {"session":"s_1","seq":3,"at":3,"kind":"result","payload":{"stopReason":"end_turn","isError":false,"result":"Done:\nwrote it"}}]})");
+    auto result = run(daemon, {"session", "events", "s_1"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_EQ(daemon.calls.at(0).target, "/api/v1/sessions/s_1/events?after=0");
+    EXPECT_NE(result.out.find("create hello.txt"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("Write hello.txt (edit, t1)"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("end_turn: Done: wrote it"), std::string::npos) << result.out;
+
+    daemon.answer(200, R"({"events":[{"session":"s_1","seq":4,"at":4,"kind":"error","payload":{"message":"x"}}]})");
+    auto lines = run(daemon, {"session", "events", "s_1", "--json"});
+    ASSERT_EQ(lines.code, kExitOk) << lines.err;
+    EXPECT_EQ(json::parse(lines.out).at("seq").as_int64(), 4);
+}
+
+TEST(Cli, RunSendsTheModelAndTheNetworkMode) {
+    FakeDaemon daemon;
+    daemon.answer(201, R"({"id":"s_1","state":"starting","tty":true})");
+    auto result = run(daemon, {"run", "codex", "-d", "--model", "gpt-5.1-codex", "--network", "none"});
+    ASSERT_GE(daemon.calls.size(), 1u) << result.err;
+    const auto body = json::parse(daemon.calls[0].body).as_object();
+    EXPECT_EQ(body.at("model").as_string(), "gpt-5.1-codex");
+    EXPECT_EQ(body.at("network").as_string(), "none");
+}
+
 } // namespace handler::cli

@@ -3,10 +3,12 @@
 // by the real loader for describe, the image recipe, launch and the events call.
 #include "claude-code/stream_json.hpp"
 
-#include "plugins/host_services.hpp"
-#include "plugins/registry.hpp"
+#include "unit/harnesses/harness_test_support.hpp"
 
-#include "unit/plugins/plugin_test_support.hpp"
+#include "support/fakes.hpp"
+
+#include <cstdio>
+#include <fstream>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -24,22 +26,11 @@ using handler::plugin_common::Event;
 
 // ------------------------------------------------------------------ the parser
 
-json::object payload(const Event& event) { return json::parse(event.json).as_object(); }
+using handler::testing::harnesses::describe;
+using handler::testing::harnesses::payload;
 
 std::vector<Event> parse_all(std::string_view output) {
-    StreamJsonParser parser;
-    return parser.feed(output);
-}
-
-bool same(const std::vector<Event>& a, const std::vector<Event>& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                      [](const Event& x, const Event& y) { return x.kind == y.kind && x.json == y.json; });
-}
-
-std::string describe(const std::vector<Event>& events) {
-    std::string out;
-    for (const Event& event : events) out += std::to_string(event.kind) + " " + event.json + "\n";
-    return out;
+    return handler::testing::harnesses::parse_all<StreamJsonParser>(output);
 }
 
 // A headless run writing hello.txt, as 2.1.328 printed it (fields abbreviated), with
@@ -112,19 +103,7 @@ TEST(ClaudeCodeStreamJson, TurnsARealRunIntoEvents) {
 }
 
 TEST(ClaudeCodeStreamJson, GivesTheSameEventsWhereverTheOutputIsSplit) {
-    const std::vector<Event> whole = parse_all(kTranscript);
-    ASSERT_EQ(whole.size(), 6u);
-    for (std::size_t cut = 0; cut <= kTranscript.size(); ++cut) {
-        StreamJsonParser parser;
-        std::vector<Event> events = parser.feed(std::string_view(kTranscript).substr(0, cut));
-        for (Event& event : parser.feed(std::string_view(kTranscript).substr(cut))) events.push_back(std::move(event));
-        ASSERT_TRUE(same(events, whole)) << "cut at " << cut << ":\n" << describe(events);
-    }
-    StreamJsonParser bytewise;
-    std::vector<Event> events;
-    for (char byte : kTranscript)
-        for (Event& event : bytewise.feed(std::string_view(&byte, 1))) events.push_back(std::move(event));
-    EXPECT_TRUE(same(events, whole)) << describe(events);
+    handler::testing::harnesses::expect_same_events_wherever_split<StreamJsonParser>(kTranscript, 6);
 }
 
 TEST(ClaudeCodeStreamJson, ThinkingIsAThoughtChunk) {
@@ -349,37 +328,14 @@ using handler::plugins::LaunchRequest;
 using handler::plugins::LoadedHarness;
 using handler::plugins::StartMode;
 
-class ClaudeCodePlugin : public ::testing::Test {
+class ClaudeCodePlugin : public handler::testing::harnesses::HarnessPluginTest {
 protected:
-    void SetUp() override {
-        registry_.load({handler::plugins::PluginDir{HANDLER_BUILTIN_PLUGIN_DIR, "builtin"}});
-        auto found = registry_.harness("claude-code");
-        ASSERT_TRUE(found) << found.error().message;
-        harness_ = *found;
-    }
+    ClaudeCodePlugin() : HarnessPluginTest("claude-code") {}
 
     static LaunchRequest request(LaunchMode mode, StartMode start, std::string prompt,
                                  std::string account_kind = "anthropic-api-key") {
-        LaunchRequest r;
-        r.mode = mode;
-        r.start_mode = start;
-        r.session_id = "s_1";
-        r.project_path = "/home/u/project";
-        r.prompt = std::move(prompt);
-        r.account_kind = std::move(account_kind);
-        return r;
+        return HarnessPluginTest::request(mode, start, std::move(prompt), std::move(account_kind));
     }
-
-    std::vector<std::string> arguments(LaunchRequest r) {
-        auto spec = harness_->launch(r);
-        EXPECT_TRUE(spec) << (spec ? "" : spec.error().message);
-        return spec ? spec->arguments : std::vector<std::string>{};
-    }
-
-    handler::plugins::MemoryPluginStorage storage_;
-    handler::plugins::HostServices services_{storage_, handler::testing::quiet_logger()};
-    handler::plugins::PluginRegistry registry_{services_};
-    std::shared_ptr<LoadedHarness> harness_;
 };
 
 TEST_F(ClaudeCodePlugin, IsListedAsABuiltinHarness) {
@@ -454,10 +410,56 @@ TEST_F(ClaudeCodePlugin, StartModesPickThePermissionMode) {
 TEST_F(ClaudeCodePlugin, InteractiveIsTheTuiWithTheUsersArguments) {
     LaunchRequest r = request(LaunchMode::interactive, StartMode::open, "");
     r.extra_args = {"--resume"};
-    EXPECT_EQ(arguments(r), (std::vector<std::string>{"claude", "--permission-mode", "bypassPermissions", "--resume"}));
+    auto argv = arguments(r);
+    ASSERT_EQ(argv.size(), 8u);
+    EXPECT_EQ(argv[0], "sh");
+    EXPECT_EQ(argv[3], "claude");
+    const json::object config = json::parse(argv[4]).as_object();
+    EXPECT_TRUE(config.at("hasCompletedOnboarding").as_bool());
+    EXPECT_TRUE(config.at("bypassPermissionsModeAccepted").as_bool()); // open: the mode the user chose
+    EXPECT_TRUE(config.at("projects").at("/home/u/project").at("hasTrustDialogAccepted").as_bool());
+    EXPECT_EQ(std::vector<std::string>(argv.begin() + 5, argv.end()),
+              (std::vector<std::string>{"--permission-mode", "bypassPermissions", "--resume"}));
     r.prompt = "look around";
-    EXPECT_EQ(arguments(r), (std::vector<std::string>{"claude", "--permission-mode", "bypassPermissions", "--resume",
-                                                      "look around"}));
+    EXPECT_EQ(arguments(r).back(), "look around");
+    r.start_mode = StartMode::guarded;
+    EXPECT_FALSE(json::parse(arguments(r).at(4)).as_object().contains("bypassPermissionsModeAccepted"));
+}
+
+// The script that answers the TUI's first-run screens, run for real by /bin/sh with `echo`
+// standing in for claude: it writes ~/.claude.json once, approving the stand-in by its
+// last 20 characters, and passes every argument on.
+TEST_F(ClaudeCodePlugin, TheFirstRunAnswersAreWrittenOnceWithTheStandInsTail) {
+    auto argv = arguments(request(LaunchMode::interactive, StartMode::guarded, "hi there"));
+    ASSERT_GE(argv.size(), 5u);
+    std::string script = argv[2];
+    const auto at = script.find("exec claude");
+    ASSERT_NE(at, std::string::npos);
+    script.replace(at, 11, "exec echo");
+    handler::testing::TempDir home;
+    const auto read_config = [&] {
+        std::ifstream file(home.path() / ".claude.json");
+        return std::string(std::istreambuf_iterator<char>(file), {});
+    };
+    const auto run = [&] {
+        std::string command = "HOME=" + home.path().string() + " ANTHROPIC_API_KEY=sk-ant-api03-abcdefghij0123456789XYZ /bin/sh -c '" +
+                              script + "' claude '" + argv[4] + "'";
+        for (std::size_t i = 5; i < argv.size(); ++i) command += " '" + argv[i] + "'";
+        FILE* pipe = ::popen(command.c_str(), "r");
+        std::string out;
+        char buffer[256];
+        while (pipe != nullptr && std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
+        if (pipe != nullptr) ::pclose(pipe);
+        return out;
+    };
+    EXPECT_EQ(run(), "--permission-mode acceptEdits hi there\n");
+    const json::object written = json::parse(read_config()).as_object();
+    EXPECT_EQ(json::serialize(written.at("customApiKeyResponses").at("approved")), R"(["defghij0123456789XYZ"])"
+              ) << "the last 20 characters";
+    // A second start leaves what the TUI has since written alone.
+    std::ofstream(home.path() / ".claude.json") << "{\"theme\":\"light\"}";
+    run();
+    EXPECT_EQ(read_config(), "{\"theme\":\"light\"}");
 }
 
 TEST_F(ClaudeCodePlugin, APromptThatLooksLikeAnOptionComesAfterDashDash) {
@@ -495,21 +497,7 @@ TEST_F(ClaudeCodePlugin, HeadlessWithoutAPromptIsAnInvalidArgument) {
 }
 
 TEST_F(ClaudeCodePlugin, ItsEventStreamParsesAcrossFeeds) {
-    auto stream = harness_->open_events("s_1");
-    ASSERT_TRUE(stream) << stream.error().message;
-    const std::size_t half = kTranscript.size() / 2;
-    auto first = (*stream)->feed(std::string_view(kTranscript).substr(0, half));
-    ASSERT_TRUE(first) << first.error().message;
-    auto second = (*stream)->feed(std::string_view(kTranscript).substr(half));
-    ASSERT_TRUE(second) << second.error().message;
-    std::vector<handler::plugins::SessionEvent> events = *first;
-    events.insert(events.end(), second->begin(), second->end());
-    const std::vector<Event> expected = parse_all(kTranscript);
-    ASSERT_EQ(events.size(), expected.size());
-    for (std::size_t i = 0; i < events.size(); ++i) {
-        EXPECT_EQ(static_cast<int>(events[i].kind), static_cast<int>(expected[i].kind));
-        EXPECT_EQ(events[i].json, expected[i].json);
-    }
+    expect_plugin_events(kTranscript, parse_all(kTranscript));
 }
 
 } // namespace

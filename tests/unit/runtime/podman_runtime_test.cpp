@@ -187,6 +187,27 @@ TEST_F(PodmanRuntimeTest, MountsTheControlAndHelperFoldersReadOnly) {
     EXPECT_EQ(result.error().code, ErrorCode::forbidden);
 }
 
+// An account's state is mounted read-write, and only a folder that is plainly one
+// account's: never the data folder that holds the database and keys.
+TEST_F(PodmanRuntimeTest, MountsOnlyAnAccountsOwnStateFolderReadWrite) {
+    const fs::path data = dir_.path() / "data";
+    const fs::path state = data / "account-state" / "7";
+    fs::create_directories(state);
+    ContainerSpec container = spec();
+    container.account_state_dir = state;
+    EXPECT_TRUE(has(run_argv(container), "--volume=" + fs::canonical(state).string() + ":/var/lib/handler/account:rw"));
+
+    PodmanRuntime runtime(runner_, options_);
+    for (const fs::path& bad : {data, data / "account-state", data / "sessions" / "7", data / "account-state" / "x7",
+                                data / "account-state" / "missing"}) {
+        fs::create_directories(bad == data / "account-state" / "missing" ? data : bad);
+        container = spec();
+        container.account_state_dir = bad;
+        auto result = runtime.run_command(container);
+        EXPECT_FALSE(result) << bad;
+    }
+}
+
 // The trust bundle goes over the image's system store, and only a file of the session's
 // own control folder may: never a host file such as ~/.ssh/id_ed25519.
 TEST_F(PodmanRuntimeTest, MountsTheSessionsTrustBundleOverTheSystemStoreOnly) {

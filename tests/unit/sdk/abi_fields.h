@@ -34,7 +34,7 @@
     X(hd_launch_builder, set_image) X(hd_launch_builder, add_argument)                         \
     X(hd_launch_builder, set_env) X(hd_launch_builder, set_workdir)                            \
     X(hd_launch_builder, allow_host) X(hd_launch_builder, set_env_from_secret)                 \
-    X(hd_launch_builder, add_file)                                                             \
+    X(hd_launch_builder, add_file) X(hd_launch_builder, keep_account_state)                    \
     X(hd_recipe_builder, struct_size) X(hd_recipe_builder, context)                            \
     X(hd_recipe_builder, add_run) X(hd_recipe_builder, set_env)                                \
     X(hd_event_sink, struct_size) X(hd_event_sink, context) X(hd_event_sink, emit)             \

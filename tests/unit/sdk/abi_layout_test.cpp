@@ -57,7 +57,7 @@ static_assert(offsetof(hd_launch_request, extra_args) == 96);
 static_assert(offsetof(hd_launch_request, extra_arg_count) == 104);
 static_assert(offsetof(hd_launch_request, account_base_url) == 112);
 
-static_assert(sizeof(hd_launch_builder) == 72);
+static_assert(sizeof(hd_launch_builder) == 80);
 static_assert(offsetof(hd_launch_builder, context) == 8);
 static_assert(offsetof(hd_launch_builder, set_image) == 16);
 static_assert(offsetof(hd_launch_builder, add_argument) == 24);
@@ -66,6 +66,7 @@ static_assert(offsetof(hd_launch_builder, set_workdir) == 40);
 static_assert(offsetof(hd_launch_builder, allow_host) == 48);
 static_assert(offsetof(hd_launch_builder, set_env_from_secret) == 56);
 static_assert(offsetof(hd_launch_builder, add_file) == 64);
+static_assert(offsetof(hd_launch_builder, keep_account_state) == 72);
 
 static_assert(sizeof(hd_recipe_builder) == 32);
 static_assert(offsetof(hd_recipe_builder, context) == 8);

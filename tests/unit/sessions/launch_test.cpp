@@ -96,6 +96,31 @@ TEST(LaunchSpec, RefusesWhatItCannotHonour) {
     EXPECT_TRUE(contains(refused.error().message, "anthropic")) << refused.error().message;
 }
 
+// A harness that keeps a login in the account's folder gets it mounted, and its variable
+// says where; a session without an account cannot give it one.
+TEST(LaunchSpec, AnAccountsStateFolderIsMountedWhereItsVariableSays) {
+    plugins::LaunchSpec launch;
+    launch.arguments = {"codex"};
+    launch.account_state_env = "CODEX_HOME";
+    LaunchContext with = context(false);
+    with.account_state_dir = "/home/u/.local/share/handler/account-state/3";
+    auto spec = container_spec(launch, with);
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    EXPECT_EQ(spec->account_state_dir, with.account_state_dir);
+    EXPECT_TRUE(std::find(spec->env.begin(), spec->env.end(),
+                          runtime::EnvEntry{"CODEX_HOME", "/var/lib/handler/account"}) != spec->env.end());
+
+    auto refused = container_spec(launch, context(false));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(contains(refused.error().message, "no account")) << refused.error().message;
+
+    plugins::LaunchSpec plain;
+    plain.arguments = {"bash"};
+    auto none = container_spec(plain, with);
+    ASSERT_TRUE(none.ok());
+    EXPECT_TRUE(none->account_state_dir.empty()) << "only a harness that asks gets the folder";
+}
+
 // An addon adds variables, files, keys and hosts; the hosts become rules of their own.
 TEST(MergeAddon, AddsWhatTheAddonAsksForAndKeepsItsHostsApart) {
     plugins::LaunchSpec spec;
@@ -126,6 +151,7 @@ TEST(MergeAddon, RefusesAnAddonThatChangesWhatTheHarnessChose) {
         {[](plugins::LaunchSpec& a) { a.image = "other"; }, "sets the image"},
         {[](plugins::LaunchSpec& a) { a.arguments = {"sh"}; }, "sets the program"},
         {[](plugins::LaunchSpec& a) { a.workdir = "/"; }, "sets the working folder"},
+        {[](plugins::LaunchSpec& a) { a.account_state_env = "CODEX_HOME"; }, "keeps the account's state"},
         {[](plugins::LaunchSpec& a) { a.env = {{"HOME", "/tmp"}}; }, "sets HOME, which is already set"},
         {[](plugins::LaunchSpec& a) { a.env = {{"ANTHROPIC_API_KEY", "x"}}; },
          "sets ANTHROPIC_API_KEY, which is already set"},

@@ -178,8 +178,10 @@ protected:
         make_manager();
     }
 
-    void make_manager(std::string refuse = {}, std::uint64_t events_limit = std::uint64_t{64} << 20) {
+    void make_manager(std::string refuse = {}, std::uint64_t events_limit = std::uint64_t{64} << 20,
+                      std::chrono::milliseconds headless_timeout = {}) {
         SessionManagerOptions options;
+        options.headless_timeout = headless_timeout;
         options.events_limit_bytes = events_limit;
         options.refuse_sessions = std::move(refuse);
         options.control_root = dir_ / "run/sessions";
@@ -209,6 +211,7 @@ protected:
         // "keyed" has an image recipe; "shell" output is parsed a line at a time, each line
         // a message chunk, and a line "END" the result.
         options.image_build_dir = dir_ / "cache/build";
+        options.account_state_root = dir_ / "data/account-state";
         options.harness_recipe = [](std::string_view harness) -> Result<std::optional<runtime::LayerRecipe>> {
             if (harness != "keyed") return std::optional<runtime::LayerRecipe>();
             return std::optional<runtime::LayerRecipe>(
@@ -228,16 +231,19 @@ protected:
             [this](std::string_view harness, const plugins::LaunchRequest& request)
                 -> Result<plugins::LaunchSpec> {
                 requests_.push_back(request);
-                if (harness != "shell" && harness != "keyed") return make_error(ErrorCode::not_found, "no harness");
+                if (harness != "shell" && harness != "keyed" && harness != "stateful")
+                    return make_error(ErrorCode::not_found, "no harness");
                 plugins::LaunchSpec spec;
                 spec.arguments = {"bash", "-l"};
+                if (harness == "stateful") spec.account_state_env = "STATE_HOME"; // keeps a login
                 if (harness == "keyed") {
                     spec.env = {{"ANTHROPIC_API_KEY", "set by the harness itself"}};
                     spec.secret_env = {{"ANTHROPIC_API_KEY", "anthropic-api-key"}};
                 }
                 return spec;
             },
-            [](std::string_view harness) { return harness == "shell" || harness == "keyed"; }, events_, clock_,
+            [](std::string_view harness) { return harness == "shell" || harness == "keyed" || harness == "stateful"; },
+            events_, clock_,
             options);
     }
 
@@ -352,6 +358,44 @@ TEST_F(SessionManagerTest, OnlyOpenModeGetsARealNetwork) {
             << mode;
         runtime_.containers.clear();
     }
+}
+
+// The network mode is also what the harness is told to be (docs/harnesses.md, "Start
+// modes"): no network is locked down, open network is open, the rest guarded.
+TEST_F(SessionManagerTest, TheNetworkModeIsTheHarnessesStartModeAndTheModelIsPassedOn) {
+    api::StartRequest request;
+    request.harness = "shell";
+    request.directory = (dir_ / "project").string();
+    request.model = "opus";
+    const std::vector<std::pair<const char*, plugins::StartMode>> cases = {
+        {"none", plugins::StartMode::locked_down},
+        {"filtered", plugins::StartMode::guarded},
+        {"learn", plugins::StartMode::guarded},
+        {"open", plugins::StartMode::open},
+    };
+    for (const auto& [mode, start_mode] : cases) {
+        request.network = mode;
+        ASSERT_TRUE(manager_->start(request).ok()) << mode;
+        ASSERT_FALSE(requests_.empty());
+        EXPECT_EQ(requests_.back().start_mode, start_mode) << mode;
+        EXPECT_EQ(requests_.back().model, "opus") << mode;
+    }
+    // Without an override, the agent's own mode decides; without a model, none is named.
+    store::NewAgent agent;
+    agent.project_id = project_id_;
+    agent.name = "wide";
+    agent.harness = "shell";
+    agent.network_mode = store::NetworkMode::open;
+    ASSERT_TRUE(store_->create_agent(agent).ok());
+    api::StartRequest by_agent;
+    by_agent.agent = "wide";
+    by_agent.directory = (dir_ / "project").string();
+    ASSERT_TRUE(manager_->start(by_agent).ok());
+    EXPECT_EQ(requests_.back().start_mode, plugins::StartMode::open);
+    EXPECT_EQ(requests_.back().model, "");
+    by_agent.network = "none";
+    ASSERT_TRUE(manager_->start(by_agent).ok());
+    EXPECT_EQ(requests_.back().start_mode, plugins::StartMode::locked_down);
 }
 
 TEST_F(SessionManagerTest, EachSessionGetsItsOwnEgressProxy) {
@@ -910,6 +954,81 @@ TEST_F(SessionManagerTest, AHeadlessRunsOutputBecomesStoredAndStreamedEvents) {
     auto late = std::make_shared<RecordingClient>();
     ASSERT_TRUE(manager_->attach(id, late, with_events).ok());
     EXPECT_EQ(late->events, watcher->events);
+}
+
+// A login the harness keeps (Codex's ChatGPT login) lives in the account's own folder,
+// the same for every session of that account and private to the user; another account's
+// sessions get another folder, and a session without an account none.
+TEST_F(SessionManagerTest, AnAccountsStateFolderIsKeptPerAccountAcrossSessions) {
+    auto first = store_->create_account({"chatgpt", "chatgpt-login", {}, {}});
+    auto second = store_->create_account({"chatgpt2", "chatgpt-login", {}, {}});
+    ASSERT_TRUE(first.ok() && second.ok());
+    for (const auto& [name, account] : {std::pair{"gpt", "chatgpt"}, std::pair{"gpt2", "chatgpt2"}}) {
+        store::NewAgent agent;
+        agent.project_id = project_id_;
+        agent.name = name;
+        agent.harness = "stateful";
+        agent.account = account;
+        ASSERT_TRUE(store_->create_agent(agent).ok());
+    }
+    const auto folder_of = [&](const std::string& agent) -> fs::path {
+        runtime_.containers.clear();
+        api::StartRequest request;
+        request.agent = agent;
+        request.directory = (dir_ / "project").string();
+        auto started = manager_->start(request);
+        EXPECT_TRUE(started.ok()) << started.error().message;
+        if (!started || !pump_until([&] { return runtime_.containers.size() == 1; })) return {};
+        const auto& spec = runtime_.containers.begin()->second.spec;
+        EXPECT_TRUE(std::find(spec.env.begin(), spec.env.end(),
+                              runtime::EnvEntry{"STATE_HOME", runtime::kAccountStateMountPoint}) != spec.env.end());
+        return spec.account_state_dir;
+    };
+    const fs::path folder = folder_of("gpt");
+    EXPECT_EQ(folder, dir_ / "data/account-state" / std::to_string(first->id));
+    ASSERT_TRUE(fs::is_directory(folder));
+    EXPECT_EQ(fs::status(folder).permissions() & fs::perms::all, fs::perms::owner_all);
+    EXPECT_EQ(folder_of("gpt"), folder);
+    EXPECT_EQ(folder_of("gpt2"), dir_ / "data/account-state" / std::to_string(second->id));
+
+    api::StartRequest bare;
+    bare.harness = "stateful";
+    bare.directory = (dir_ / "project").string();
+    auto refused = manager_->start(bare);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(contains(refused.error().message, "no account")) << refused.error().message;
+}
+
+// Nobody watches a headless run, and a harness may retry an unreachable model without end.
+TEST_F(SessionManagerTest, AHeadlessRunStillGoingAtItsTimeoutIsStoppedSayingWhy) {
+    make_manager({}, std::uint64_t{64} << 20, std::chrono::milliseconds(300));
+    api::StartRequest request;
+    request.harness = "shell";
+    request.directory = (dir_ / "project").string();
+    request.prompt = "loop forever";
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    const std::string id = started->id;
+    // An interactive session started alongside is not bound by it.
+    const std::string interactive = start_shell();
+    auto watcher = std::make_shared<RecordingClient>();
+    api::AttachOptions with_events;
+    with_events.events = true;
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    ASSERT_TRUE(manager_->attach(id, watcher, with_events).ok());
+    EXPECT_EQ(state(id), SessionState::running); // not at once
+
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::exited; }));
+    EXPECT_EQ(store_->get_session(id)->exit_code, 143); // stopped as `handler session stop` does
+    ASSERT_EQ(watcher->events.size(), 2u);
+    EXPECT_TRUE(handler::testing::contains(watcher->events[1], "error {\"message\":\"handlerd stopped this headless run"))
+        << watcher->events[1];
+    EXPECT_TRUE(handler::testing::contains(watcher->events[1], "headless_timeout_minutes")) << watcher->events[1];
+    auto stored = store_->session_events(id, 0, 10);
+    ASSERT_TRUE(stored.ok());
+    ASSERT_EQ(stored->size(), 2u);
+    EXPECT_EQ((*stored)[1].kind, "error");
+    EXPECT_EQ(state(interactive), SessionState::running);
 }
 
 // An interactive session's output is a screen, not events.

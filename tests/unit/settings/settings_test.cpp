@@ -38,6 +38,7 @@ TEST(SettingsParse, EmptyCurrentFileGivesDefaults) {
     EXPECT_EQ(parsed->settings.api.body_limit_bytes, 1048576u);
     EXPECT_EQ(parsed->settings.api.read_timeout_ms, 30000u);
     EXPECT_TRUE(parsed->settings.plugins.disabled.empty());
+    EXPECT_EQ(parsed->settings.sessions.headless_timeout_minutes, 120u);
     EXPECT_TRUE(parsed->explicit_keys.empty());
 }
 
@@ -53,6 +54,8 @@ body_limit_bytes = 2048
 read_timeout_ms = 500
 [plugins]
 disabled = ["codex", "pi"]
+[sessions]
+headless_timeout_minutes = 0
 )",
                         kFile);
     ASSERT_TRUE(parsed.ok()) << parsed.error().message;
@@ -64,7 +67,8 @@ disabled = ["codex", "pi"]
     EXPECT_EQ(s.api.body_limit_bytes, 2048u);
     EXPECT_EQ(s.api.read_timeout_ms, 500u);
     EXPECT_EQ(s.plugins.disabled, (std::vector<std::string>{"codex", "pi"}));
-    EXPECT_EQ(parsed->explicit_keys.size(), 7u);
+    EXPECT_EQ(s.sessions.headless_timeout_minutes, 0u); // never
+    EXPECT_EQ(parsed->explicit_keys.size(), 8u);
 }
 
 TEST(SettingsParse, ResolveTakesNamesAndNamePortPairs) {
@@ -138,6 +142,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "3:20: [api] body_limit_bytes: expected an integer from 1024 to 1073741824"},
         ErrorCase{"format = 2\n[api]\nread_timeout_ms = 0\n",
                   "3:19: [api] read_timeout_ms: expected an integer from 100 to 3600000"},
+        ErrorCase{"format = 2\n[sessions]\nheadless_timeout_minutes = 10081\n",
+                  "3:28: [sessions] headless_timeout_minutes: expected an integer from 0 to 10080"},
         ErrorCase{"format = 2\n[api]\n  prot = 7420\n", "3:3: [api] prot: unknown setting"},
         ErrorCase{"format = 2\n[daemon]\nlog_level = \"loud\"\n",
                   "3:13: [daemon] log_level: expected one of \"trace\", \"debug\", \"info\", "
@@ -202,10 +208,11 @@ TEST(SettingsRender, RoundTripsEveryValue) {
     settings.api.body_limit_bytes = 4096;
     settings.api.read_timeout_ms = 1000;
     settings.plugins.disabled = {"a\"b", "c"};
-    const std::vector<std::string> all = {"daemon.log_level", "api.tcp",
-                                          "api.address",      "api.port",
+    settings.sessions.headless_timeout_minutes = 30;
+    const std::vector<std::string> all = {"daemon.log_level",     "api.tcp",
+                                          "api.address",          "api.port",
                                           "api.body_limit_bytes", "api.read_timeout_ms",
-                                          "plugins.disabled"};
+                                          "plugins.disabled",     "sessions.headless_timeout_minutes"};
     auto parsed = parse(render(settings, all), kFile);
     ASSERT_TRUE(parsed.ok()) << parsed.error().message;
     EXPECT_EQ(parsed->settings.daemon.log_level, LogLevel::trace);
@@ -215,6 +222,7 @@ TEST(SettingsRender, RoundTripsEveryValue) {
     EXPECT_EQ(parsed->settings.api.body_limit_bytes, 4096u);
     EXPECT_EQ(parsed->settings.api.read_timeout_ms, 1000u);
     EXPECT_EQ(parsed->settings.plugins.disabled, settings.plugins.disabled);
+    EXPECT_EQ(parsed->settings.sessions.headless_timeout_minutes, 30u);
 }
 
 TEST(SettingsRender, DefaultFileSetsNothingButTheFormat) {

@@ -59,6 +59,11 @@ struct PlanEntry {
     std::string priority = "medium"; // high|medium|low
 };
 Event plan(const std::vector<PlanEntry>& entries);
+// The entries of a to-do list written as {"todos":[{"content","status","priority"?}]}
+// (Claude Code's TodoWrite, Vibe's todo): a status other than in_progress or completed
+// reads as pending, a priority other than high or low as medium, and items whose status
+// is `left_out` (when given) are skipped.
+std::vector<PlanEntry> plan_from_todos(const boost::json::object& input, std::string_view left_out = {});
 
 struct PermissionOption {
     std::string id;

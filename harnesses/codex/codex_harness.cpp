@@ -1,0 +1,181 @@
+// The Codex harness: OpenAI's `codex` CLI, its TUI for interactive sessions and
+// `codex exec --json` for headless ones, whose output exec_json.cpp turns into session
+// events. The flags, variables and hosts below were checked by running 0.169.0, the
+// version the image pins, in a session container.
+#include "codex/exec_json.hpp"
+
+#include <handler/plugin.hpp>
+#include <plugin_common/sdk_parser.hpp>
+#include <plugin_common/launch.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace {
+
+using handler::sdk::LaunchBuilder;
+using handler::sdk::LaunchRequest;
+using handler::sdk::PluginError;
+
+constexpr const char* kVersion = "0.169.0";
+constexpr const char* kModelHost = "api.openai.com";
+// Codex settings are TOML; every `-c` value below is one, so a model name or URL is
+// quoted as a TOML string (with the escapes TOML needs), never pasted in bare.
+std::string toml_string(std::string_view text) {
+    std::string quoted = "\"";
+    for (const char c : text) {
+        if (c == '"' || c == '\\') quoted += '\\';
+        quoted += c;
+    }
+    return quoted + '"';
+}
+
+bool is_local(std::string_view account_kind) { return account_kind == "ollama" || account_kind == "llama-cpp"; }
+
+class CodexHarness : public handler::sdk::Harness {
+public:
+    std::string describe() override {
+        return R"({"default_hosts":["api.openai.com"],)"
+               R"("credentials":[)"
+               R"({"kind":"openai-api-key","env":"CODEX_API_KEY","label":"OpenAI API key"},)"
+               R"j({"kind":"chatgpt-login","label":"ChatGPT login (codex login, kept in the account's folder)"},)j"
+               R"j({"kind":"ollama","label":"Ollama server (its OpenAI-compatible Responses API)"},)j"
+               R"j({"kind":"llama-cpp","label":"llama.cpp server (its OpenAI-compatible Responses API)"}],)j"
+               R"("modes":[{"id":"read-only","label":"Read only, asks before acting"},)"
+               R"({"id":"workspace-write","label":"Writes in the project"},)"
+               R"({"id":"danger-full-access","label":"No sandbox, asks nothing"}],)"
+               R"("launch_modes":["interactive","headless"],"events":"structured"})";
+    }
+
+    // Pinned, so that the parser meets the output format it was written against.
+    // bubblewrap is Codex's own sandbox on Linux (read-only and workspace-write modes);
+    // without it those modes cannot run a single command. It works inside the session's
+    // rootless container, nested in its user namespace, with one exception: the kernel
+    // refuses it a fresh /proc there (the container's /proc has masked paths). Codex
+    // probes for that and then sandboxes without one, but Debian's bubblewrap passes the
+    // probe and fails every real run; the wrapper in /usr/local/bin (before /usr/bin on
+    // PATH) leaves out "--proc DIR" so that every run takes Codex's own fallback. Files
+    // and network stay sandboxed; what differs is that the container's processes show.
+    void image_recipe(handler::sdk::RecipeBuilder& recipe) override {
+        recipe.run("apt-get update && apt-get install -y --no-install-recommends bubblewrap && "
+                   "rm -rf /var/lib/apt/lists/*");
+        static constexpr const char* kBwrapWrapper[] = {
+            "#!/bin/sh",
+            "# Handler: bubblewrap without --proc before the command (see the Codex plugin recipe)",
+            "n=$#; seen=; skip=",
+            "for a do",
+            "  if [ -n \"$skip\" ]; then skip=",
+            "  elif [ -z \"$seen\" ] && [ \"$a\" = --proc ]; then skip=1",
+            "  else set -- \"$@\" \"$a\"; [ \"$a\" = -- ] && seen=1; fi",
+            "done",
+            "shift $n",
+            "exec /usr/bin/bwrap \"$@\"",
+        };
+        std::string wrapper = "printf '%s\\n'";
+        for (const char* line : kBwrapWrapper) wrapper += std::string(" '") + line + "'";
+        recipe.run(wrapper + " > /usr/local/bin/bwrap && chmod 755 /usr/local/bin/bwrap");
+        recipe.run(std::string("npm install -g --no-fund --no-audit @openai/codex@") + kVersion);
+        recipe.run("codex --version && bwrap --version");
+    }
+
+    void launch(const LaunchRequest& request, LaunchBuilder& launch) override {
+        const bool local = is_local(request.account_kind);
+        const bool chatgpt = request.account_kind == "chatgpt-login";
+        if (!request.account_kind.empty() && request.account_kind != "openai-api-key" && !chatgpt && !local)
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT,
+                              "Codex takes an OpenAI API key (openai-api-key), a ChatGPT login (chatgpt-login) or a "
+                              "local ollama or llama-cpp server, not a '" + std::string(request.account_kind) +
+                                  "' account");
+        if (request.headless() && request.prompt.empty())
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT,
+                              "Codex needs a prompt to run headless (handler run codex -p \"what to do\"); "
+                              "start it interactively to talk to it instead");
+
+        if (request.headless()) {
+            // exec reads all of a stdin that is not a terminal and adds it to the prompt
+            // ("Reading additional input from stdin..."); a session's never ends.
+            launch.arguments(handler::plugin_common::without_stdin("codex"));
+            // Outside a git repository exec refuses to start unless told the folder is
+            // meant; a project need not be one.
+            launch.arguments({"exec", "--json", "--skip-git-repo-check"});
+        } else if (request.account_kind == "openai-api-key") {
+            // The TUI reads no key from the environment: without a login it opens on its
+            // sign-in screen. Logging in with the stand-in first (it goes to the session's
+            // own CODEX_HOME, which ends with it) opens it ready; a failed login leaves
+            // that screen, which says what is wrong.
+            launch.arguments({"sh", "-c",
+                              "printenv CODEX_API_KEY | codex login --with-api-key >/dev/null 2>&1; "
+                              "exec codex \"$@\"",
+                              "codex"});
+        } else {
+            launch.argument("codex");
+        }
+        switch (request.start_mode) {
+        case HD_START_LOCKED_DOWN:
+            // Nothing changes without asking; headless, where nobody can answer, that
+            // means commands run read-only and edits are refused.
+            launch.arguments({"--sandbox", "read-only"});
+            if (request.interactive()) launch.arguments({"--ask-for-approval", "on-request"});
+            break;
+        case HD_START_OPEN:
+            // The container is the sandbox, and the session's network rules still apply.
+            launch.argument("--dangerously-bypass-approvals-and-sandbox");
+            break;
+        case HD_START_GUARDED:
+            launch.arguments({"--sandbox", "workspace-write"});
+            if (request.interactive()) launch.arguments({"--ask-for-approval", "on-request"});
+            break;
+        }
+        if (!request.model.empty()) launch.arguments({"--model", request.model});
+        // No telemetry, no update checks (the image pins the version): the model API is
+        // the only host a session needs.
+        launch.arguments({"-c", "analytics.enabled=false", "-c", "check_for_update_on_startup=false"});
+        // With its model unreachable Codex would retry for ever ("Reconnecting... waiting
+        // for network"); bounded, a run fails after five tries and says why.
+        launch.arguments({"--disable", "unbounded_connection_retries"});
+        // Request bodies stay readable (Codex would zstd them), so that the proxy can
+        // search them for another key's stand-in as it does every other request.
+        launch.arguments({"--disable", "enable_request_compression"});
+        if (local) {
+            // A provider of its own: Codex's built-in ones cannot be pointed elsewhere.
+            // Local servers take no key, and speak the Responses API under /v1.
+            std::string url(request.account_base_url);
+            if (!url.ends_with("/v1")) url += "/v1";
+            launch.arguments({"-c", "model_providers.handler-local={name=" + toml_string("Local server") +
+                                        ", base_url=" + toml_string(url) + ", wire_api=\"responses\"}",
+                              "-c", "model_provider=\"handler-local\""});
+        }
+        launch.arguments(request.extra_args);
+        if (!request.prompt.empty()) {
+            // After "--" a prompt starting with "-" cannot be read as an option.
+            if (request.prompt.front() == '-') launch.argument("--");
+            launch.argument(request.prompt);
+        }
+
+        if (!request.project_path.empty()) launch.workdir(request.project_path);
+        // exec reads CODEX_API_KEY (OPENAI_API_KEY only through `codex login`), and sends
+        // it as "Authorization: Bearer", where the proxy swaps the stand-in.
+        if (request.account_kind == "openai-api-key") launch.env_from_secret("CODEX_API_KEY", request.account_kind);
+        if (chatgpt) {
+            // A ChatGPT login is Codex's own: `codex login` (in a terminal session) writes
+            // its tokens to CODEX_HOME, and Codex refreshes them there. So CODEX_HOME is
+            // the account's folder, kept across sessions; its tokens are readable inside,
+            // which is what a login that Codex refreshes itself needs. Codex then talks
+            // to ChatGPT's backend, and to its sign-in host for the login and refreshes.
+            launch.account_state("CODEX_HOME");
+            launch.allow_host("chatgpt.com", 443).allow_host("auth.openai.com", 443);
+        } else if (!local) {
+            // Codex trusts the session's CA through SSL_CERT_FILE, which handlerd sets.
+            launch.allow_host(kModelHost, 443);
+        }
+    }
+
+    std::unique_ptr<handler::sdk::EventParser> open_events(std::string_view) override {
+        return std::make_unique<handler::plugin_common::SdkEventParser<handler::codex::ExecJsonParser>>();
+    }
+};
+
+} // namespace
+
+HD_HARNESS_PLUGIN(CodexHarness, "codex", "0.1.0", "Codex",
+                  "OpenAI's Codex CLI, interactive in its TUI or headless (codex exec --json) with structured events")
