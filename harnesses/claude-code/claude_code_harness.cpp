@@ -1,6 +1,7 @@
 // The Claude Code harness: Anthropic's `claude` CLI, its TUI for interactive sessions and
-// `claude -p … --output-format stream-json` for headless ones, whose output
-// stream_json.cpp turns into session events. The flags, variables and hosts below were
+// `claude -p` speaking stream-json both ways for headless ones: stream_json.cpp turns its
+// output into session events and answers its control requests, so that it can ask a
+// client before it acts. The flags, variables and hosts below were
 // checked by running 2.1.328, the version the image pins.
 #include "claude-code/stream_json.hpp"
 
@@ -22,9 +23,9 @@ using handler::sdk::PluginError;
 constexpr const char* kVersion = "2.1.328";
 constexpr const char* kModelHost = "api.anthropic.com";
 
-// locked_down asks before acting, so a headless run (nobody to answer) is refused every
-// tool that needs permission; guarded edits files without asking but still asks before
-// commands; open asks nothing, the container being the sandbox.
+// locked_down asks before every edit and command; guarded edits files without asking but
+// still asks before commands; open asks nothing, the container being the sandbox. A
+// headless run asks its clients (permission_request events), an interactive one in its TUI.
 const char* permission_mode(hd_start_mode start_mode) {
     switch (start_mode) {
     case HD_START_LOCKED_DOWN: return "default";
@@ -54,7 +55,7 @@ public:
                R"({"id":"acceptEdits","label":"Accept edits"},)"
                R"({"id":"bypassPermissions","label":"Bypass permissions"},)"
                R"({"id":"plan","label":"Plan only"}],)"
-               R"("launch_modes":["interactive","headless"],"events":"structured"})";
+               R"("launch_modes":["interactive","headless"],"events":"structured","stdin":"protocol"})";
     }
 
     // Pinned, so that the parser meets the output format it was written against.
@@ -96,17 +97,20 @@ public:
         } else {
             launch.argument("claude");
         }
-        // `-p` is a flag and the prompt a positional argument, so a prompt starting with
-        // "-" would be read as an option; after "--" it cannot be.
-        const bool prompt_looks_like_option = !request.prompt.empty() && request.prompt.front() == '-';
+        // The TUI takes its first message as a positional argument, so a prompt starting
+        // with "-" would be read as an option; after "--" it cannot be.
+        const bool prompt_looks_like_option =
+            request.interactive() && !request.prompt.empty() && request.prompt.front() == '-';
         if (request.headless()) {
             if (request.prompt.empty())
                 throw PluginError(HD_STATUS_INVALID_ARGUMENT,
                                   "Claude Code needs a prompt to run headless (handler run claude-code "
                                   "-p \"what to do\"); start it interactively to talk to it instead");
-            launch.argument("-p");
-            if (!prompt_looks_like_option) launch.argument(request.prompt);
-            launch.arguments({"--output-format", "stream-json", "--verbose"});
+            // The prompt is the first message on its stdin; the permission questions come
+            // as control requests on stdout and their answers go back on stdin.
+            launch.arguments({"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+                              "--permission-prompt-tool", "stdio"});
+            launch.input(handler::claude_code::StreamJsonParser::user_message(request.prompt));
         }
         launch.arguments({"--permission-mode", mode});
         if (!request.model.empty()) launch.arguments({"--model", request.model});

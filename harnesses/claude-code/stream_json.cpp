@@ -3,9 +3,12 @@
 #include <plugin_common/json_access.hpp>
 
 #include <boost/json/array.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include <optional>
+#include <stdexcept>
 #include <utility>
 
 namespace handler::claude_code {
@@ -101,7 +104,66 @@ std::string error_message(const json::object& message) {
     return "Claude Code reported an error (result subtype '" + std::string(subtype) + "')";
 }
 
+// One line of Claude Code's control protocol, answering its request `request_id`.
+std::string control_response(std::string_view request_id, json::object response) {
+    response["request_id"] = request_id;
+    return json::serialize(json::object{{"type", "control_response"}, {"response", std::move(response)}}) + "\n";
+}
+
+// The permission answers Claude Code takes. "Always" adds the rules Claude Code itself
+// suggested (permission_suggestions), so it is offered only when there are some.
+std::vector<common::PermissionOption> permission_options(bool can_remember) {
+    std::vector<common::PermissionOption> options;
+    options.push_back({"allow_once", "Allow", "allow_once"});
+    if (can_remember) options.push_back({"allow_always", "Allow, and do not ask again this session", "allow_always"});
+    options.push_back({"reject_once", "Reject", "reject_once"});
+    return options;
+}
+
 } // namespace
+
+std::string StreamJsonParser::user_message(std::string_view text) {
+    json::object message{{"role", "user"},
+                         {"content", json::array{json::object{{"type", "text"}, {"text", text}}}}};
+    return json::serialize(json::object{{"type", "user"},
+                                        {"message", std::move(message)},
+                                        {"parent_tool_use_id", nullptr},
+                                        {"session_id", ""}}) +
+           "\n";
+}
+
+std::vector<Event> StreamJsonParser::answer(std::string_view request_text, std::string_view answer_text) {
+    boost::system::error_code error;
+    const json::value request = json::parse(request_text, error);
+    const json::object* fields = error ? nullptr : request.if_object();
+    const json::object* meta = fields == nullptr ? nullptr : object_at(*fields, "_meta");
+    const json::object* mine = meta == nullptr ? nullptr : object_at(*meta, "claudeCode");
+    const std::string_view request_id = mine == nullptr ? std::string_view() : string_at(*mine, "requestId");
+    if (request_id.empty())
+        throw std::invalid_argument("this permission request was not made by Claude Code's control channel "
+                                    "(it has no _meta.claudeCode.requestId)");
+    const json::value answer_value = json::parse(answer_text, error);
+    const std::string_view option =
+        error || !answer_value.is_object() ? std::string_view() : string_at(answer_value.get_object(), "optionId");
+    json::object decision;
+    if (option == "allow_once" || option == "allow_always") {
+        decision["behavior"] = "allow";
+        // Claude Code runs the tool with the input given back here; it is the one it asked about.
+        const json::value* input = fields->if_contains("rawInput");
+        decision["updatedInput"] = input != nullptr && input->is_object() ? *input : json::value(json::object());
+        if (const json::array* rules = array_at(*mine, "suggestions"); rules && option == "allow_always")
+            decision["updatedPermissions"] = *rules;
+    } else if (option == "reject_once") {
+        decision["behavior"] = "deny";
+        decision["message"] = "The user rejected this tool call.";
+    } else {
+        throw std::invalid_argument("Claude Code takes allow_once, allow_always or reject_once, not '" +
+                                    std::string(option) + "'");
+    }
+    asked_.erase(std::string(request_id));
+    reply_.input += control_response(request_id, {{"subtype", "success"}, {"response", std::move(decision)}});
+    return {};
+}
 
 std::string_view tool_kind(std::string_view name) {
     if (name == "Write" || name == "Edit" || name == "MultiEdit" || name == "NotebookEdit") return "edit";
@@ -143,6 +205,7 @@ void StreamJsonParser::on_object(const json::object& message, std::vector<Event>
     else if (type == "assistant") on_assistant(message, out);
     else if (type == "user") on_user(message, out);
     else if (type == "control_request") on_control_request(message, out);
+    else if (type == "control_cancel_request") on_control_cancel(message, out);
     else if (type == "result") on_result(message, out);
 }
 
@@ -197,9 +260,19 @@ void StreamJsonParser::on_user(const json::object& message, std::vector<Event>& 
     }
 }
 
-void StreamJsonParser::on_control_request(const json::object& message, std::vector<Event>& out) const {
+void StreamJsonParser::on_control_request(const json::object& message, std::vector<Event>& out) {
     const json::object* request = object_at(message, "request");
-    if (request == nullptr || string_at(*request, "subtype") != "can_use_tool") return;
+    const std::string_view request_id = string_at(message, "request_id");
+    const std::string_view subtype = request == nullptr ? std::string_view() : string_at(*request, "subtype");
+    if (subtype != "can_use_tool") {
+        // Claude Code waits for an answer to each request (hook callbacks, MCP messages:
+        // Handler registers none of those), so one it does not know gets a refusal.
+        if (!request_id.empty())
+            reply_.input += control_response(request_id, {{"subtype", "error"},
+                                                          {"error", "Handler does not handle '" +
+                                                                        std::string(subtype) + "' requests"}});
+        return;
+    }
     const json::value* input = request->if_contains("input");
     common::PermissionRequest permission;
     permission.tool_call_id = std::string(string_at(*request, "tool_use_id"));
@@ -207,11 +280,28 @@ void StreamJsonParser::on_control_request(const json::object& message, std::vect
                                   input != nullptr && input->is_object() ? input->get_object() : empty_object(),
                                   cwd_);
     permission.raw_input = input != nullptr ? *input : json::value(json::object());
-    permission.options = common::allow_or_reject_once();
+    const json::array* suggestions = array_at(*request, "permission_suggestions");
+    const bool can_remember = suggestions != nullptr && !suggestions->empty();
+    permission.options = permission_options(can_remember);
+    json::object mine{{"requestId", request_id}};
+    if (can_remember) mine["suggestions"] = *suggestions;
+    permission.meta["claudeCode"] = std::move(mine);
+    asked_[std::string(request_id)] = permission.tool_call_id;
     out.push_back(common::permission_request(permission));
 }
 
-void StreamJsonParser::on_result(const json::object& message, std::vector<Event>& out) const {
+// Claude Code withdrew a question (the turn was interrupted): nobody may answer it now.
+void StreamJsonParser::on_control_cancel(const json::object& message, std::vector<Event>& out) {
+    const auto found = asked_.find(std::string(string_at(message, "request_id")));
+    if (found == asked_.end()) return;
+    out.push_back(common::make_event(HD_EVENT_PERMISSION_ANSWER,
+                                     json::object{{"toolCallId", found->second}, {"kind", "cancelled"}}));
+    asked_.erase(found);
+}
+
+void StreamJsonParser::on_result(const json::object& message, std::vector<Event>& out) {
+    // A headless run is one turn: with its input ended, Claude Code exits.
+    reply_.close = true;
     common::TurnResult turn;
     turn.stop_reason = stop_reason(message);
     // API failures arrive as subtype "success" with is_error set; the error_* subtypes

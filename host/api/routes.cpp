@@ -718,6 +718,22 @@ Response Routes::sessions(const Call& call) {
         if (!stopping) return error_response(stopping.error());
         return json_response(202, to_json(*stopping));
     }
+    if (action == "answers") {
+        // A client answers a permission request the harness asked (docs/api.md).
+        if (call.method != "POST") return not_allowed(call.method, call.target, {"POST"});
+        if (info_.sessions == nullptr) return no_session_service();
+        auto body = parse_body(call.body);
+        if (!body) return error_response(body.error());
+        BodyReader reader(*body);
+        if (auto known = reader.allow_only({"toolCallId", "optionId"}); !known) return error_response(known.error());
+        auto tool_call = reader.required_string("toolCallId");
+        if (!tool_call) return error_response(tool_call.error());
+        auto option = reader.required_string("optionId");
+        if (!option) return error_response(option.error());
+        if (auto answered = info_.sessions->answer(id, *tool_call, *option); !answered)
+            return error_response(answered.error());
+        return no_content();
+    }
     if (action == "log") {
         if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
         if (auto params = query_params(call.query, {}); !params) return error_response(params.error());

@@ -105,6 +105,12 @@ public:
     virtual void input(std::uint64_t attach_id, std::string_view bytes) = 0;
     virtual void input_eof(std::uint64_t attach_id) = 0;
     virtual void resize(std::uint64_t attach_id, std::uint16_t rows, std::uint16_t cols) = 0;
+    // A client's answer to the open permission request for tool call `tool_call_id`:
+    // `option_id` is one of the request's options. Recorded as a permission_answer event
+    // and passed to the harness. not_found: no such open request (already answered, or
+    // the session never asked); invalid_argument: an option it did not offer.
+    virtual Result<void> answer(std::string_view id, std::string_view tool_call_id,
+                                std::string_view option_id) = 0;
 };
 
 } // namespace handler::api

@@ -39,8 +39,9 @@ namespace {
 class PluginEvents final : public sessions::EventParser {
 public:
     explicit PluginEvents(std::unique_ptr<plugins::EventStream> stream) : stream_(std::move(stream)) {}
-    Result<std::vector<plugins::SessionEvent>> feed(std::string_view bytes) override {
-        return stream_->feed(bytes);
+    Result<plugins::ParsedEvents> feed(std::string_view bytes) override { return stream_->feed(bytes); }
+    Result<plugins::ParsedEvents> answer(std::string_view request, std::string_view answer) override {
+        return stream_->answer(request, answer);
     }
 
 private:
@@ -233,13 +234,17 @@ int run_daemon(const DaemonOptions& options) {
         if (!stream) return stream.take_error();
         sessions::OpenedEvents opened;
         opened.parser = std::make_unique<PluginEvents>(std::move(*stream));
-        // The plugin says in describe() whether its stdout is JSON for machines.
+        // The plugin says in describe() whether its stdout is JSON for machines, and
+        // whether its stdin is a protocol of its own.
         if (auto described = (*found)->describe()) {
             boost::system::error_code error;
             auto value = boost::json::parse(*described, error);
-            if (!error && value.is_object())
+            if (!error && value.is_object()) {
                 if (const auto* kind = value.as_object().if_contains("events"); kind && kind->is_string())
                     opened.mode = std::string(kind->as_string());
+                if (const auto* input = value.as_object().if_contains("stdin"); input && input->is_string())
+                    opened.owns_input = input->as_string() == "protocol";
+            }
         }
         return opened;
     };

@@ -66,6 +66,9 @@ struct LaunchSpec {
     // Non-empty: mount the account's state folder read-write and set this env to where
     // it is inside (keep_account_state).
     std::string account_state_env;
+    // Headless: what the program finds on its stdin at start, which then stays open for
+    // the event parser's replies (add_input). Empty: the program's stdin is the clients'.
+    std::string input;
     friend bool operator==(const LaunchSpec&, const LaunchSpec&) = default;
 };
 
@@ -86,6 +89,7 @@ enum class EventKind {
     mode_changed,
     result,
     error,
+    permission_answer,
 };
 
 // ACP's snake_case name for the kind (session/update's "sessionUpdate" values where ACP
@@ -102,6 +106,7 @@ inline const char* to_string(EventKind kind) {
     case EventKind::mode_changed: return "mode_changed";
     case EventKind::result: return "result";
     case EventKind::error: return "error";
+    case EventKind::permission_answer: return "permission_answer";
     }
     return "error";
 }
@@ -109,6 +114,14 @@ inline const char* to_string(EventKind kind) {
 struct SessionEvent {
     EventKind kind = EventKind::error;
     std::string json; // the payload; docs/contracts.md gives each kind's shape
+};
+
+// What a parser made of a piece of output or of a client's answer: events, and for a
+// harness whose stdin is a protocol, what goes to its stdin and whether it ends there.
+struct ParsedEvents {
+    std::vector<SessionEvent> events;
+    std::string input;
+    bool close_input = false;
 };
 
 } // namespace handler::plugins

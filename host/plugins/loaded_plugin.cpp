@@ -92,6 +92,9 @@ struct LaunchCollector {
             guard(c, [&](LaunchSpec& s) { s.account_state_env = to_view(name); });
             return static_cast<LaunchCollector*>(c)->failed ? HD_STATUS_FAILED : HD_STATUS_OK;
         };
+        raw.add_input = [](void* c, hd_str bytes) noexcept {
+            guard(c, [&](LaunchSpec& s) { s.input += to_view(bytes); });
+        };
         return raw;
     }
 };
@@ -125,9 +128,13 @@ struct RecipeCollector {
 };
 
 struct EventCollector {
-    std::vector<SessionEvent> events;
+    ParsedEvents parsed;
     bool failed = false;
+    bool input_too_large = false;
     std::size_t unknown_kinds = 0;
+    // What one call may write to the harness's stdin: replies to control requests are
+    // small, so a plugin writing more is broken, and handlerd must not buffer it all.
+    static constexpr std::size_t kMaxInputBytes = std::size_t{16} << 20;
 
     hd_event_sink sink() {
         hd_event_sink raw{};
@@ -136,17 +143,43 @@ struct EventCollector {
         raw.emit = [](void* c, hd_event_kind kind, hd_str json) noexcept {
             auto* self = static_cast<EventCollector*>(c);
             const int number = static_cast<int>(kind);
-            if (number < static_cast<int>(EventKind::user_prompt) || number > static_cast<int>(EventKind::error)) {
+            if (number < static_cast<int>(EventKind::user_prompt) ||
+                number > static_cast<int>(EventKind::permission_answer)) {
                 ++self->unknown_kinds;
                 return;
             }
             try {
-                self->events.push_back({static_cast<EventKind>(number), std::string(to_view(json))});
+                self->parsed.events.push_back({static_cast<EventKind>(number), std::string(to_view(json))});
             } catch (...) {
                 self->failed = true;
             }
         };
+        raw.write_input = [](void* c, hd_str bytes) noexcept {
+            auto* self = static_cast<EventCollector*>(c);
+            if (self->parsed.input.size() + bytes.size > kMaxInputBytes) {
+                self->input_too_large = true;
+                return;
+            }
+            try {
+                self->parsed.input += to_view(bytes);
+            } catch (...) {
+                self->failed = true;
+            }
+        };
+        raw.close_input = [](void* c) noexcept { static_cast<EventCollector*>(c)->parsed.close_input = true; };
         return raw;
+    }
+
+    Result<ParsedEvents> take(const std::string& id, const char* call) {
+        if (failed) return out_of_memory(id, call);
+        if (input_too_large)
+            return make_error(ErrorCode::too_large, "plugin '" + id + "': " + call + " wrote more than " +
+                                                        std::to_string(kMaxInputBytes) +
+                                                        " bytes for the harness's stdin at once");
+        if (unknown_kinds > 0)
+            spdlog::warn("[plugin {}] emitted {} event(s) of a kind this handlerd does not know; dropped",
+                         id, unknown_kinds);
+        return std::move(parsed);
     }
 };
 
@@ -283,7 +316,7 @@ EventStream::~EventStream() {
     if (harness_->parts_.harness.events_close != nullptr) harness_->parts_.harness.events_close(parser_);
 }
 
-Result<std::vector<SessionEvent>> EventStream::feed(std::string_view bytes) {
+Result<ParsedEvents> EventStream::feed(std::string_view bytes) {
     EventCollector collector;
     const hd_event_sink sink = collector.sink();
     StringSink error(LoadedPlugin::kMaxErrorBytes);
@@ -293,11 +326,24 @@ Result<std::vector<SessionEvent>> EventStream::feed(std::string_view bytes) {
         status = harness_->parts_.harness.events_feed(parser_, to_str(bytes), &sink, error.sink());
     }
     if (status != HD_STATUS_OK) return call_failed(harness_->id(), "events_feed", status, error);
-    if (collector.failed) return out_of_memory(harness_->id(), "events_feed");
-    if (collector.unknown_kinds > 0)
-        spdlog::warn("[plugin {}] emitted {} event(s) of a kind this handlerd does not know; dropped",
-                     harness_->id(), collector.unknown_kinds);
-    return std::move(collector.events);
+    return collector.take(harness_->id(), "events_feed");
+}
+
+Result<ParsedEvents> EventStream::answer(std::string_view request, std::string_view answer) {
+    if (harness_->parts_.harness.events_answer == nullptr)
+        return make_error(ErrorCode::unavailable,
+                          "plugin '" + harness_->id() + "' takes no answers to permission requests");
+    EventCollector collector;
+    const hd_event_sink sink = collector.sink();
+    StringSink error(LoadedPlugin::kMaxErrorBytes);
+    hd_status status;
+    {
+        const std::lock_guard lock(harness_->mutex_);
+        status = harness_->parts_.harness.events_answer(parser_, to_str(request), to_str(answer), &sink,
+                                                        error.sink());
+    }
+    if (status != HD_STATUS_OK) return call_failed(harness_->id(), "events_answer", status, error);
+    return collector.take(harness_->id(), "events_answer");
 }
 
 } // namespace handler::plugins

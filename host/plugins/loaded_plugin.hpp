@@ -106,8 +106,11 @@ public:
     ~EventStream();
 
     // Feeds a piece of the harness's stdout (any size, any split); returns the events
-    // the plugin emitted for it.
-    Result<std::vector<SessionEvent>> feed(std::string_view bytes);
+    // the plugin emitted for it, and what it wrote for the harness's stdin.
+    Result<ParsedEvents> feed(std::string_view bytes);
+    // A client's answer (`answer`, {"optionId":...}) to the permission request whose
+    // event payload is `request`; unavailable when the harness takes none.
+    Result<ParsedEvents> answer(std::string_view request, std::string_view answer);
 
 private:
     friend class LoadedHarness;

@@ -422,6 +422,48 @@ public:
     void parse_events(OpenedEvents opened) {
         parser_ = std::move(opened.parser);
         events_mode_ = parser_ ? std::move(opened.mode) : "none";
+        owns_input_ = parser_ && opened.owns_input;
+        if (parser_) load_open_requests();
+    }
+
+    // What the harness finds on its stdin at start (its protocol's first message): kept
+    // until the shim connects, whatever its size (the plugin wrote it, not a client).
+    void start_input(std::string bytes) { pending_input_ = std::move(bytes); }
+
+    // A client's typing. A harness whose stdin is its protocol gets none: a stray line
+    // would break it, and the session's answers reach it through answer().
+    void client_input(std::string_view bytes) {
+        if (owns_input_) return note_dropped_input();
+        input(bytes);
+    }
+    void client_input_eof() {
+        if (owns_input_) return note_dropped_input();
+        input_eof();
+    }
+
+    // A client's answer to the open permission request of tool call `tool_call_id`.
+    Result<void> answer(std::string_view tool_call_id, std::string_view option_id) {
+        const auto found = open_requests_.find(std::string(tool_call_id));
+        if (!parser_ || found == open_requests_.end())
+            return make_error(ErrorCode::not_found,
+                              "session " + id_ + " has no open permission request for tool call '" +
+                                  std::string(tool_call_id) + "' (answered already, or never asked); `handler "
+                                  "session events " + id_ + "` shows its requests and answers");
+        const std::string request = found->second;
+        const std::string kind = option_kind(request, option_id);
+        if (kind.empty())
+            return make_error(ErrorCode::invalid_argument, "'" + std::string(option_id) +
+                                                               "' is not an option of this request; it offers " +
+                                                               option_list(request));
+        auto parsed = parser_->answer(request, json::serialize(json::object{{"optionId", option_id}}));
+        if (!parsed) return parsed.take_error();
+        std::vector<plugins::SessionEvent> events{
+            {plugins::EventKind::permission_answer,
+             json::serialize(json::object{{"toolCallId", tool_call_id}, {"optionId", option_id}, {"kind", kind}})}};
+        events.insert(events.end(), parsed->events.begin(), parsed->events.end());
+        send_events(owner_.store_events(id_, events));
+        reply(*parsed);
+        return {};
     }
 
     void close(const std::string& reason) {
@@ -676,12 +718,14 @@ private:
     // A parser that fails is dropped (the raw output is still logged): one bad piece of
     // output must not cost the session.
     void parse(std::string_view data) {
-        auto events = parser_->feed(data);
-        if (!events) {
-            spdlog::warn("session {}: events stop here: {}", id_, events.error().message);
+        auto parsed = parser_->feed(data);
+        if (!parsed) {
+            spdlog::warn("session {}: events stop here: {}", id_, parsed.error().message);
             parser_.reset();
             return;
         }
+        reply(*parsed);
+        auto* events = &parsed->events;
         if (events->empty()) return;
         if (!events_bytes_) {
             // Read once, at the first events: what is stored already (the prompt, what a
@@ -707,7 +751,69 @@ private:
         send_events(owner_.store_events(id_, *events));
     }
 
+    // What the parser wrote for the harness's stdin.
+    void reply(const plugins::ParsedEvents& parsed) {
+        if (!parsed.input.empty()) input(parsed.input);
+        if (parsed.close_input) input_eof();
+    }
+
+    void note_dropped_input() {
+        if (std::exchange(warned_input_, true)) return;
+        spdlog::warn("session {}: a client's input was not passed on: the harness's stdin is its protocol", id_);
+    }
+
+    // Keeps the open permission requests (by tool call) that stored events ask and answer.
+    void track_requests(const store::SessionEvent& event) {
+        if (event.kind != "permission_request" && event.kind != "permission_answer") return;
+        boost::system::error_code error;
+        const auto payload = json::parse(event.payload, error);
+        const auto* call = error || !payload.is_object() ? nullptr : payload.as_object().if_contains("toolCallId");
+        if (call == nullptr || !call->is_string()) return;
+        if (event.kind == "permission_request") open_requests_[std::string(call->as_string())] = event.payload;
+        else open_requests_.erase(std::string(call->as_string()));
+    }
+
+    // A parser re-opened after a restart: the requests still waiting are in the store.
+    void load_open_requests() {
+        std::int64_t after = 0;
+        for (;;) {
+            auto page = owner_.store.session_events(id_, after, 1000);
+            if (!page || page->empty()) return;
+            for (const auto& event : *page) track_requests(event);
+            after = page->back().seq;
+        }
+    }
+
+    // The option `option_id` of a request's payload: its kind, empty if it has none.
+    static std::string option_kind(const std::string& request, std::string_view option_id) {
+        boost::system::error_code error;
+        const auto payload = json::parse(request, error);
+        const auto* options = error || !payload.is_object() ? nullptr : payload.as_object().if_contains("options");
+        if (options == nullptr || !options->is_array()) return {};
+        for (const auto& option : options->as_array()) {
+            const auto* fields = option.if_object();
+            const auto* id = fields ? fields->if_contains("optionId") : nullptr;
+            const auto* kind = fields ? fields->if_contains("kind") : nullptr;
+            if (id && id->is_string() && id->as_string() == option_id && kind && kind->is_string())
+                return std::string(kind->as_string());
+        }
+        return {};
+    }
+    static std::string option_list(const std::string& request) {
+        std::string list;
+        boost::system::error_code error;
+        const auto payload = json::parse(request, error);
+        const auto* options = error || !payload.is_object() ? nullptr : payload.as_object().if_contains("options");
+        if (options != nullptr && options->is_array())
+            for (const auto& option : options->as_array())
+                if (const auto* fields = option.if_object())
+                    if (const auto* id = fields->if_contains("optionId"); id && id->is_string())
+                        list += (list.empty() ? "" : ", ") + std::string(id->as_string());
+        return list.empty() ? "none" : list;
+    }
+
     void send_events(const std::vector<store::SessionEvent>& stored) {
+        for (const auto& event : stored) track_requests(event);
         for (const auto& event : stored)
             for (auto& [attach_id, client] : clients_)
                 if (client.events)
@@ -771,6 +877,9 @@ private:
     std::optional<std::uint64_t> events_bytes_; // payload bytes stored, against events_limit_bytes
     std::string pending_input_;
     bool pending_eof_ = false;
+    bool owns_input_ = false;
+    bool warned_input_ = false;
+    std::map<std::string, std::string> open_requests_; // tool call id -> its request's payload
     static constexpr std::size_t kPendingInputBytes = 64 * 1024;
 };
 
@@ -1280,6 +1389,8 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     if (!spec) return fail(spec.error());
     auto channel = impl.open_channel(*session);
     if (!channel) return fail(channel.error());
+    // Only a headless program's stdin is a pipe; on a terminal these would be typed.
+    if (!launch->input.empty() && !record.tty) (*channel)->start_input(std::move(launch->input));
     if (context.trust_ca)
         if (auto written = impl.write_trust_files(context.control_dir); !written) return fail(written.error());
     std::optional<runtime::LayerRecipe> recipe;
@@ -1427,11 +1538,22 @@ std::shared_ptr<Channel> writable_channel(SessionManager::Impl& impl, std::uint6
 } // namespace
 
 void SessionManager::input(std::uint64_t attach_id, std::string_view bytes) {
-    if (auto channel = writable_channel(*impl_, attach_id)) channel->input(bytes);
+    if (auto channel = writable_channel(*impl_, attach_id)) channel->client_input(bytes);
 }
 
 void SessionManager::input_eof(std::uint64_t attach_id) {
-    if (auto channel = writable_channel(*impl_, attach_id)) channel->input_eof();
+    if (auto channel = writable_channel(*impl_, attach_id)) channel->client_input_eof();
+}
+
+Result<void> SessionManager::answer(std::string_view id, std::string_view tool_call_id,
+                                    std::string_view option_id) {
+    auto session = impl_->store.get_session(id);
+    if (!session) return session.take_error();
+    auto channel = impl_->channel(session->id);
+    if (!channel || channel->exited())
+        return make_error(ErrorCode::conflict, "session " + session->id + " is not running (" +
+                                                   std::string(to_string(session->state)) + ")");
+    return channel->answer(tool_call_id, option_id);
 }
 
 void SessionManager::resize(std::uint64_t attach_id, std::uint16_t rows, std::uint16_t cols) {

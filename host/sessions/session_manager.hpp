@@ -63,15 +63,25 @@ using AddonContributor = std::function<Result<plugins::LaunchSpec>(std::string_v
                                                                    const plugins::LaunchRequest& request)>;
 
 // One headless session's event parser: the harness plugin's, behind the waist, in
-// handlerd. Fed the harness's stdout in pieces of any size.
+// handlerd. Fed the harness's stdout in pieces of any size; what it writes for the
+// harness's stdin goes there.
 class EventParser {
 public:
     virtual ~EventParser() = default;
-    virtual Result<std::vector<plugins::SessionEvent>> feed(std::string_view bytes) = 0;
+    virtual Result<plugins::ParsedEvents> feed(std::string_view bytes) = 0;
+    // A client's answer to a permission request it emitted (`request`: that payload).
+    virtual Result<plugins::ParsedEvents> answer(std::string_view request, std::string_view answer) {
+        (void)request;
+        (void)answer;
+        return make_error(ErrorCode::unavailable, "this harness takes no answers to permission requests");
+    }
 };
 struct OpenedEvents {
     std::unique_ptr<EventParser> parser;
     std::string mode = "text"; // "structured": stdout is the harness's JSON, for machines
+    // The harness's stdin is its protocol (Claude Code's stream-json), written by the
+    // parser only: clients' input is not passed on, it would break the protocol.
+    bool owns_input = false;
 };
 // A parser for a headless session of `harness`; unavailable: the harness has none.
 using EventsOpener = std::function<Result<OpenedEvents>(std::string_view harness, std::string_view session_id)>;
@@ -157,6 +167,8 @@ public:
     void input(std::uint64_t attach_id, std::string_view bytes) override;
     void input_eof(std::uint64_t attach_id) override;
     void resize(std::uint64_t attach_id, std::uint16_t rows, std::uint16_t cols) override;
+    Result<void> answer(std::string_view id, std::string_view tool_call_id,
+                        std::string_view option_id) override;
 
     struct Impl;
 

@@ -136,6 +136,7 @@ Event permission_request(const PermissionRequest& request) {
     payload["title"] = view(request.title);
     payload["rawInput"] = request.raw_input;
     payload["options"] = std::move(options);
+    if (!request.meta.empty()) payload["_meta"] = request.meta;
     return make_event(HD_EVENT_PERMISSION_REQUEST, payload);
 }
 

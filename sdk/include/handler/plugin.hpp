@@ -385,6 +385,12 @@ public:
         raw_.add_file(raw_.context, to_str(container_path), to_str(contents), mode);
         return *this;
     }
+    // Bytes on the program's stdin when it starts (sdk.h, add_input): headless only.
+    LaunchBuilder& input(std::string_view bytes) {
+        if (raw_.add_input == nullptr) detail::missing("launch_builder.add_input");
+        raw_.add_input(raw_.context, to_str(bytes));
+        return *this;
+    }
 
 private:
     hd_launch_builder raw_;
@@ -419,6 +425,15 @@ public:
         if (raw_.emit == nullptr) detail::missing("event_sink.emit");
         raw_.emit(raw_.context, kind, to_str(json_payload));
     }
+    // The harness's stdin, for one whose stdin is a protocol (sdk.h, write_input).
+    void write_input(std::string_view bytes) {
+        if (raw_.write_input == nullptr) detail::missing("event_sink.write_input");
+        raw_.write_input(raw_.context, to_str(bytes));
+    }
+    void close_input() {
+        if (raw_.close_input == nullptr) detail::missing("event_sink.close_input");
+        raw_.close_input(raw_.context);
+    }
 
 private:
     hd_event_sink raw_;
@@ -430,6 +445,14 @@ class EventParser {
 public:
     virtual ~EventParser() = default;
     virtual void feed(std::string_view bytes, EventSink& sink) = 0;
+    // A client's answer to a permission request this parser emitted (sdk.h,
+    // events_answer): `request` is that event's payload, `answer` {"optionId":"..."}.
+    virtual void answer(std::string_view request, std::string_view answer, EventSink& sink) {
+        (void)request;
+        (void)answer;
+        (void)sink;
+        throw PluginError(HD_STATUS_UNSUPPORTED, "this harness takes no answers to permission requests");
+    }
 };
 
 // ------------------------------------------------------------------ plugin classes
@@ -652,6 +675,16 @@ inline void harness_events_close(void* parser) noexcept {
     delete static_cast<EventParser*>(parser);
 }
 
+inline hd_status harness_events_answer(void* parser, hd_str request, hd_str answer,
+                                       const hd_event_sink* raw_sink, hd_sink out_error) noexcept {
+    return guarded(out_error, [&] {
+        if (parser == nullptr)
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT, "events_answer() was called without a parser");
+        EventSink sink(raw_sink);
+        static_cast<EventParser*>(parser)->answer(to_view(request), to_view(answer), sink);
+    });
+}
+
 inline hd_status addon_contribute(void* instance, const hd_launch_request* raw_request,
                                   const hd_launch_builder* raw_builder, hd_sink out_error) noexcept {
     return guarded(out_error, [&] {
@@ -666,6 +699,7 @@ inline hd_status addon_contribute(void* instance, const hd_launch_request* raw_r
 inline constexpr hd_harness_vtable kHarnessVtable = {
     sizeof(hd_harness_vtable), &describe<Harness>,  &image_recipe<Harness>, &harness_launch,
     &harness_events_open,      &harness_events_feed, &harness_events_close,
+    &harness_events_answer,
 };
 
 inline constexpr hd_addon_vtable kAddonVtable = {

@@ -201,6 +201,11 @@ typedef struct hd_launch_builder {
      * is readable inside the container. A session without an account fails to start,
      * saying why. */
     hd_status (*keep_account_state)(void* context, hd_str env_name);
+    /* Bytes the program finds on its stdin when it starts (headless only), for a
+     * harness whose stdin is a protocol (Claude Code's stream-json): its first message.
+     * Calls concatenate. The program's stdin then stays open for the event parser's
+     * answers (hd_event_sink.write_input) until the parser closes it. */
+    void (*add_input)(void* context, hd_str bytes);
 } hd_launch_builder;
 
 /* How a plugin adds to its image. Steps run as shell commands in a build container. */
@@ -223,13 +228,22 @@ typedef enum hd_event_kind {
     HD_EVENT_PERMISSION_REQUEST = 7,
     HD_EVENT_MODE_CHANGED = 8,
     HD_EVENT_RESULT = 9,
-    HD_EVENT_ERROR = 10
+    HD_EVENT_ERROR = 10,
+    /* A PERMISSION_REQUEST was answered. handlerd records it when a client answers; a
+     * parser emits it when the harness withdraws a request itself. */
+    HD_EVENT_PERMISSION_ANSWER = 11
 } hd_event_kind;
 
 typedef struct hd_event_sink {
     uint32_t struct_size;
     void* context;
     void (*emit)(void* context, hd_event_kind kind, hd_str json_payload);
+    /* For a harness whose stdin is a protocol: bytes for the program's stdin (a reply
+     * to its control request, a client's answer), and the end of its input (a one-shot
+     * run whose turn is over). NULL in a host that launched the program with its stdin
+     * closed. */
+    void (*write_input)(void* context, hd_str bytes);
+    void (*close_input)(void* context);
 } hd_event_sink;
 
 /* A harness. Every pointer may be NULL (= unsupported) except launch. */
@@ -248,6 +262,12 @@ typedef struct hd_harness_vtable {
     hd_status (*events_feed)(void* parser, hd_str bytes, const hd_event_sink* sink,
                              hd_sink out_error);
     void (*events_close)(void* parser);
+    /* A client's answer to a PERMISSION_REQUEST this parser emitted: `request_json` is
+     * that event's payload as emitted, `answer_json` {"optionId":"..."} with one of its
+     * options (handlerd checked that). The parser tells the harness through
+     * sink->write_input. NULL: this harness takes no answers. */
+    hd_status (*events_answer)(void* parser, hd_str request_json, hd_str answer_json,
+                               const hd_event_sink* sink, hd_sink out_error);
 } hd_harness_vtable;
 
 /* An addon: adds to the image and to every session it is enabled for. */

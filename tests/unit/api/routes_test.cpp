@@ -758,8 +758,15 @@ public:
     void input(std::uint64_t, std::string_view) override {}
     void input_eof(std::uint64_t) override {}
     void resize(std::uint64_t, std::uint16_t, std::uint16_t) override {}
+    Result<void> answer(std::string_view id, std::string_view tool_call_id, std::string_view option_id) override {
+        if (tool_call_id != "call_1")
+            return make_error(ErrorCode::not_found, "session " + std::string(id) + " has no open permission request");
+        answers.push_back(std::string(id) + " " + std::string(tool_call_id) + " " + std::string(option_id));
+        return {};
+    }
 
     std::vector<StartRequest> started;
+    std::vector<std::string> answers;
     std::vector<std::string> removed;
 };
 
@@ -813,6 +820,22 @@ TEST_F(SessionRoutesTest, StartRefusesBadBodiesWithTheField) {
     EXPECT_TRUE(sessions_.started.empty());
     auto unknown = call("POST", "/api/v1/sessions", R"({"directory":"/a","name":"nobody"})");
     EXPECT_EQ(unknown.status, 404u);
+}
+
+TEST_F(SessionRoutesTest, AnAnswerNamesTheToolCallAndOneOfItsOptions) {
+    EXPECT_EQ(call("POST", "/api/v1/sessions/s_00000a/answers", R"({"toolCallId":"call_1","optionId":"allow"})").status,
+              204u);
+    EXPECT_EQ(sessions_.answers, std::vector<std::string>{"s_00000a call_1 allow"});
+    auto unknown = call("POST", "/api/v1/sessions/s_00000a/answers", R"({"toolCallId":"call_2","optionId":"allow"})");
+    EXPECT_EQ(unknown.status, 404u);
+    EXPECT_NE(unknown.body.find("no open permission request"), std::string::npos) << unknown.body;
+    auto missing = call("POST", "/api/v1/sessions/s_00000a/answers", R"({"toolCallId":"call_1"})");
+    EXPECT_EQ(missing.status, 400u);
+    EXPECT_NE(missing.body.find("optionId"), std::string::npos) << missing.body;
+    EXPECT_EQ(call("POST", "/api/v1/sessions/s_00000a/answers", R"({"toolCallId":"call_1","optionId":"allow","x":1})").status,
+              400u);
+    EXPECT_EQ(call("GET", "/api/v1/sessions/s_00000a/answers").status, 405u);
+    EXPECT_EQ(sessions_.answers.size(), 1u);
 }
 
 TEST_F(SessionRoutesTest, StopDeleteAndLog) {

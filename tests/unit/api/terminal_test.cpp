@@ -52,6 +52,9 @@ public:
     void resize(std::uint64_t, std::uint16_t rows, std::uint16_t cols) override {
         sizes.emplace_back(rows, cols);
     }
+    Result<void> answer(std::string_view, std::string_view, std::string_view) override {
+        return make_error(ErrorCode::unavailable, "not in this test");
+    }
 
     // Called on the io thread by the test.
     void say(OutputStream stream, const std::string& text) {

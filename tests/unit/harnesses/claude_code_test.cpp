@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -197,22 +198,89 @@ TEST(ClaudeCodeStreamJson, AFailedToolResultWithBlocksIsAFailedUpdate) {
               R"({"type":"content","content":{"type":"image","data":"iVBO","mimeType":"image/png"}}]})");
 }
 
-TEST(ClaudeCodeStreamJson, CanUseToolIsAPermissionRequest) {
-    const auto events = parse_all(
-        R"({"type":"system","subtype":"init","cwd":"/p","permissionMode":"default","model":"m"})"
-        "\n"
-        R"({"type":"control_request","request_id":"c5b17cfa","request":{"subtype":"can_use_tool","tool_name":"Write","display_name":"Write",)"
-        R"("input":{"file_path":"/p/hello.txt","content":"hi\n"},"description":"hello.txt",)"
-        R"("permission_suggestions":[{"type":"setMode","mode":"acceptEdits","destination":"session"}],"tool_use_id":"toolu_d001"}})"
-        "\n"
-        R"({"type":"control_request","request_id":"r2","request":{"subtype":"initialize","hooks":null}})"
+// Claude Code's question before a tool (the control request the research captured), and
+// one with nothing to remember, so no "always".
+constexpr std::string_view kAskWrite =
+    R"({"type":"control_request","request_id":"c5b17cfa","request":{"subtype":"can_use_tool","tool_name":"Write","display_name":"Write",)"
+    R"("input":{"file_path":"/p/hello.txt","content":"hi\n"},"description":"hello.txt",)"
+    R"("permission_suggestions":[{"type":"setMode","mode":"acceptEdits","destination":"session"}],"tool_use_id":"toolu_d001"}})"
+    "\n";
+constexpr std::string_view kAskBash =
+    R"({"type":"control_request","request_id":"b7","request":{"subtype":"can_use_tool","tool_name":"Bash",)"
+    R"("input":{"command":"ls"},"tool_use_id":"toolu_b"}})"
+    "\n";
+
+TEST(ClaudeCodeStreamJson, CanUseToolIsAPermissionRequestAndOtherRequestsAreRefused) {
+    StreamJsonParser parser;
+    const auto events = parser.feed(
+        std::string(R"({"type":"system","subtype":"init","cwd":"/p","permissionMode":"default","model":"m"})"
+                    "\n") +
+        std::string(kAskWrite) +
+        R"({"type":"control_request","request_id":"r2","request":{"subtype":"hook_callback","callback_id":"x"}})"
         "\n");
     ASSERT_EQ(events.size(), 2u) << describe(events);
     EXPECT_EQ(events[1].kind, HD_EVENT_PERMISSION_REQUEST);
     EXPECT_EQ(events[1].json,
               R"({"toolCallId":"toolu_d001","title":"Write hello.txt","rawInput":{"file_path":"/p/hello.txt","content":"hi\n"},)"
               R"("options":[{"optionId":"allow_once","name":"Allow","kind":"allow_once"},)"
-              R"({"optionId":"reject_once","name":"Reject","kind":"reject_once"}]})");
+              R"({"optionId":"allow_always","name":"Allow, and do not ask again this session","kind":"allow_always"},)"
+              R"({"optionId":"reject_once","name":"Reject","kind":"reject_once"}],)"
+              R"("_meta":{"claudeCode":{"requestId":"c5b17cfa","suggestions":[{"type":"setMode","mode":"acceptEdits","destination":"session"}]}}})");
+    // Claude Code waits for an answer to every request, so the hook callback it should
+    // never send (Handler registers none) is refused at once rather than left hanging.
+    const auto reply = parser.take_reply();
+    EXPECT_EQ(reply.input,
+              R"({"type":"control_response","response":{"subtype":"error","error":"Handler does not handle 'hook_callback' requests","request_id":"r2"}})"
+              "\n");
+    EXPECT_FALSE(reply.close);
+    EXPECT_TRUE(parser.take_reply().input.empty()) << "taken once";
+
+    const auto bash = parser.feed(kAskBash);
+    ASSERT_EQ(bash.size(), 1u);
+    EXPECT_EQ(payload(bash[0]).at("options").as_array().size(), 2u) << "no suggestions: no \"always\"";
+}
+
+// The answers become Claude Code's control responses: allow runs the tool with the input it
+// asked about, always adds the rules it suggested, reject denies with a reason.
+TEST(ClaudeCodeStreamJson, AnAnswerIsAControlResponseOnItsStdin) {
+    StreamJsonParser parser;
+    const auto asked = parser.feed(std::string(kAskWrite) + std::string(kAskBash));
+    ASSERT_EQ(asked.size(), 2u);
+    EXPECT_TRUE(parser.answer(asked[0].json, R"({"optionId":"allow_always"})").empty());
+    EXPECT_EQ(parser.take_reply().input,
+              R"({"type":"control_response","response":{"subtype":"success","response":{"behavior":"allow",)"
+              R"("updatedInput":{"file_path":"/p/hello.txt","content":"hi\n"},)"
+              R"("updatedPermissions":[{"type":"setMode","mode":"acceptEdits","destination":"session"}]},"request_id":"c5b17cfa"}})"
+              "\n");
+    parser.answer(asked[1].json, R"({"optionId":"allow_once"})");
+    EXPECT_EQ(parser.take_reply().input,
+              R"({"type":"control_response","response":{"subtype":"success","response":{"behavior":"allow",)"
+              R"("updatedInput":{"command":"ls"}},"request_id":"b7"}})"
+              "\n");
+    parser.answer(asked[1].json, R"({"optionId":"reject_once"})");
+    EXPECT_EQ(parser.take_reply().input,
+              R"({"type":"control_response","response":{"subtype":"success","response":{"behavior":"deny",)"
+              R"("message":"The user rejected this tool call."},"request_id":"b7"}})"
+              "\n");
+
+    EXPECT_THROW(parser.answer(asked[1].json, R"({"optionId":"reject_always"})"), std::invalid_argument);
+    EXPECT_THROW(parser.answer(R"({"toolCallId":"toolu_b","options":[]})", R"({"optionId":"allow_once"})"),
+                 std::invalid_argument);
+    EXPECT_TRUE(parser.take_reply().input.empty()) << "a refused answer writes nothing";
+}
+
+TEST(ClaudeCodeStreamJson, TheResultEndsItsInputAndAWithdrawnQuestionIsClosed) {
+    StreamJsonParser parser;
+    parser.feed(kAskBash);
+    const auto cancelled = parser.feed(R"({"type":"control_cancel_request","request_id":"b7"})"
+                                       "\n");
+    ASSERT_EQ(cancelled.size(), 1u) << describe(cancelled);
+    EXPECT_EQ(cancelled[0].kind, HD_EVENT_PERMISSION_ANSWER);
+    EXPECT_EQ(cancelled[0].json, R"({"toolCallId":"toolu_b","kind":"cancelled"})");
+    EXPECT_FALSE(parser.take_reply().close);
+    parser.feed(R"({"type":"result","subtype":"success","is_error":false,"result":"done"})"
+                "\n");
+    EXPECT_TRUE(parser.take_reply().close);
 }
 
 TEST(ClaudeCodeStreamJson, AnApiErrorIsAnErrorAndAFailedResult) {
@@ -374,16 +442,20 @@ TEST_F(ClaudeCodePlugin, ItsImageInstallsThePinnedCliAndChecksIt) {
                                         "claude --version"}));
 }
 
-TEST_F(ClaudeCodePlugin, HeadlessRunsPrintModeWithStreamJson) {
+TEST_F(ClaudeCodePlugin, HeadlessRunsPrintModeWithStreamJsonBothWays) {
     LaunchRequest r = request(LaunchMode::headless, StartMode::guarded, "Create hello.txt");
     r.model = "sonnet";
     r.extra_args = {"--max-budget-usd", "1"};
     auto spec = harness_->launch(r);
     ASSERT_TRUE(spec) << spec.error().message;
     EXPECT_EQ(spec->arguments,
-              (std::vector<std::string>{"claude", "-p", "Create hello.txt", "--output-format", "stream-json",
-                                        "--verbose", "--permission-mode", "acceptEdits", "--model", "sonnet",
+              (std::vector<std::string>{"claude", "-p", "--input-format", "stream-json", "--output-format",
+                                        "stream-json", "--verbose", "--permission-prompt-tool", "stdio",
+                                        "--permission-mode", "acceptEdits", "--model", "sonnet",
                                         "--max-budget-usd", "1"}));
+    EXPECT_EQ(spec->input, R"({"type":"user","message":{"role":"user","content":[{"type":"text",)"
+                           R"("text":"Create hello.txt"}]},"parent_tool_use_id":null,"session_id":""})"
+                           "\n");
     EXPECT_EQ(spec->image, ""); // the image handlerd builds from the recipe
     EXPECT_EQ(spec->workdir, "/home/u/project");
     EXPECT_EQ(spec->secret_env,
@@ -462,12 +534,43 @@ TEST_F(ClaudeCodePlugin, TheFirstRunAnswersAreWrittenOnceWithTheStandInsTail) {
     EXPECT_EQ(read_config(), "{\"theme\":\"light\"}");
 }
 
-TEST_F(ClaudeCodePlugin, APromptThatLooksLikeAnOptionComesAfterDashDash) {
-    LaunchRequest r = request(LaunchMode::headless, StartMode::guarded, "-v is broken, fix it");
+TEST_F(ClaudeCodePlugin, APromptThatLooksLikeAnOptionIsNeverReadAsOne) {
+    LaunchRequest r = request(LaunchMode::interactive, StartMode::guarded, "-v is broken, fix it");
     r.extra_args = {"--max-turns", "3"};
-    EXPECT_EQ(arguments(r), (std::vector<std::string>{"claude", "-p", "--output-format", "stream-json", "--verbose",
-                                                      "--permission-mode", "acceptEdits", "--max-turns", "3", "--",
-                                                      "-v is broken, fix it"}));
+    const auto tui = arguments(r);
+    ASSERT_GE(tui.size(), 7u);
+    EXPECT_EQ(std::vector<std::string>(tui.end() - 6, tui.end()),
+              (std::vector<std::string>{"--permission-mode", "acceptEdits", "--max-turns", "3", "--",
+                                        "-v is broken, fix it"}));
+    // Headless, the prompt is a message on stdin, never an argument.
+    r.mode = LaunchMode::headless;
+    auto spec = harness_->launch(r);
+    ASSERT_TRUE(spec) << spec.error().message;
+    EXPECT_EQ(std::count(spec->arguments.begin(), spec->arguments.end(), "-v is broken, fix it"), 0);
+    EXPECT_NE(spec->input.find(R"("text":"-v is broken, fix it")"), std::string::npos) << spec->input;
+}
+
+// Through the plugin's waist, as handlerd drives it: the question is an event, the answer
+// goes to Claude Code's stdin, and the result ends it.
+TEST_F(ClaudeCodePlugin, ThePluginsParserAsksAndPassesTheAnswerOn) {
+    auto stream = harness_->open_events("s_1");
+    ASSERT_TRUE(stream) << stream.error().message;
+    auto asked = (*stream)->feed(kAskBash);
+    ASSERT_TRUE(asked) << asked.error().message;
+    ASSERT_EQ(asked->events.size(), 1u);
+    EXPECT_EQ(asked->events[0].kind, handler::plugins::EventKind::permission_request);
+    EXPECT_TRUE(asked->input.empty());
+    auto answered = (*stream)->answer(asked->events[0].json, R"({"optionId":"reject_once"})");
+    ASSERT_TRUE(answered) << answered.error().message;
+    EXPECT_TRUE(answered->input.starts_with(R"({"type":"control_response")")) << answered->input;
+    EXPECT_NE(answered->input.find(R"("behavior":"deny")"), std::string::npos);
+    auto odd = (*stream)->answer(asked->events[0].json, R"({"optionId":"sometimes"})");
+    ASSERT_FALSE(odd);
+    EXPECT_TRUE(handler::testing::contains(odd.error().message, "not 'sometimes'")) << odd.error().message;
+    auto ended = (*stream)->feed(R"({"type":"result","subtype":"success","is_error":false,"result":"ok"})"
+                                 "\n");
+    ASSERT_TRUE(ended);
+    EXPECT_TRUE(ended->close_input);
 }
 
 TEST_F(ClaudeCodePlugin, ASubscriptionTokenGoesToItsOwnVariable) {

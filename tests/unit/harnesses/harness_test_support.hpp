@@ -100,8 +100,8 @@ protected:
         ASSERT_TRUE(first) << first.error().message;
         auto second = (*stream)->feed(transcript.substr(half));
         ASSERT_TRUE(second) << second.error().message;
-        std::vector<plugins::SessionEvent> events = *first;
-        events.insert(events.end(), second->begin(), second->end());
+        std::vector<plugins::SessionEvent> events = first->events;
+        events.insert(events.end(), second->events.begin(), second->events.end());
         ASSERT_EQ(events.size(), expected.size());
         for (std::size_t i = 0; i < events.size(); ++i) {
             EXPECT_EQ(static_cast<int>(events[i].kind), static_cast<int>(expected[i].kind));

@@ -222,7 +222,7 @@ TEST_F(PluginLoader, EventsAreParsedAcrossArbitrarySplits) {
     for (const char* piece : {"hel", "lo\nwor", "ld\n"}) {
         auto got = (*stream)->feed(piece);
         ASSERT_TRUE(got) << got.error().message;
-        events.insert(events.end(), got->begin(), got->end());
+        events.insert(events.end(), got->events.begin(), got->events.end());
     }
     ASSERT_EQ(events.size(), 2u);
     EXPECT_EQ(events[0].kind, EventKind::agent_message_chunk);
@@ -248,7 +248,7 @@ TEST_F(PluginLoader, EventStreamKeepsItsHarnessAlive) {
         registry.reset();
         auto events = stream->feed("still here\n");
         ASSERT_TRUE(events) << events.error().message;
-        EXPECT_EQ(events->size(), 1u);
+        EXPECT_EQ(events->events.size(), 1u);
         stream.reset(); // before `services` goes: the instance's host api points into it
     }
 }

@@ -111,12 +111,12 @@ TEST_F(PluginShellHarness, OutputBecomesTextEventsWithoutSplittingCharacters) {
     ASSERT_TRUE(stream) << stream.error().message;
     auto first = (*stream)->feed("caf\xc3"); // "é" cut in half
     ASSERT_TRUE(first);
-    ASSERT_EQ(first->size(), 1u);
-    EXPECT_EQ((*first)[0].json, R"({"content":{"type":"text","text":"caf"}})");
+    ASSERT_EQ(first->events.size(), 1u);
+    EXPECT_EQ(first->events[0].json, R"({"content":{"type":"text","text":"caf"}})");
     auto second = (*stream)->feed("\xa9\n");
     ASSERT_TRUE(second);
-    ASSERT_EQ(second->size(), 1u);
-    EXPECT_EQ((*second)[0].json, "{\"content\":{\"type\":\"text\",\"text\":\"\xc3\xa9\\n\"}}");
+    ASSERT_EQ(second->events.size(), 1u);
+    EXPECT_EQ(second->events[0].json, "{\"content\":{\"type\":\"text\",\"text\":\"\xc3\xa9\\n\"}}");
 }
 
 } // namespace

@@ -57,7 +57,7 @@ static_assert(offsetof(hd_launch_request, extra_args) == 96);
 static_assert(offsetof(hd_launch_request, extra_arg_count) == 104);
 static_assert(offsetof(hd_launch_request, account_base_url) == 112);
 
-static_assert(sizeof(hd_launch_builder) == 80);
+static_assert(sizeof(hd_launch_builder) == 88);
 static_assert(offsetof(hd_launch_builder, context) == 8);
 static_assert(offsetof(hd_launch_builder, set_image) == 16);
 static_assert(offsetof(hd_launch_builder, add_argument) == 24);
@@ -67,23 +67,27 @@ static_assert(offsetof(hd_launch_builder, allow_host) == 48);
 static_assert(offsetof(hd_launch_builder, set_env_from_secret) == 56);
 static_assert(offsetof(hd_launch_builder, add_file) == 64);
 static_assert(offsetof(hd_launch_builder, keep_account_state) == 72);
+static_assert(offsetof(hd_launch_builder, add_input) == 80);
 
 static_assert(sizeof(hd_recipe_builder) == 32);
 static_assert(offsetof(hd_recipe_builder, context) == 8);
 static_assert(offsetof(hd_recipe_builder, add_run) == 16);
 static_assert(offsetof(hd_recipe_builder, set_env) == 24);
 
-static_assert(sizeof(hd_event_sink) == 24);
+static_assert(sizeof(hd_event_sink) == 40);
 static_assert(offsetof(hd_event_sink, context) == 8);
 static_assert(offsetof(hd_event_sink, emit) == 16);
+static_assert(offsetof(hd_event_sink, write_input) == 24);
+static_assert(offsetof(hd_event_sink, close_input) == 32);
 
-static_assert(sizeof(hd_harness_vtable) == 56);
+static_assert(sizeof(hd_harness_vtable) == 64);
 static_assert(offsetof(hd_harness_vtable, describe) == 8);
 static_assert(offsetof(hd_harness_vtable, image_recipe) == 16);
 static_assert(offsetof(hd_harness_vtable, launch) == 24);
 static_assert(offsetof(hd_harness_vtable, events_open) == 32);
 static_assert(offsetof(hd_harness_vtable, events_feed) == 40);
 static_assert(offsetof(hd_harness_vtable, events_close) == 48);
+static_assert(offsetof(hd_harness_vtable, events_answer) == 56);
 
 static_assert(sizeof(hd_addon_vtable) == 32);
 static_assert(offsetof(hd_addon_vtable, describe) == 8);

@@ -143,21 +143,36 @@ public:
 };
 
 // A harness's event parser as a plugin would be: whole lines only, whatever the pieces.
+// "ASK <id>" asks permission for tool call <id>; answers go to the harness's stdin, and
+// "END" ends its input too.
 class LineEvents final : public EventParser {
 public:
-    Result<std::vector<plugins::SessionEvent>> feed(std::string_view bytes) override {
+    Result<plugins::ParsedEvents> feed(std::string_view bytes) override {
         pending_.append(bytes);
-        std::vector<plugins::SessionEvent> events;
+        plugins::ParsedEvents parsed;
+        auto& events = parsed.events;
         for (auto end = pending_.find('\n'); end != std::string::npos; end = pending_.find('\n')) {
             const std::string line = pending_.substr(0, end);
             pending_.erase(0, end + 1);
-            if (line == "END")
+            if (line == "END") {
                 events.push_back({plugins::EventKind::result, R"({"stopReason":"end_turn","result":"done"})"});
-            else
+                parsed.close_input = true;
+            } else if (line.starts_with("ASK ")) {
+                events.push_back({plugins::EventKind::permission_request,
+                                  R"({"toolCallId":")" + line.substr(4) +
+                                      R"(","options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},)"
+                                      R"({"optionId":"deny","name":"Deny","kind":"reject_once"}]})"});
+            } else {
                 events.push_back({plugins::EventKind::agent_message_chunk,
                                   R"({"content":{"type":"text","text":")" + line + R"("}})"});
+            }
         }
-        return events;
+        return parsed;
+    }
+    Result<plugins::ParsedEvents> answer(std::string_view request, std::string_view answer) override {
+        plugins::ParsedEvents parsed;
+        parsed.input = "ANSWER " + std::string(answer) + " TO " + std::string(request) + "\n";
+        return parsed;
     }
 
 private:
@@ -218,10 +233,11 @@ protected:
                 runtime::LayerRecipe{"keyed", "1.2.0", {{"KEYED_HOME", "/opt/keyed"}}, {"npm install -g keyed@1.2.0"}});
         };
         options.open_events = [](std::string_view harness, std::string_view) -> Result<OpenedEvents> {
-            if (harness != "shell") return make_error(ErrorCode::unavailable, "no events");
+            if (harness != "shell" && harness != "asking") return make_error(ErrorCode::unavailable, "no events");
             OpenedEvents opened;
             opened.parser = std::make_unique<LineEvents>();
             opened.mode = "structured";
+            opened.owns_input = harness == "asking"; // its stdin is its protocol
             return opened;
         };
         fs::create_directories(options.helper_dir);
@@ -231,10 +247,11 @@ protected:
             [this](std::string_view harness, const plugins::LaunchRequest& request)
                 -> Result<plugins::LaunchSpec> {
                 requests_.push_back(request);
-                if (harness != "shell" && harness != "keyed" && harness != "stateful")
+                if (harness != "shell" && harness != "keyed" && harness != "stateful" && harness != "asking")
                     return make_error(ErrorCode::not_found, "no harness");
                 plugins::LaunchSpec spec;
                 spec.arguments = {"bash", "-l"};
+                if (harness == "asking") spec.input = "PROMPT " + request.prompt + "\n";
                 if (harness == "stateful") spec.account_state_env = "STATE_HOME"; // keeps a login
                 if (harness == "keyed") {
                     spec.env = {{"ANTHROPIC_API_KEY", "set by the harness itself"}};
@@ -242,7 +259,9 @@ protected:
                 }
                 return spec;
             },
-            [](std::string_view harness) { return harness == "shell" || harness == "keyed" || harness == "stateful"; },
+            [](std::string_view harness) {
+                return harness == "shell" || harness == "keyed" || harness == "stateful" || harness == "asking";
+            },
             events_, clock_,
             options);
     }
@@ -954,6 +973,92 @@ TEST_F(SessionManagerTest, AHeadlessRunsOutputBecomesStoredAndStreamedEvents) {
     auto late = std::make_shared<RecordingClient>();
     ASSERT_TRUE(manager_->attach(id, late, with_events).ok());
     EXPECT_EQ(late->events, watcher->events);
+}
+
+// A harness whose stdin is its protocol (Claude Code's stream-json) gets its first message
+// from the launch, asks permission in events, and hears a client's answer on its stdin,
+// through the plugin's parser; nobody else writes there. An answer is checked, recorded
+// once, and still possible after a handlerd restart.
+TEST_F(SessionManagerTest, AHarnessAsksAndAClientsAnswerReachesItsStdin) {
+    api::StartRequest request;
+    request.harness = "asking";
+    request.directory = (dir_ / "project").string();
+    request.prompt = "write it";
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    const std::string id = started->id;
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    auto watcher = std::make_shared<RecordingClient>();
+    api::AttachOptions with_events;
+    with_events.events = true;
+    auto attached = manager_->attach(id, watcher, with_events);
+    ASSERT_TRUE(attached.ok());
+    manager_->input(attached->attach_id, "typed into the protocol\n");
+    manager_->input_eof(attached->attach_id);
+
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    std::string input;
+    int eofs = 0;
+    const auto read_input = [&] {
+        for (const auto& frame : shim.received()) {
+            if (frame.type == shim::FrameType::input) input += frame.payload;
+            if (frame.type == shim::FrameType::input_eof) ++eofs;
+        }
+    };
+    ASSERT_TRUE(pump_until([&] {
+        read_input();
+        return !input.empty();
+    }));
+    EXPECT_EQ(input, "PROMPT write it\n"); // and not what the client typed
+    EXPECT_EQ(eofs, 0);
+
+    shim.output(0, "ASK call_1\nASK call_2\n", shim::Stream::stdout_);
+    ASSERT_TRUE(pump_until([&] { return watcher->events.size() == 3; }));
+    EXPECT_TRUE(watcher->events[1].starts_with(R"(permission_request {"toolCallId":"call_1")")) << watcher->events[1];
+
+    auto unknown = manager_->answer(id, "call_9", "allow");
+    ASSERT_FALSE(unknown.ok());
+    EXPECT_EQ(unknown.error().code, ErrorCode::not_found);
+    auto odd = manager_->answer(id, "call_1", "maybe");
+    ASSERT_FALSE(odd.ok());
+    EXPECT_EQ(odd.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(odd.error().message.find("it offers allow, deny"), std::string::npos) << odd.error().message;
+
+    input.clear();
+    ASSERT_TRUE(manager_->answer(id, "call_1", "deny").ok());
+    ASSERT_TRUE(pump_until([&] {
+        read_input();
+        return !input.empty();
+    }));
+    EXPECT_TRUE(input.starts_with(R"(ANSWER {"optionId":"deny"} TO {"toolCallId":"call_1")")) << input;
+    ASSERT_EQ(watcher->events.size(), 4u);
+    EXPECT_EQ(watcher->events[3], R"(permission_answer {"toolCallId":"call_1","optionId":"deny","kind":"reject_once"})");
+    auto again = manager_->answer(id, "call_1", "allow");
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.error().code, ErrorCode::not_found);
+
+    // A restarted handlerd finds the request still waiting in the store.
+    manager_.reset();
+    shim.close();
+    make_manager();
+    bool reconciled = false;
+    manager_->reconcile([&] { reconciled = true; });
+    ASSERT_TRUE(pump_until([&] { return reconciled; }));
+    ShimDouble back;
+    connect_shim(back, id, 22);
+    ASSERT_TRUE(manager_->answer(id, "call_2", "allow").ok());
+    back.output(22, "END\n", shim::Stream::stdout_);
+    std::string later;
+    bool ended = false;
+    ASSERT_TRUE(pump_until([&] {
+        for (const auto& frame : back.received()) {
+            if (frame.type == shim::FrameType::input) later += frame.payload;
+            if (frame.type == shim::FrameType::input_eof) ended = true;
+        }
+        return ended;
+    }));
+    EXPECT_TRUE(later.starts_with(R"(ANSWER {"optionId":"allow"} TO {"toolCallId":"call_2")")) << later;
 }
 
 // A login the harness keeps (Codex's ChatGPT login) lives in the account's own folder,

@@ -75,6 +75,9 @@ struct PermissionRequest {
     std::string title;
     boost::json::value raw_input;
     std::vector<PermissionOption> options;
+    // ACP's "_meta": what the harness's own answer needs (its request id), which
+    // handlerd hands back with the client's answer. Left out when empty.
+    boost::json::object meta;
 };
 // The two answers every agent understands.
 std::vector<PermissionOption> allow_or_reject_once();

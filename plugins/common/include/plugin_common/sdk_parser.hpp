@@ -6,18 +6,44 @@
 
 #include <handler/plugin.hpp>
 
+#include <string>
 #include <string_view>
 
 namespace handler::plugin_common {
 
+// What a parser whose harness reads a protocol on its stdin writes there.
+struct Reply {
+    std::string input;
+    bool close = false; // the run's input ends here
+};
+
+// A parser that talks back (Claude Code's control channel) also has
+// `Reply take_reply()` and `std::vector<Event> answer(request, answer)`.
 template <class Parser>
 class SdkEventParser final : public handler::sdk::EventParser {
 public:
     void feed(std::string_view bytes, handler::sdk::EventSink& sink) override {
         for (const Event& event : parser_.feed(bytes)) sink.emit(event.kind, event.json);
+        if constexpr (kTalksBack) send(parser_.take_reply(), sink);
+    }
+
+    void answer(std::string_view request, std::string_view answer, handler::sdk::EventSink& sink) override {
+        if constexpr (kTalksBack) {
+            for (const Event& event : parser_.answer(request, answer)) sink.emit(event.kind, event.json);
+            send(parser_.take_reply(), sink);
+        } else {
+            handler::sdk::EventParser::answer(request, answer, sink);
+        }
     }
 
 private:
+    static constexpr bool kTalksBack = requires(Parser parser) { parser.take_reply(); };
+
+    static void send(const Reply& reply, handler::sdk::EventSink& sink) {
+        if (!reply.input.empty()) sink.write_input(reply.input);
+        if (reply.close) sink.close_input();
+    }
+
     Parser parser_;
 };
 
