@@ -2,6 +2,7 @@
 
 #include "cli/completions.hpp"
 #include "cli/output.hpp"
+#include "cli/permissions.hpp"
 #include "cli/terminal.hpp"
 #include "setup/setup.hpp"
 #include "store/validation.hpp"
@@ -65,6 +66,8 @@ struct Options {
     std::string kind;
     bool key_stdin = false;
     std::optional<std::string> base_url;
+    std::string answer;    // session answer: an option, its number, or allow/always/reject
+    std::string tool_call; // session answer --tool-call
 };
 
 struct Tree {
@@ -91,6 +94,7 @@ struct Tree {
     CLI::App* session_stop = nullptr;
     CLI::App* session_rm = nullptr;
     CLI::App* session_events = nullptr;
+    CLI::App* session_answer = nullptr;
     CLI::App* account_add = nullptr;
     CLI::App* account_list = nullptr;
     CLI::App* account_set_key = nullptr;
@@ -276,6 +280,14 @@ Tree define(CLI::App& app, Options& options) {
     tree.session_events->add_option("ID", options.target, "The session id")->required();
     add_json_flag(tree.session_events, options);
     tree.session_events->add_flag("-f,--follow", options.follow, "Keep printing until the session ends");
+    tree.session_answer = session->add_subcommand(
+        "answer", "Answer a harness's permission request (a tool call it asks to make)");
+    tree.session_answer->add_option("ID", options.target, "The session id")->required();
+    tree.session_answer->add_option("ANSWER", options.answer,
+                                    "allow, always, reject, an option's number or its id")
+        ->required();
+    tree.session_answer->add_option("--tool-call", options.tool_call,
+                                    "Which request (its tool call id); needed when several wait");
     tree.session_rm = session->add_subcommand("rm", "Remove an ended session and its output");
     tree.session_rm->add_option("ID", options.target, "The session id")->required();
     tree.session_rm->add_flag("-f,--force", options.force, "Stop it first if it still runs");
@@ -665,6 +677,9 @@ struct HeadlessPrinter {
     CliContext& context;
     bool json_lines = false;
     bool structured = false;
+    // A harness asks before it acts / a request was answered (by anyone).
+    std::function<void(const json::object& request)> on_request;
+    std::function<void(const std::string& tool_call)> on_answer;
 
     void output(api::OutputStream stream, std::string_view bytes) const {
         if (stream == api::OutputStream::stdout_ && (structured || json_lines)) return;
@@ -672,6 +687,14 @@ struct HeadlessPrinter {
     }
 
     void event(const json::object& message) const {
+        const auto* event_kind = message.if_contains("kind");
+        const auto* event_payload = message.if_contains("payload");
+        if (event_kind != nullptr && event_payload != nullptr && event_payload->is_object()) {
+            if (*event_kind == "permission_request" && on_request) on_request(event_payload->as_object());
+            const auto* call = event_payload->as_object().if_contains("toolCallId");
+            if (*event_kind == "permission_answer" && on_answer && call != nullptr && call->is_string())
+                on_answer(std::string(call->as_string()));
+        }
         if (json_lines) {
             json::object line = message;
             line.erase("type");
@@ -787,6 +810,9 @@ int wait_until_started(Session& session, const std::string& id) {
     }
 }
 
+std::string send_answer(CliContext& context, const std::string& id, const std::string& tool_call,
+                        const std::string& option);
+
 int command_run(Session& session, const Options& options, bool terminal) {
     CliContext& context = session.context();
     json::object body = {{"directory", context.current_dir.string()}};
@@ -817,7 +843,28 @@ int command_run(Session& session, const Options& options, bool terminal) {
     }
     const auto* tty = created->as_object().if_contains("tty");
     if (options.prompt) {
-        HeadlessPrinter printer{context, options.json_output, false};
+        HeadlessPrinter printer{context, options.json_output, false, {}, {}};
+        // A harness that asks before it acts: the person at this terminal answers, or,
+        // with nobody here, any other client does (docs/harnesses.md).
+        std::optional<TerminalAsker> asker;
+        if (context.input_fd >= 0 && ::isatty(context.input_fd) != 0) {
+            asker.emplace(context.input_fd, context.err, [&context, id](const std::string& call, const std::string& option) {
+                return send_answer(context, id, call, option);
+            });
+            printer.on_request = [&asker](const json::object& request) { asker->asked(request); };
+            printer.on_answer = [&asker](const std::string& call) { asker->answered(call); };
+        } else {
+            printer.on_request = [&context, id](const json::object& request) {
+                write_output(context, api::OutputStream::stderr_,
+                             "handler: the agent asks before it acts and waits for an answer. " +
+                                 describe_request(request) + "\n  Answer from another client, or with `handler session answer " +
+                                 id + " allow|always|reject --tool-call " +
+                                 std::string(request.contains("toolCallId") && request.at("toolCallId").is_string()
+                                                 ? std::string(request.at("toolCallId").as_string())
+                                                 : std::string("?")) +
+                                 "`\n");
+            };
+        }
         return attach_to(session, id, options, "?events=1", true, false, &printer);
     }
     if (options.json_output) return session.fail("--json needs -p (a headless run)", kExitUsage);
@@ -970,6 +1017,63 @@ std::string event_summary(std::string_view kind, const json::object& payload) {
     return summary;
 }
 
+// Sends one answer; what to tell the person when handlerd refused it, empty when it took it.
+std::string send_answer(CliContext& context, const std::string& id, const std::string& tool_call,
+                        const std::string& option) {
+    json::value body = {{"toolCallId", tool_call}, {"optionId", option}};
+    auto client = context.connect();
+    auto response = client->call("POST", session_path(id) + "/answers", json::serialize(body));
+    if (!response) return response.error().message;
+    if (response->status == 204) return {};
+    boost::system::error_code error;
+    const auto parsed = json::parse(response->body, error);
+    const auto* message = !error && parsed.is_object() ? parsed.as_object().if_contains("message") : nullptr;
+    return message != nullptr && message->is_string() ? std::string(message->as_string())
+                                                      : "handlerd answered " + std::to_string(response->status);
+}
+
+int command_session_answer(Session& session, const Options& options) {
+    // The requests still open, from the session's events, to find the one meant and the
+    // option the word names.
+    json::array events;
+    constexpr std::size_t kPage = 1000;
+    for (std::int64_t after = 0;;) {
+        auto page = session.call("GET", session_path(options.target) + "/events?after=" + std::to_string(after) +
+                                            "&limit=" + std::to_string(kPage));
+        if (!page) return session.exit_code();
+        auto& list = page->as_object().at("events").as_array();
+        if (list.empty()) break;
+        after = list.back().as_object().at("seq").to_number<std::int64_t>();
+        const bool last = list.size() < kPage;
+        for (auto& event : list) events.push_back(std::move(event));
+        if (last) break;
+    }
+    auto open = open_requests(events);
+    if (!options.tool_call.empty())
+        std::erase_if(open, [&](const json::object& request) {
+            const auto* call = request.if_contains("toolCallId");
+            return call == nullptr || !call->is_string() || call->as_string() != options.tool_call;
+        });
+    if (open.empty())
+        return session.fail("session " + options.target + " has no open permission request" +
+                                (options.tool_call.empty() ? std::string() : " for tool call " + options.tool_call) +
+                                "; `handler session events " + options.target + "` shows its requests and answers",
+                            kExitRefused);
+    if (open.size() > 1) {
+        std::string list;
+        for (const auto& request : open) list += "\n  " + std::string(request.at("toolCallId").as_string()) + "  " + describe_request(request);
+        return session.fail("session " + options.target + " has several open requests; name one with --tool-call:" + list,
+                            kExitUsage);
+    }
+    auto option = choose_option(open.front(), options.answer);
+    if (!option) return session.fail(option.error().message, kExitUsage);
+    const std::string call(open.front().at("toolCallId").as_string());
+    if (std::string failed = send_answer(session.context(), options.target, call, *option); !failed.empty())
+        return session.fail(failed, kExitRefused);
+    session.context().out << "Answered tool call " << call << " with " << *option << ".\n";
+    return kExitOk;
+}
+
 int command_session_events(Session& session, const Options& options) {
     return page_through(session, options, "/events", "events", "seq", [&](json::array& events) {
         for (auto& event : events) {
@@ -1118,6 +1222,7 @@ int run_cli(const std::vector<std::string>& arguments, CliContext& context) {
         if (tree.session_stop->parsed()) return command_session_stop(session, options);
         if (tree.session_rm->parsed()) return command_session_rm(session, options);
         if (tree.session_events->parsed()) return command_session_events(session, options);
+        if (tree.session_answer->parsed()) return command_session_answer(session, options);
         if (tree.account_add->parsed()) return command_account_add(session, options);
         if (tree.account_list->parsed())
             return command_list(session, options, "/api/v1/accounts", "accounts",

@@ -1,4 +1,5 @@
 #include "cli/cli.hpp"
+#include "cli/permissions.hpp"
 #include "support/fake_system_probe.hpp"
 
 #include <boost/json.hpp>
@@ -9,6 +10,10 @@
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
 
 namespace handler::cli {
 namespace {
@@ -447,6 +452,89 @@ TEST(Cli, SessionEventsSummarisesEachEventAndPagesThrough) {
     auto lines = run(daemon, {"session", "events", "s_1", "--json"});
     ASSERT_EQ(lines.code, kExitOk) << lines.err;
     EXPECT_EQ(json::parse(lines.out).at("seq").as_int64(), 4);
+}
+
+// Two requests, the first answered: its events as the daemon gives them.
+const char* kAskedTwice = R"({"events":[
+    {"session":"s_1","seq":1,"at":1,"kind":"permission_request","payload":{"toolCallId":"t1","title":"Bash: ls",
+     "options":[{"optionId":"allow_once","name":"Allow","kind":"allow_once"},{"optionId":"reject_once","name":"Reject","kind":"reject_once"}]}},
+    {"session":"s_1","seq":2,"at":2,"kind":"permission_answer","payload":{"toolCallId":"t1","optionId":"allow_once","kind":"allow_once"}},
+    {"session":"s_1","seq":3,"at":3,"kind":"permission_request","payload":{"toolCallId":"t2","title":"Write hello.txt",
+     "options":[{"optionId":"ok","name":"Allow","kind":"allow_once"},{"optionId":"always","name":"Always","kind":"allow_always"},
+                {"optionId":"no","name":"Reject","kind":"reject_once"}]}}]})";
+
+// `handler session answer` finds the one request still open and the option a word names.
+TEST(Cli, SessionAnswerAnswersTheOpenRequestWithTheOptionNamed) {
+    FakeDaemon daemon;
+    daemon.answer(200, kAskedTwice);
+    daemon.answer(204, "");
+    auto result = run(daemon, {"session", "answer", "s_1", "reject"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    ASSERT_EQ(daemon.calls.size(), 2u);
+    EXPECT_EQ(daemon.calls[0].target, "/api/v1/sessions/s_1/events?after=0&limit=1000");
+    EXPECT_EQ(daemon.calls[1].method, "POST");
+    EXPECT_EQ(daemon.calls[1].target, "/api/v1/sessions/s_1/answers");
+    EXPECT_EQ(json::parse(daemon.calls[1].body), json::parse(R"({"toolCallId":"t2","optionId":"no"})"));
+
+    daemon.answer(200, kAskedTwice);
+    auto odd = run(daemon, {"session", "answer", "s_1", "maybe"});
+    EXPECT_EQ(odd.code, kExitUsage);
+    EXPECT_NE(odd.err.find("it offers ok, always, no"), std::string::npos) << odd.err;
+
+    daemon.answer(200, kAskedTwice);
+    auto answered = run(daemon, {"session", "answer", "s_1", "allow", "--tool-call", "t1"});
+    EXPECT_EQ(answered.code, kExitRefused);
+    EXPECT_NE(answered.err.find("no open permission request for tool call t1"), std::string::npos) << answered.err;
+}
+
+TEST(Permissions, OpenRequestsAndTheOptionsAWordNames) {
+    const auto events = json::parse(kAskedTwice).at("events").as_array();
+    auto open = open_requests(events);
+    ASSERT_EQ(open.size(), 1u);
+    EXPECT_EQ(open[0].at("toolCallId").as_string(), "t2");
+    EXPECT_EQ(*choose_option(open[0], "always"), "always");
+    EXPECT_EQ(*choose_option(open[0], "allow"), "ok");
+    EXPECT_EQ(*choose_option(open[0], "3"), "no");
+    EXPECT_EQ(*choose_option(open[0], "ok"), "ok");
+    EXPECT_FALSE(choose_option(open[0], "4").ok());
+    EXPECT_EQ(describe_request(open[0]), "Write hello.txt: 1 Allow, 2 Always, 3 Reject");
+}
+
+// The question at the terminal: a wrong word is explained and asked again; a request
+// answered elsewhere is dropped without sending anything.
+TEST(Permissions, TheTerminalAskerSendsWhatThePersonChose) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    std::ostringstream err;
+    std::mutex mutex;
+    std::vector<std::string> sent;
+    {
+        TerminalAsker asker(fds[0], err, [&](const std::string& call, const std::string& option) {
+            const std::lock_guard lock(mutex);
+            sent.push_back(call + " " + option);
+            return std::string();
+        });
+        auto open = open_requests(json::parse(kAskedTwice).at("events").as_array());
+        asker.asked(open[0]);
+        ASSERT_EQ(::write(fds[1], "perhaps\n2\n", 10), 10);
+        for (int i = 0; i < 200; ++i) {
+            {
+                const std::lock_guard lock(mutex);
+                if (!sent.empty()) break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        json::object other = open[0];
+        other["toolCallId"] = "t3";
+        asker.asked(other);
+        asker.answered("t3");
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    ::close(fds[0]);
+    ::close(fds[1]);
+    EXPECT_EQ(sent, std::vector<std::string>{"t2 always"});
+    EXPECT_NE(err.str().find("Write hello.txt: 1 Allow, 2 Always, 3 Reject"), std::string::npos) << err.str();
+    EXPECT_NE(err.str().find("'perhaps' is not an answer"), std::string::npos) << err.str();
 }
 
 TEST(Cli, RunSendsTheModelAndTheNetworkMode) {
