@@ -192,6 +192,50 @@ wait_state_long() { # ID STATE: a harness finishing its turn may take a while
 only=" ${HANDLER_TEST_HARNESSES:-claude codex pi vibe} "
 if [[ $only == *" claude "* ]]; then
   check_harness claude Write edit api.anthropic.com anthropic-api-key "$anthropic_key" ANTHROPIC_API_KEY sk-ant-api03-
+
+  # Locked down (no network but the model's host), Claude Code asks before it writes: the
+  # question reaches the clients as an event while the run waits, the run's stderr says how
+  # to answer it, and `handler session answer` from another process decides it.
+  ask_claude() { # ANSWER: runs until the question, answers it, waits for the run's end
+    rm -f "$project/hello.txt"
+    timeout 300 handler run claude --network none -p "create hello.txt containing hi" --json > "$work/ask.jsonl" 2> "$work/ask.err" &
+    local run=$! id
+    for _ in $(seq 1 600); do grep -q '"kind":"permission_request"' "$work/ask.jsonl" && break; sleep 0.1; done
+    grep -q '"kind":"permission_request"' "$work/ask.jsonl" || fail "claude locked down asked nothing: $(cat "$work/ask.jsonl" "$work/ask.err")"
+    id=$(last_session)
+    sleep 1
+    [ ! -e "$project/hello.txt" ] || fail "claude locked down wrote hello.txt before it was allowed"
+    [ "$(state_of "$id" state)" = running ] || fail "claude locked down did not wait for the answer"
+    grep -q "handler session answer $id allow|always|reject --tool-call" "$work/ask.err" ||
+      fail "the run did not say how to answer: $(cat "$work/ask.err")"
+    handler session answer "$id" "$1" > "$work/answer.out" 2>&1 || fail "handler session answer $1 failed: $(cat "$work/answer.out")"
+    if handler session answer "$id" "$1" > "$work/again.out" 2>&1; then fail "a request was answered twice"; fi
+    grep -q "no open permission request" "$work/again.out" || fail "answering again said: $(cat "$work/again.out")"
+    wait "$run" || fail "claude locked down exited $? after the answer: $(cat "$work/ask.err")"
+    python3 - "$work/ask.jsonl" "$1" <<'PY' || fail "the events of the question and its answer are wrong: $(cat "$work/ask.jsonl")"
+import json, sys
+events = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+kinds = [e["kind"] for e in events]
+asked = next(e["payload"] for e in events if e["kind"] == "permission_request")
+answered = next(e["payload"] for e in events if e["kind"] == "permission_answer")
+assert asked["title"] == "Write hello.txt" and asked["rawInput"]["content"] == "hi", asked
+assert answered["toolCallId"] == asked["toolCallId"], (asked, answered)
+assert answered["kind"] == {"allow": "allow_once", "reject": "reject_once"}[sys.argv[2]], answered
+assert kinds.index("permission_request") < kinds.index("permission_answer") < kinds.index("result"), kinds
+updates = [e["payload"] for e in events if e["kind"] == "tool_call_update" and e["payload"]["toolCallId"] == asked["toolCallId"]]
+assert updates[-1]["status"] == ("completed" if sys.argv[2] == "allow" else "failed"), updates
+PY
+  }
+  ask_claude allow
+  [ "$(cat "$project/hello.txt")" = "hi" ] || fail "claude locked down, allowed, did not write hello.txt"
+  ask_claude reject
+  [ ! -e "$project/hello.txt" ] || fail "claude locked down, rejected, wrote hello.txt"
+  python3 - "$work/api.anthropic.com.log" <<'PY' || fail "the model was not told of the rejection: $(tail -c 2000 "$work/api.anthropic.com.log")"
+import json, sys
+outputs = [e["tool_output"] for e in map(json.loads, open(sys.argv[1])) if e.get("tool_output")]
+assert outputs and "rejected" in outputs[-1], outputs[-1:]
+PY
+  echo "PASS claude locked down asks, and the answer decides"
   # Its first-run screens answered beforehand: at its prompt, in the guarded mode.
   check_tui claude "accept edits on"
 fi
