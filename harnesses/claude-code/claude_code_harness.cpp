@@ -36,11 +36,17 @@ const char* permission_mode(hd_start_mode start_mode) {
 }
 
 // Where Claude Code reads each credential the harness takes (describe() lists them).
+// OpenRouter speaks Anthropic's API at its own base URL and takes its key as a bearer
+// token, which is ANTHROPIC_AUTH_TOKEN's.
 const char* key_variable(std::string_view account_kind) {
     if (account_kind == "anthropic-api-key") return "ANTHROPIC_API_KEY";
     if (account_kind == "claude-subscription") return "CLAUDE_CODE_OAUTH_TOKEN";
+    if (account_kind == "openrouter-api-key") return "ANTHROPIC_AUTH_TOKEN";
     return nullptr;
 }
+
+// Ollama and llama.cpp servers speak Anthropic's Messages API too, at their own URL.
+bool is_local(std::string_view account_kind) { return account_kind == "ollama" || account_kind == "llama-cpp"; }
 
 class ClaudeCodeHarness : public handler::sdk::Harness {
 public:
@@ -48,7 +54,10 @@ public:
         return R"({"default_hosts":["api.anthropic.com"],)"
                R"("credentials":[)"
                R"({"kind":"anthropic-api-key","env":"ANTHROPIC_API_KEY","label":"Anthropic API key"},)"
-               R"({"kind":"claude-subscription","env":"CLAUDE_CODE_OAUTH_TOKEN","label":"Claude subscription token"}],)"
+               R"({"kind":"claude-subscription","env":"CLAUDE_CODE_OAUTH_TOKEN","label":"Claude subscription token"},)"
+               R"({"kind":"openrouter-api-key","env":"ANTHROPIC_AUTH_TOKEN","label":"OpenRouter API key"},)"
+               R"j({"kind":"ollama","label":"Ollama server (its Anthropic-compatible API; name the model)"},)j"
+               R"j({"kind":"llama-cpp","label":"llama.cpp server (its Anthropic-compatible API; name the model)"}],)j"
                R"j("models":[{"id":"sonnet","label":"Sonnet (latest)"},)j"
                R"j({"id":"opus","label":"Opus (latest)"},{"id":"haiku","label":"Haiku (latest)"}],)j"
                R"("modes":[{"id":"default","label":"Ask before acting"},)"
@@ -66,11 +75,17 @@ public:
 
     void launch(const LaunchRequest& request, LaunchBuilder& launch) override {
         const char* variable = key_variable(request.account_kind);
-        if (variable == nullptr && !request.account_kind.empty())
+        const bool local = is_local(request.account_kind);
+        if (variable == nullptr && !local && !request.account_kind.empty())
             throw PluginError(HD_STATUS_INVALID_ARGUMENT,
-                              "Claude Code takes an Anthropic API key (anthropic-api-key) or a Claude "
-                              "subscription token (claude-subscription, from `claude setup-token`), not a '" +
+                              "Claude Code takes an Anthropic API key (anthropic-api-key), a Claude "
+                              "subscription token (claude-subscription, from `claude setup-token`), an "
+                              "OpenRouter key or a local ollama or llama-cpp server, not a '" +
                                   std::string(request.account_kind) + "' account");
+        if (local && request.model.empty())
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT,
+                              "Claude Code needs the name of the model to ask a local server for: handler run "
+                              "AGENT --model NAME (as the server lists it)");
         const char* mode = permission_mode(request.start_mode);
 
         if (request.interactive()) {
@@ -106,11 +121,11 @@ public:
                 throw PluginError(HD_STATUS_INVALID_ARGUMENT,
                                   "Claude Code needs a prompt to run headless (handler run claude-code "
                                   "-p \"what to do\"); start it interactively to talk to it instead");
-            // The prompt is the first message on its stdin; the permission questions come
-            // as control requests on stdout and their answers go back on stdin.
+            // The prompt is the first message on its stdin (the parser writes it); the
+            // permission questions come as control requests on stdout and their answers go
+            // back on stdin.
             launch.arguments({"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
                               "--permission-prompt-tool", "stdio"});
-            launch.input(handler::claude_code::StreamJsonParser::user_message(request.prompt));
         }
         launch.arguments({"--permission-mode", mode});
         if (!request.model.empty()) launch.arguments({"--model", request.model});
@@ -121,6 +136,17 @@ public:
 
         if (!request.project_path.empty()) launch.workdir(request.project_path);
         if (variable != nullptr) launch.env_from_secret(variable, request.account_kind);
+        if (request.account_kind == "openrouter-api-key") {
+            launch.env("ANTHROPIC_BASE_URL", "https://openrouter.ai/api");
+        } else if (local) {
+            // The server takes no key; Claude Code wants one, and the token keeps it from
+            // asking to approve an API key. Its side requests (titles, summaries) go to
+            // the small model, which must be one the server has too.
+            launch.env("ANTHROPIC_BASE_URL", request.account_base_url)
+                .env("ANTHROPIC_AUTH_TOKEN", "handler-local")
+                .env("ANTHROPIC_SMALL_FAST_MODEL", request.model)
+                .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", request.model);
+        }
         // Only the model API is needed: no telemetry, error reports, feature-flag fetches
         // or self-updates (the image pins the version), so the session's network rules
         // can stay at api.anthropic.com.
@@ -131,7 +157,9 @@ public:
         // Claude Code refuses bypassPermissions as root unless told it is sandboxed, which
         // in a session container it is.
         launch.env("IS_SANDBOX", "1");
-        launch.allow_host(kModelHost, 443);
+        // A local server's rule handlerd adds itself; OpenRouter's host is its key's.
+        if (request.account_kind == "openrouter-api-key") launch.allow_host("openrouter.ai", 443);
+        else if (!local) launch.allow_host(kModelHost, 443);
     }
 
     std::unique_ptr<handler::sdk::EventParser> open_events(std::string_view) override {

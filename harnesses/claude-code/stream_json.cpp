@@ -132,26 +132,23 @@ std::string StreamJsonParser::user_message(std::string_view text) {
            "\n";
 }
 
+std::vector<Event> StreamJsonParser::prompt(std::string_view prompt) {
+    reply_.input += user_message(common::prompt_text(prompt, "Claude Code"));
+    return {};
+}
+
 std::vector<Event> StreamJsonParser::answer(std::string_view request_text, std::string_view answer_text) {
-    boost::system::error_code error;
-    const json::value request = json::parse(request_text, error);
-    const json::object* fields = error ? nullptr : request.if_object();
-    const json::object* meta = fields == nullptr ? nullptr : object_at(*fields, "_meta");
-    const json::object* mine = meta == nullptr ? nullptr : object_at(*meta, "claudeCode");
-    const std::string_view request_id = mine == nullptr ? std::string_view() : string_at(*mine, "requestId");
-    if (request_id.empty())
-        throw std::invalid_argument("this permission request was not made by Claude Code's control channel "
-                                    "(it has no _meta.claudeCode.requestId)");
-    const json::value answer_value = json::parse(answer_text, error);
-    const std::string_view option =
-        error || !answer_value.is_object() ? std::string_view() : string_at(answer_value.get_object(), "optionId");
+    const common::Answer answer = common::read_answer(request_text, answer_text, "claudeCode", "Claude Code");
+    const std::string_view request_id = string_at(answer.meta, "requestId");
+    const std::string_view option = answer.option;
+    if (request_id.empty()) throw std::invalid_argument("this permission request has no Claude Code request id");
     json::object decision;
     if (option == "allow_once" || option == "allow_always") {
         decision["behavior"] = "allow";
         // Claude Code runs the tool with the input given back here; it is the one it asked about.
-        const json::value* input = fields->if_contains("rawInput");
+        const json::value* input = answer.request.if_contains("rawInput");
         decision["updatedInput"] = input != nullptr && input->is_object() ? *input : json::value(json::object());
-        if (const json::array* rules = array_at(*mine, "suggestions"); rules && option == "allow_always")
+        if (const json::array* rules = array_at(answer.meta, "suggestions"); rules && option == "allow_always")
             decision["updatedPermissions"] = *rules;
     } else if (option == "reject_once") {
         decision["behavior"] = "deny";

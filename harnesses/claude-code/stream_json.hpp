@@ -29,6 +29,9 @@ public:
 
     // The user message Claude Code reads first on a stream-json stdin.
     static std::string user_message(std::string_view text);
+    // A prompt (the user_prompt payload, {"content":{"type":"text","text":...}}) as that
+    // message on its stdin.
+    std::vector<Event> prompt(std::string_view prompt);
 
     // What Claude Code is to read on its stdin since the last call: replies to its control
     // requests, and the end of its input once the turn is over (a headless run is one turn).

@@ -1,12 +1,14 @@
-// The Codex harness: OpenAI's `codex` CLI, its TUI for interactive sessions and
-// `codex exec --json` for headless ones, whose output exec_json.cpp turns into session
-// events. The flags, variables and hosts below were checked by running 0.169.0, the
-// version the image pins, in a session container.
-#include "codex/exec_json.hpp"
+// The Codex harness: OpenAI's `codex` CLI, its TUI for interactive sessions and its app
+// server (`codex app-server`, JSON-RPC on stdio) for headless ones, which app_server.cpp
+// speaks: it turns Codex's notifications into session events and its approval requests
+// into permission requests that a client answers. The flags, variables and hosts below
+// were checked by running 0.169.0, the version the image pins, in a session container.
+#include "codex/app_server.hpp"
 
 #include <handler/plugin.hpp>
 #include <plugin_common/sdk_parser.hpp>
-#include <plugin_common/launch.hpp>
+
+#include <boost/json/object.hpp>
 
 #include <string>
 #include <string_view>
@@ -41,10 +43,10 @@ public:
                R"j({"kind":"chatgpt-login","label":"ChatGPT login (codex login, kept in the account's folder)"},)j"
                R"j({"kind":"ollama","label":"Ollama server (its OpenAI-compatible Responses API)"},)j"
                R"j({"kind":"llama-cpp","label":"llama.cpp server (its OpenAI-compatible Responses API)"}],)j"
-               R"("modes":[{"id":"read-only","label":"Read only, asks before acting"},)"
-               R"({"id":"workspace-write","label":"Writes in the project"},)"
-               R"({"id":"danger-full-access","label":"No sandbox, asks nothing"}],)"
-               R"("launch_modes":["interactive","headless"],"events":"structured"})";
+               R"("modes":[{"id":"untrusted","label":"Asks before every command that changes something"},)"
+               R"({"id":"on-request","label":"Writes in the project, asks to leave its sandbox"},)"
+               R"({"id":"never","label":"No sandbox, asks nothing"}],)"
+               R"("launch_modes":["interactive","headless"],"events":"structured","stdin":"protocol"})";
     }
 
     // Pinned, so that the parser meets the output format it was written against.
@@ -91,42 +93,59 @@ public:
                               "Codex needs a prompt to run headless (handler run codex -p \"what to do\"); "
                               "start it interactively to talk to it instead");
 
-        if (request.headless()) {
-            // exec reads all of a stdin that is not a terminal and adds it to the prompt
-            // ("Reading additional input from stdin..."); a session's never ends.
-            launch.arguments(handler::plugin_common::without_stdin("codex"));
-            // Outside a git repository exec refuses to start unless told the folder is
-            // meant; a project need not be one.
-            launch.arguments({"exec", "--json", "--skip-git-repo-check"});
-        } else if (request.account_kind == "openai-api-key") {
-            // The TUI reads no key from the environment: without a login it opens on its
-            // sign-in screen. Logging in with the stand-in first (it goes to the session's
-            // own CODEX_HOME, which ends with it) opens it ready; a failed login leaves
-            // that screen, which says what is wrong.
+        // The TUI and the app server read no key from the environment (only `codex exec`
+        // does): without a login the TUI opens on its sign-in screen and the app server
+        // sends no key. Logging in with the stand-in first (it goes to the session's own
+        // CODEX_HOME, which ends with it) makes both ready; a failed login shows in what
+        // follows, which says what is wrong.
+        if (request.account_kind == "openai-api-key")
             launch.arguments({"sh", "-c",
                               "printenv CODEX_API_KEY | codex login --with-api-key >/dev/null 2>&1; "
                               "exec codex \"$@\"",
                               "codex"});
-        } else {
+        else
             launch.argument("codex");
+        if (request.headless()) {
+            // Headless is a conversation with its app server on stdio: the opening goes
+            // first, the prompt follows as a turn once the thread is there (the parser
+            // writes it), and the approvals it asks for reach the session's clients.
+            launch.argument("app-server");
+            boost::json::object thread;
+            switch (request.start_mode) {
+            case HD_START_LOCKED_DOWN:
+                // Asks before every command that is not known to only read.
+                thread["approvalPolicy"] = "untrusted";
+                thread["sandbox"] = "workspace-write";
+                break;
+            case HD_START_OPEN:
+                // The container is the sandbox, and the session's network rules still apply.
+                thread["approvalPolicy"] = "never";
+                thread["sandbox"] = "danger-full-access";
+                break;
+            case HD_START_GUARDED:
+                // Writes in the project; asks when it wants out of its sandbox.
+                thread["approvalPolicy"] = "on-request";
+                thread["sandbox"] = "workspace-write";
+                break;
+            }
+            if (!request.model.empty()) thread["model"] = request.model;
+            if (!request.project_path.empty()) thread["cwd"] = request.project_path;
+            launch.input(handler::codex::AppServerParser::opening(thread));
+        } else {
+            switch (request.start_mode) {
+            case HD_START_LOCKED_DOWN:
+                // Nothing changes without asking: it asks to leave the read-only sandbox.
+                launch.arguments({"--sandbox", "read-only", "--ask-for-approval", "on-request"});
+                break;
+            case HD_START_OPEN:
+                launch.argument("--dangerously-bypass-approvals-and-sandbox");
+                break;
+            case HD_START_GUARDED:
+                launch.arguments({"--sandbox", "workspace-write", "--ask-for-approval", "on-request"});
+                break;
+            }
+            if (!request.model.empty()) launch.arguments({"--model", request.model});
         }
-        switch (request.start_mode) {
-        case HD_START_LOCKED_DOWN:
-            // Nothing changes without asking; headless, where nobody can answer, that
-            // means commands run read-only and edits are refused.
-            launch.arguments({"--sandbox", "read-only"});
-            if (request.interactive()) launch.arguments({"--ask-for-approval", "on-request"});
-            break;
-        case HD_START_OPEN:
-            // The container is the sandbox, and the session's network rules still apply.
-            launch.argument("--dangerously-bypass-approvals-and-sandbox");
-            break;
-        case HD_START_GUARDED:
-            launch.arguments({"--sandbox", "workspace-write"});
-            if (request.interactive()) launch.arguments({"--ask-for-approval", "on-request"});
-            break;
-        }
-        if (!request.model.empty()) launch.arguments({"--model", request.model});
         // No telemetry, no update checks (the image pins the version): the model API is
         // the only host a session needs.
         launch.arguments({"-c", "analytics.enabled=false", "-c", "check_for_update_on_startup=false"});
@@ -146,15 +165,15 @@ public:
                               "-c", "model_provider=\"handler-local\""});
         }
         launch.arguments(request.extra_args);
-        if (!request.prompt.empty()) {
+        if (request.interactive() && !request.prompt.empty()) {
             // After "--" a prompt starting with "-" cannot be read as an option.
             if (request.prompt.front() == '-') launch.argument("--");
             launch.argument(request.prompt);
         }
 
         if (!request.project_path.empty()) launch.workdir(request.project_path);
-        // exec reads CODEX_API_KEY (OPENAI_API_KEY only through `codex login`), and sends
-        // it as "Authorization: Bearer", where the proxy swaps the stand-in.
+        // The login above reads the stand-in from CODEX_API_KEY; Codex sends it as
+        // "Authorization: Bearer", where the proxy swaps in the real key.
         if (request.account_kind == "openai-api-key") launch.env_from_secret("CODEX_API_KEY", request.account_kind);
         if (chatgpt) {
             // A ChatGPT login is Codex's own: `codex login` (in a terminal session) writes
@@ -171,7 +190,7 @@ public:
     }
 
     std::unique_ptr<handler::sdk::EventParser> open_events(std::string_view) override {
-        return std::make_unique<handler::plugin_common::SdkEventParser<handler::codex::ExecJsonParser>>();
+        return std::make_unique<handler::plugin_common::SdkEventParser<handler::codex::AppServerParser>>();
     }
 };
 

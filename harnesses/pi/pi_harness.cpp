@@ -8,6 +8,10 @@
 #include <plugin_common/launch.hpp>
 #include <plugin_common/sdk_parser.hpp>
 
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
 #include <array>
 #include <string>
 #include <string_view>
@@ -43,6 +47,21 @@ const Provider* provider_for(std::string_view account_kind) {
     return nullptr;
 }
 
+bool is_local(std::string_view account_kind) { return account_kind == "ollama" || account_kind == "llama-cpp"; }
+
+// pi has no base-URL variable: a provider of its own is a models.json entry. Ollama and
+// llama.cpp both speak the OpenAI chat completions API under /v1 and take no key (pi
+// wants one, so it gets a word).
+std::string local_models_json(std::string_view base_url, std::string_view model) {
+    std::string url(base_url);
+    if (!url.ends_with("/v1")) url += "/v1";
+    boost::json::object provider{{"baseUrl", url},
+                                 {"api", "openai-completions"},
+                                 {"apiKey", "handler-local"},
+                                 {"models", boost::json::array{boost::json::object{{"id", model}}}}};
+    return boost::json::serialize(boost::json::object{{"providers", {{"handler-local", std::move(provider)}}}});
+}
+
 // pi asks before nothing: its tools simply run. So the start modes choose which tools it
 // has: locked down only reads and searches, guarded has pi's default set (read, bash,
 // edit, write), open adds the search tools to that.
@@ -64,7 +83,9 @@ public:
                R"({"kind":"claude-subscription","env":"ANTHROPIC_OAUTH_TOKEN","label":"Claude subscription token"},)"
                R"({"kind":"openai-api-key","env":"OPENAI_API_KEY","label":"OpenAI API key"},)"
                R"({"kind":"openrouter-api-key","env":"OPENROUTER_API_KEY","label":"OpenRouter API key"},)"
-               R"({"kind":"mistral-api-key","env":"MISTRAL_API_KEY","label":"Mistral API key"}],)"
+               R"({"kind":"mistral-api-key","env":"MISTRAL_API_KEY","label":"Mistral API key"},)"
+               R"j({"kind":"ollama","label":"Ollama server (its OpenAI-compatible API; name the model)"},)j"
+               R"j({"kind":"llama-cpp","label":"llama.cpp server (its OpenAI-compatible API; name the model)"}],)j"
                R"("modes":[{"id":"default","label":"Runs its tools without asking"}],)"
                R"("launch_modes":["interactive","headless"],"events":"structured"})";
     }
@@ -77,29 +98,38 @@ public:
 
     void launch(const LaunchRequest& request, LaunchBuilder& launch) override {
         const Provider* provider = provider_for(request.account_kind);
-        if (provider == nullptr && !request.account_kind.empty())
+        const bool local = is_local(request.account_kind);
+        if (provider == nullptr && !local && !request.account_kind.empty())
             throw PluginError(HD_STATUS_INVALID_ARGUMENT,
-                              "pi takes an Anthropic, OpenAI, OpenRouter or Mistral API key or a Claude "
-                              "subscription token, not a '" + std::string(request.account_kind) +
-                                  "' account (pi reaches a local server only through its models.json, "
-                                  "which Handler cannot give it yet)");
+                              "pi takes an Anthropic, OpenAI, OpenRouter or Mistral API key, a Claude "
+                              "subscription token or a local ollama or llama-cpp server, not a '" +
+                                  std::string(request.account_kind) + "' account");
+        if (local && request.model.empty())
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT,
+                              "pi needs the name of the model to ask a local server for: handler run AGENT "
+                              "--model NAME (as the server lists it)");
         if (request.headless() && request.prompt.empty())
             throw PluginError(HD_STATUS_INVALID_ARGUMENT,
                               "pi needs a prompt to run headless (handler run pi -p \"what to do\"); "
                               "start it interactively to talk to it instead");
 
-        if (request.headless()) {
-            // pi -p reads all of a stdin that is not a terminal before it starts; a
-            // session's never ends. Its session files would land in the session's home,
-            // which ends with it.
+        // pi -p reads all of a stdin that is not a terminal before it starts; a session's
+        // never ends.
+        const bool close_stdin = request.headless();
+        if (local)
+            launch.arguments(handler::plugin_common::with_home_file(
+                ".pi/agent/models.json", local_models_json(request.account_base_url, request.model), "pi",
+                close_stdin));
+        else if (close_stdin)
             launch.arguments(handler::plugin_common::without_stdin("pi"));
-            launch.arguments({"-p", "--mode", "json", "--no-session"});
-        } else {
+        else
             launch.argument("pi");
-        }
-        // A model given as provider/id names its provider itself.
-        if (provider != nullptr && request.model.find('/') == std::string_view::npos)
-            launch.arguments({"--provider", provider->provider});
+        // Its session files would land in the session's home, which ends with it.
+        if (request.headless()) launch.arguments({"-p", "--mode", "json", "--no-session"});
+        if (local)
+            launch.arguments({"--provider", "handler-local"});
+        else if (provider != nullptr && request.model.find('/') == std::string_view::npos)
+            launch.arguments({"--provider", provider->provider}); // "provider/id" names its own
         if (!request.model.empty()) launch.arguments({"--model", request.model});
         launch.arguments({"--tools", tools_for(request.start_mode)});
         launch.arguments(request.extra_args);

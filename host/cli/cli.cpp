@@ -680,6 +680,9 @@ struct HeadlessPrinter {
     // A harness asks before it acts / a request was answered (by anyone).
     std::function<void(const json::object& request)> on_request;
     std::function<void(const std::string& tool_call)> on_answer;
+    // The run's result said it failed (a harness whose program outlives its turns, like
+    // Codex's app server, exits 0 anyway).
+    mutable bool failed = false;
 
     void output(api::OutputStream stream, std::string_view bytes) const {
         if (stream == api::OutputStream::stdout_ && (structured || json_lines)) return;
@@ -690,6 +693,8 @@ struct HeadlessPrinter {
         const auto* event_kind = message.if_contains("kind");
         const auto* event_payload = message.if_contains("payload");
         if (event_kind != nullptr && event_payload != nullptr && event_payload->is_object()) {
+            const auto* is_error = event_payload->as_object().if_contains("isError");
+            if (*event_kind == "result") failed = is_error != nullptr && is_error->is_bool() && is_error->as_bool();
             if (*event_kind == "permission_request" && on_request) on_request(event_payload->as_object());
             const auto* call = event_payload->as_object().if_contains("toolCallId");
             if (*event_kind == "permission_answer" && on_answer && call != nullptr && call->is_string())
@@ -717,8 +722,8 @@ struct HeadlessPrinter {
         if (*kind == "error") {
             print(api::OutputStream::stderr_, "message");
         } else if (*kind == "result") {
-            const auto* failed = fields.if_contains("isError");
-            if (failed == nullptr || !failed->is_bool() || !failed->as_bool()) print(api::OutputStream::stdout_, "result");
+            const auto* is_error = fields.if_contains("isError");
+            if (is_error == nullptr || !is_error->is_bool() || !is_error->as_bool()) print(api::OutputStream::stdout_, "result");
         }
     }
 };
@@ -843,7 +848,7 @@ int command_run(Session& session, const Options& options, bool terminal) {
     }
     const auto* tty = created->as_object().if_contains("tty");
     if (options.prompt) {
-        HeadlessPrinter printer{context, options.json_output, false, {}, {}};
+        HeadlessPrinter printer{context, options.json_output, false, {}, {}, false};
         // A harness that asks before it acts: the person at this terminal answers, or,
         // with nobody here, any other client does (docs/harnesses.md).
         std::optional<TerminalAsker> asker;
@@ -865,7 +870,8 @@ int command_run(Session& session, const Options& options, bool terminal) {
                                  "`\n");
             };
         }
-        return attach_to(session, id, options, "?events=1", true, false, &printer);
+        const int code = attach_to(session, id, options, "?events=1", true, false, &printer);
+        return code == kExitOk && printer.failed ? kExitRefused : code;
     }
     if (options.json_output) return session.fail("--json needs -p (a headless run)", kExitUsage);
     return attach_to(session, id, options, "", true, tty == nullptr || tty->as_bool());
@@ -1007,7 +1013,7 @@ std::string event_summary(std::string_view kind, const json::object& payload) {
     } else if (kind == "error") {
         summary = text_at(payload, "message");
     }
-    std::replace(summary.begin(), summary.end(), '\n', ' ');
+    summary = printable(summary); // it comes from inside the container: no escape sequences
     constexpr std::size_t kWidth = 160;
     if (summary.size() > kWidth) {
         std::size_t cut = kWidth;

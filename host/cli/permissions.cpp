@@ -73,6 +73,13 @@ Result<std::string> choose_option(const json::object& request, std::string_view 
                           " (or allow, always, reject, or an option's number)");
 }
 
+std::string printable(std::string_view text) {
+    std::string out(text);
+    for (char& c : out)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    return out;
+}
+
 std::string describe_request(const json::object& request) {
     std::string title = text_at(request, "title");
     if (title.empty()) title = "tool call " + text_at(request, "toolCallId");
@@ -81,7 +88,7 @@ std::string describe_request(const json::object& request) {
     for (std::size_t i = 0; i < options.size(); ++i)
         if (const auto* option = options[i].if_object())
             choices += (choices.empty() ? "" : ", ") + std::to_string(i + 1) + " " + text_at(*option, "name");
-    return title + ": " + choices;
+    return printable(title + ": " + choices);
 }
 
 TerminalAsker::TerminalAsker(int input_fd, std::ostream& err, Send send)

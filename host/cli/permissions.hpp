@@ -30,8 +30,13 @@ std::vector<boost::json::object> open_requests(const boost::json::array& events)
 // error listing what it offers.
 Result<std::string> choose_option(const boost::json::object& request, std::string_view word);
 
-// "Write hello.txt: 1 Allow, 2 Allow always, 3 Reject"
+// "Write hello.txt: 1 Allow, 2 Allow always, 3 Reject", on one line and without control
+// characters: the title comes from inside the container, and a question is no place for
+// an escape sequence the terminal would act on.
 std::string describe_request(const boost::json::object& request);
+
+// `text` with every control character (C0, DEL) shown as a space.
+std::string printable(std::string_view text);
 
 // Asks the person at the terminal, on a thread of its own so the session's output and
 // events keep flowing while they think; a request answered elsewhere meanwhile (the web

@@ -43,6 +43,7 @@ public:
     Result<plugins::ParsedEvents> answer(std::string_view request, std::string_view answer) override {
         return stream_->answer(request, answer);
     }
+    Result<plugins::ParsedEvents> prompt(std::string_view prompt) override { return stream_->prompt(prompt); }
 
 private:
     std::unique_ptr<plugins::EventStream> stream_;

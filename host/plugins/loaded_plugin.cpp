@@ -316,34 +316,42 @@ EventStream::~EventStream() {
     if (harness_->parts_.harness.events_close != nullptr) harness_->parts_.harness.events_close(parser_);
 }
 
-Result<ParsedEvents> EventStream::feed(std::string_view bytes) {
+// One call into the plugin's parser, on the harness's lock: its events, and what it wrote
+// for the harness's stdin.
+template <class Call>
+Result<ParsedEvents> EventStream::call_parser(const char* name, Call&& call) {
     EventCollector collector;
     const hd_event_sink sink = collector.sink();
     StringSink error(LoadedPlugin::kMaxErrorBytes);
     hd_status status;
     {
         const std::lock_guard lock(harness_->mutex_);
-        status = harness_->parts_.harness.events_feed(parser_, to_str(bytes), &sink, error.sink());
+        status = call(&sink, error.sink());
     }
-    if (status != HD_STATUS_OK) return call_failed(harness_->id(), "events_feed", status, error);
-    return collector.take(harness_->id(), "events_feed");
+    if (status != HD_STATUS_OK) return call_failed(harness_->id(), name, status, error);
+    return collector.take(harness_->id(), name);
+}
+
+Result<ParsedEvents> EventStream::feed(std::string_view bytes) {
+    return call_parser("events_feed", [&](const hd_event_sink* sink, hd_sink error) {
+        return harness_->parts_.harness.events_feed(parser_, to_str(bytes), sink, error);
+    });
 }
 
 Result<ParsedEvents> EventStream::answer(std::string_view request, std::string_view answer) {
     if (harness_->parts_.harness.events_answer == nullptr)
         return make_error(ErrorCode::unavailable,
                           "plugin '" + harness_->id() + "' takes no answers to permission requests");
-    EventCollector collector;
-    const hd_event_sink sink = collector.sink();
-    StringSink error(LoadedPlugin::kMaxErrorBytes);
-    hd_status status;
-    {
-        const std::lock_guard lock(harness_->mutex_);
-        status = harness_->parts_.harness.events_answer(parser_, to_str(request), to_str(answer), &sink,
-                                                        error.sink());
-    }
-    if (status != HD_STATUS_OK) return call_failed(harness_->id(), "events_answer", status, error);
-    return collector.take(harness_->id(), "events_answer");
+    return call_parser("events_answer", [&](const hd_event_sink* sink, hd_sink error) {
+        return harness_->parts_.harness.events_answer(parser_, to_str(request), to_str(answer), sink, error);
+    });
+}
+
+Result<ParsedEvents> EventStream::prompt(std::string_view prompt) {
+    if (harness_->parts_.harness.events_prompt == nullptr) return ParsedEvents{};
+    return call_parser("events_prompt", [&](const hd_event_sink* sink, hd_sink error) {
+        return harness_->parts_.harness.events_prompt(parser_, to_str(prompt), sink, error);
+    });
 }
 
 } // namespace handler::plugins

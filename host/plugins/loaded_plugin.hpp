@@ -111,10 +111,15 @@ public:
     // A client's answer (`answer`, {"optionId":...}) to the permission request whose
     // event payload is `request`; unavailable when the harness takes none.
     Result<ParsedEvents> answer(std::string_view request, std::string_view answer);
+    // A prompt (the user_prompt payload) for a harness whose stdin is its protocol;
+    // nothing when the harness takes its prompt on its command line.
+    Result<ParsedEvents> prompt(std::string_view prompt);
 
 private:
     friend class LoadedHarness;
     EventStream(std::shared_ptr<LoadedHarness> harness, void* parser);
+    template <class Call>
+    Result<ParsedEvents> call_parser(const char* name, Call&& call);
 
     std::shared_ptr<LoadedHarness> harness_;
     void* parser_;

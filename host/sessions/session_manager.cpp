@@ -426,9 +426,17 @@ public:
         if (parser_) load_open_requests();
     }
 
-    // What the harness finds on its stdin at start (its protocol's first message): kept
-    // until the shim connects, whatever its size (the plugin wrote it, not a client).
-    void start_input(std::string bytes) { pending_input_ = std::move(bytes); }
+    // What the harness finds on its stdin at start, kept until the shim connects whatever
+    // its size (the plugin wrote it, not a client): what its launch gives, then the
+    // prompt in its protocol, for a harness whose stdin is one.
+    Result<void> start_input(std::string launch_input, const std::string& prompt) {
+        pending_input_ = std::move(launch_input);
+        if (!owns_input_) return {};
+        auto parsed = parser_->prompt(prompt);
+        if (!parsed) return parsed.take_error();
+        pending_input_ += parsed->input;
+        return {};
+    }
 
     // A client's typing. A harness whose stdin is its protocol gets none: a stray line
     // would break it, and the session's answers reach it through answer().
@@ -1390,7 +1398,10 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     auto channel = impl.open_channel(*session);
     if (!channel) return fail(channel.error());
     // Only a headless program's stdin is a pipe; on a terminal these would be typed.
-    if (!launch->input.empty() && !record.tty) (*channel)->start_input(std::move(launch->input));
+    json::object prompt_payload{{"content", json::object{{"type", "text"}, {"text", request.prompt}}}};
+    if (!record.tty)
+        if (auto given = (*channel)->start_input(std::move(launch->input), json::serialize(prompt_payload)); !given)
+            return fail(given.error());
     if (context.trust_ca)
         if (auto written = impl.write_trust_files(context.control_dir); !written) return fail(written.error());
     std::optional<runtime::LayerRecipe> recipe;
@@ -1399,11 +1410,8 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
         if (!found) return fail(found.error());
         recipe = std::move(*found);
     }
-    if (!request.prompt.empty()) {
-        // The prompt is the first event, so a client replaying the events sees the turn whole.
-        json::object prompt{{"content", json::object{{"type", "text"}, {"text", request.prompt}}}};
-        impl.store_events(id, {plugins::SessionEvent{plugins::EventKind::user_prompt, json::serialize(prompt)}});
-    }
+    if (!request.prompt.empty()) // the first event, so a client replaying the events sees the turn whole
+        impl.store_events(id, {plugins::SessionEvent{plugins::EventKind::user_prompt, json::serialize(prompt_payload)}});
     impl.launch_container(id, std::move(*spec), std::move(recipe));
     return impl.store.get_session(id);
 }

@@ -75,6 +75,11 @@ public:
         (void)answer;
         return make_error(ErrorCode::unavailable, "this harness takes no answers to permission requests");
     }
+    // A prompt (the user_prompt payload) in the protocol of a harness whose stdin is one.
+    virtual Result<plugins::ParsedEvents> prompt(std::string_view prompt) {
+        (void)prompt;
+        return plugins::ParsedEvents{};
+    }
 };
 struct OpenedEvents {
     std::unique_ptr<EventParser> parser;

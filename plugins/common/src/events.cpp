@@ -2,10 +2,12 @@
 
 #include "plugin_common/json_access.hpp"
 
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
 
 #include <array>
+#include <stdexcept>
 #include <utility>
 
 namespace handler::plugin_common {
@@ -23,6 +25,15 @@ Event content_event(hd_event_kind kind, std::string_view text) {
 }
 
 } // namespace
+
+std::string prompt_text(std::string_view payload, std::string_view agent) {
+    boost::system::error_code error;
+    const json::value value = json::parse(payload, error);
+    const json::object* content = error || !value.is_object() ? nullptr : object_at(value.get_object(), "content");
+    if (content == nullptr || string_at(*content, "type") != "text")
+        throw std::invalid_argument(std::string(agent) + " takes a text prompt ({\"content\":{\"type\":\"text\",...}})");
+    return std::string(string_at(*content, "text"));
+}
 
 Event make_event(hd_event_kind kind, const json::object& payload) {
     return Event{kind, json::serialize(payload)};
@@ -140,10 +151,28 @@ Event permission_request(const PermissionRequest& request) {
     return make_event(HD_EVENT_PERMISSION_REQUEST, payload);
 }
 
-Event mode_changed(std::string_view mode_id, std::string_view model) {
+Answer read_answer(std::string_view request, std::string_view answer, std::string_view meta_key,
+                   std::string_view agent) {
+    boost::system::error_code error;
+    json::value request_value = json::parse(request, error);
+    const json::object* meta = error || !request_value.is_object() ? nullptr : object_at(request_value.get_object(), "_meta");
+    const json::object* mine = meta == nullptr ? nullptr : object_at(*meta, meta_key);
+    if (mine == nullptr)
+        throw std::invalid_argument("this permission request was not made by " + std::string(agent) + " (it has no _meta." +
+                                    std::string(meta_key) + ")");
+    Answer out;
+    out.meta = *mine;
+    out.request = std::move(request_value.get_object());
+    const json::value answer_value = json::parse(answer, error);
+    if (!error && answer_value.is_object()) out.option = std::string(string_at(answer_value.get_object(), "optionId"));
+    return out;
+}
+
+Event mode_changed(std::string_view mode_id, std::string_view model, std::string_view thinking_level) {
     json::object payload;
     payload["modeId"] = view(mode_id);
     if (!model.empty()) payload["model"] = view(model);
+    if (!thinking_level.empty()) payload["thinkingLevel"] = view(thinking_level);
     return make_event(HD_EVENT_MODE_CHANGED, payload);
 }
 

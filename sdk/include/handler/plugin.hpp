@@ -453,6 +453,12 @@ public:
         (void)sink;
         throw PluginError(HD_STATUS_UNSUPPORTED, "this harness takes no answers to permission requests");
     }
+    // A prompt for a harness whose stdin is its protocol (sdk.h, events_prompt), as the
+    // user_prompt event's payload. By default nothing: the prompt is on the command line.
+    virtual void prompt(std::string_view prompt, EventSink& sink) {
+        (void)prompt;
+        (void)sink;
+    }
 };
 
 // ------------------------------------------------------------------ plugin classes
@@ -696,10 +702,20 @@ inline hd_status addon_contribute(void* instance, const hd_launch_request* raw_r
     });
 }
 
+inline hd_status harness_events_prompt(void* parser, hd_str prompt, const hd_event_sink* raw_sink,
+                                       hd_sink out_error) noexcept {
+    return guarded(out_error, [&] {
+        if (parser == nullptr)
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT, "events_prompt() was called without a parser");
+        EventSink sink(raw_sink);
+        static_cast<EventParser*>(parser)->prompt(to_view(prompt), sink);
+    });
+}
+
 inline constexpr hd_harness_vtable kHarnessVtable = {
     sizeof(hd_harness_vtable), &describe<Harness>,  &image_recipe<Harness>, &harness_launch,
     &harness_events_open,      &harness_events_feed, &harness_events_close,
-    &harness_events_answer,
+    &harness_events_answer,    &harness_events_prompt,
 };
 
 inline constexpr hd_addon_vtable kAddonVtable = {

@@ -268,6 +268,13 @@ typedef struct hd_harness_vtable {
      * sink->write_input. NULL: this harness takes no answers. */
     hd_status (*events_answer)(void* parser, hd_str request_json, hd_str answer_json,
                                const hd_event_sink* sink, hd_sink out_error);
+    /* A prompt for a harness whose stdin is its protocol, as the USER_PROMPT event's
+     * payload ({"content":{"type":"text","text":"..."}}): a headless run's first, given
+     * right after events_open and before the program starts. The parser writes it in the
+     * harness's protocol through sink->write_input (after the launch's add_input bytes).
+     * NULL: the harness takes its prompt on its command line. */
+    hd_status (*events_prompt)(void* parser, hd_str prompt_json, const hd_event_sink* sink,
+                               hd_sink out_error);
 } hd_harness_vtable;
 
 /* An addon: adds to the image and to every session it is enabled for. */

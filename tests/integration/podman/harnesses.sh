@@ -188,48 +188,55 @@ wait_state_long() { # ID STATE: a harness finishing its turn may take a while
   fail "session $1 did not reach state $2 (it is $(state_of "$1" state))"
 }
 
-# HANDLER_TEST_HARNESSES="codex pi" runs only those (for working on one harness).
-only=" ${HANDLER_TEST_HARNESSES:-claude codex pi vibe} "
-if [[ $only == *" claude "* ]]; then
-  check_harness claude Write edit api.anthropic.com anthropic-api-key "$anthropic_key" ANTHROPIC_API_KEY sk-ant-api03-
-
-  # Locked down (no network but the model's host), Claude Code asks before it writes: the
-  # question reaches the clients as an event while the run waits, the run's stderr says how
-  # to answer it, and `handler session answer` from another process decides it.
-  ask_claude() { # ANSWER: runs until the question, answers it, waits for the run's end
-    rm -f "$project/hello.txt"
-    timeout 300 handler run claude --network none -p "create hello.txt containing hi" --json > "$work/ask.jsonl" 2> "$work/ask.err" &
-    local run=$! id
-    for _ in $(seq 1 600); do grep -q '"kind":"permission_request"' "$work/ask.jsonl" && break; sleep 0.1; done
-    grep -q '"kind":"permission_request"' "$work/ask.jsonl" || fail "claude locked down asked nothing: $(cat "$work/ask.jsonl" "$work/ask.err")"
-    id=$(last_session)
-    sleep 1
-    [ ! -e "$project/hello.txt" ] || fail "claude locked down wrote hello.txt before it was allowed"
-    [ "$(state_of "$id" state)" = running ] || fail "claude locked down did not wait for the answer"
-    grep -q "handler session answer $id allow|always|reject --tool-call" "$work/ask.err" ||
-      fail "the run did not say how to answer: $(cat "$work/ask.err")"
-    handler session answer "$id" "$1" > "$work/answer.out" 2>&1 || fail "handler session answer $1 failed: $(cat "$work/answer.out")"
-    if handler session answer "$id" "$1" > "$work/again.out" 2>&1; then fail "a request was answered twice"; fi
-    grep -q "no open permission request" "$work/again.out" || fail "answering again said: $(cat "$work/again.out")"
-    wait "$run" || fail "claude locked down exited $? after the answer: $(cat "$work/ask.err")"
-    python3 - "$work/ask.jsonl" "$1" <<'PY' || fail "the events of the question and its answer are wrong: $(cat "$work/ask.jsonl")"
+# ask_run AGENT TITLE ANSWER [RUN ARGS...]: a locked-down run (no network but the model's
+#   host) of AGENT asks before it writes: the question (titled TITLE) reaches the clients
+#   as an event while the run waits, the run's stderr says how to answer, and `handler
+#   session answer ANSWER` from another process decides it; the events then hold the
+#   answer and the tool call's end (completed when allowed, failed when rejected).
+ask_run() {
+  local agent=$1 title=$2 choice=$3 run id
+  shift 3
+  rm -f "$project/hello.txt"
+  timeout 300 handler run "$agent" --network none "$@" -p "create hello.txt containing hi" --json > "$work/ask.jsonl" 2> "$work/ask.err" &
+  run=$!
+  for _ in $(seq 1 900); do grep -q '"kind":"permission_request"' "$work/ask.jsonl" && break; sleep 0.1; done
+  grep -q '"kind":"permission_request"' "$work/ask.jsonl" || fail "$agent locked down asked nothing: $(cat "$work/ask.jsonl" "$work/ask.err")"
+  id=$(last_session)
+  sleep 1
+  [ ! -e "$project/hello.txt" ] || fail "$agent locked down wrote hello.txt before it was allowed"
+  [ "$(state_of "$id" state)" = running ] || fail "$agent locked down did not wait for the answer"
+  grep -q "handler session answer $id allow|always|reject --tool-call" "$work/ask.err" ||
+    fail "the run did not say how to answer: $(cat "$work/ask.err")"
+  handler session answer "$id" "$choice" > "$work/answer.out" 2>&1 || fail "handler session answer $choice failed: $(cat "$work/answer.out")"
+  if handler session answer "$id" "$choice" > "$work/again.out" 2>&1; then fail "a request was answered twice"; fi
+  grep -q "no open permission request" "$work/again.out" || fail "answering again said: $(cat "$work/again.out")"
+  wait "$run" || fail "$agent locked down exited $? after the answer: $(cat "$work/ask.err")"
+  python3 - "$work/ask.jsonl" "$choice" "$title" <<'PY' || fail "$agent: the events of the question and its answer are wrong: $(cat "$work/ask.jsonl")"
 import json, sys
 events = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 kinds = [e["kind"] for e in events]
 asked = next(e["payload"] for e in events if e["kind"] == "permission_request")
 answered = next(e["payload"] for e in events if e["kind"] == "permission_answer")
-assert asked["title"] == "Write hello.txt" and asked["rawInput"]["content"] == "hi", asked
+assert asked["title"].startswith(sys.argv[3]) and "hi" in json.dumps(asked["rawInput"]), asked
 assert answered["toolCallId"] == asked["toolCallId"], (asked, answered)
 assert answered["kind"] == {"allow": "allow_once", "reject": "reject_once"}[sys.argv[2]], answered
 assert kinds.index("permission_request") < kinds.index("permission_answer") < kinds.index("result"), kinds
 updates = [e["payload"] for e in events if e["kind"] == "tool_call_update" and e["payload"]["toolCallId"] == asked["toolCallId"]]
 assert updates[-1]["status"] == ("completed" if sys.argv[2] == "allow" else "failed"), updates
 PY
-  }
-  ask_claude allow
-  [ "$(cat "$project/hello.txt")" = "hi" ] || fail "claude locked down, allowed, did not write hello.txt"
-  ask_claude reject
-  [ ! -e "$project/hello.txt" ] || fail "claude locked down, rejected, wrote hello.txt"
+  case $choice in
+    allow) [ "$(cat "$project/hello.txt")" = "hi" ] || fail "$agent locked down, allowed, did not write hello.txt";;
+    reject) [ ! -e "$project/hello.txt" ] || fail "$agent locked down, rejected, wrote hello.txt";;
+  esac
+}
+
+# HANDLER_TEST_HARNESSES="codex pi" runs only those (for working on one harness).
+only=" ${HANDLER_TEST_HARNESSES:-claude codex pi local vibe} "
+if [[ $only == *" claude "* ]]; then
+  check_harness claude Write edit api.anthropic.com anthropic-api-key "$anthropic_key" ANTHROPIC_API_KEY sk-ant-api03-
+
+  ask_run claude "Write hello.txt" allow
+  ask_run claude "Write hello.txt" reject
   python3 - "$work/api.anthropic.com.log" <<'PY' || fail "the model was not told of the rejection: $(tail -c 2000 "$work/api.anthropic.com.log")"
 import json, sys
 outputs = [e["tool_output"] for e in map(json.loads, open(sys.argv[1])) if e.get("tool_output")]
@@ -242,25 +249,15 @@ fi
 if [[ $only == *" codex "* ]]; then
   # A model name Codex does not know: it then offers the model its fallback tools, among
   # them exec_command, which the fake model calls.
-  check_harness codex command_execution execute api.openai.com openai-api-key "$openai_key" CODEX_API_KEY sk-proj- \
+  check_harness codex commandExecution execute api.openai.com openai-api-key "$openai_key" CODEX_API_KEY sk-proj- \
     --model gpt-handler-test
   # Codex's notes (the fallback from WebSockets here) reach the user's stderr as events.
   grep -q "Falling back from WebSockets" "$work/codex.err" || fail "codex: its error events were not printed: $(cat "$work/codex.err")"
 
-  # Locked down (no network but the model's host): Codex's sandbox is read-only, so the
-  # command the model asks for fails and nothing is written, though the model still answers.
-  rm -f "$project/hello.txt"
-  handler run codex --network none --model gpt-handler-test -p "create hello.txt containing hi" --json \
-    > "$work/locked.jsonl" 2>"$work/locked.err" || { cat "$work/locked.err" >&2; fail "the locked-down codex run failed"; }
-  [ ! -e "$project/hello.txt" ] || fail "a locked-down codex session wrote hello.txt"
-  # Codex shows no item for a command its sandbox stopped; the model got the shell's
-  # words, and the fake model server logged them.
-  python3 - "$work/api.openai.com.log" <<'PY' || fail "the locked-down command did not fail for being read-only: $(tail -c 2000 "$work/api.openai.com.log")"
-import json, sys
-outputs = [e["tool_output"] for e in map(json.loads, open(sys.argv[1])) if e.get("tool_output")]
-assert outputs and "Read-only file system" in outputs[-1], outputs[-1:]
-PY
-  echo "PASS codex locked down"
+  # Locked down, Codex asks before every command that changes something.
+  ask_run codex "Run: printf" allow --model gpt-handler-test
+  ask_run codex "Run: printf" reject --model gpt-handler-test
+  echo "PASS codex locked down asks, and the answer decides"
 
   # A ChatGPT login (`handler terminal AGENT -- login`) is Codex's own, kept in the
   # account's folder as its CODEX_HOME: what Codex writes there in one session is there
@@ -297,6 +294,34 @@ fi
 if [[ $only == *" pi "* ]]; then
   check_harness pi write edit api.anthropic.com anthropic-api-key "$anthropic_key" ANTHROPIC_API_KEY sk-ant-api03-
   check_tui pi "pi v0.73.1"
+fi
+if [[ $only == *" local "* ]]; then
+  # A local model server (an llama-cpp account; the fake provider on plain HTTP on the
+  # host's loopback, as llama.cpp and Ollama listen): every harness with a base-URL
+  # setting reaches it through the session's proxy, by the API it speaks there.
+  python3 "$here/fake_model_server.py" --log "$work/local.log" --file "$project/hello.txt" --content "hi" \
+    --answer "Done: wrote hello.txt" >"$work/local.port" 2>"$work/local.err" &
+  model_pids+=($!)
+  for _ in $(seq 1 50); do [ -s "$work/local.port" ] && break; sleep 0.1; done
+  read -r local_port < "$work/local.port" || fail "the local model server did not start: $(cat "$work/local.err")"
+  handler account add box --kind llama-cpp --base-url "http://127.0.0.1:$local_port" >/dev/null
+  for harness in claude-code codex pi; do
+    handler agent add "$harness-local" --harness "$harness" --account box >/dev/null
+    rm -f "$project/hello.txt"
+    : > "$work/local.log"
+    # An unknown model name, so that Codex offers the model its fallback tools.
+    answer=$(timeout 600 handler run "$harness-local" --model gpt-handler-test -p "create hello.txt containing hi" 2>"$work/local-$harness.err") ||
+      fail "$harness with a local server failed: $(cat "$work/local-$harness.err"); the server saw: $(tail -c 2000 "$work/local.log")"
+    [ "$answer" = "Done: wrote hello.txt" ] || fail "$harness with a local server answered '$answer'"
+    [ "$(cat "$project/hello.txt")" = "hi" ] || fail "$harness with a local server did not write hello.txt"
+    python3 - "$work/local.log" "$harness" <<'PY' || fail "$harness did not use the local server's API: $(cat "$work/local.log")"
+import json, sys
+paths = {e["path"].split("?")[0] for e in map(json.loads, open(sys.argv[1])) if e["method"] == "POST"}
+expected = {"claude-code": "/v1/messages", "codex": "/v1/responses", "pi": "/v1/chat/completions"}[sys.argv[2]]
+assert expected in paths, paths
+PY
+    echo "PASS $harness with a local server"
+  done
 fi
 if [[ $only == *" vibe "* ]]; then
   # Mistral Vibe is published only on PyPI; where the image build cannot reach it, there

@@ -498,6 +498,9 @@ TEST(Permissions, OpenRequestsAndTheOptionsAWordNames) {
     EXPECT_EQ(*choose_option(open[0], "ok"), "ok");
     EXPECT_FALSE(choose_option(open[0], "4").ok());
     EXPECT_EQ(describe_request(open[0]), "Write hello.txt: 1 Allow, 2 Always, 3 Reject");
+    json::object forged = open[0];
+    forged["title"] = "x\x1b]52;c;ZXZpbA==\x07\nrm -rf";
+    EXPECT_EQ(describe_request(forged), "x ]52;c;ZXZpbA==  rm -rf: 1 Allow, 2 Always, 3 Reject");
 }
 
 // The question at the terminal: a wrong word is explained and asked again; a request

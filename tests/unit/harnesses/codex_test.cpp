@@ -1,21 +1,23 @@
-// The Codex harness (harnesses/codex): its exec --json parser driven directly with the
+// The Codex harness (harnesses/codex): its app-server parser driven directly with the
 // lines Codex 0.169.0 printed in a real run against the fake model server (plus item
-// types from its event definitions), and the built plugin loaded by the real loader.
-#include "codex/exec_json.hpp"
+// types from its protocol's schema), and the built plugin loaded by the real loader.
+#include "codex/app_server.hpp"
 
 #include "unit/harnesses/harness_test_support.hpp"
 
 #include "support/fakes.hpp"
 
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 namespace {
 
 namespace json = boost::json;
-using handler::codex::ExecJsonParser;
+using handler::codex::AppServerParser;
 using handler::plugin_common::Event;
 using handler::plugins::LaunchMode;
 using handler::plugins::LaunchRequest;
@@ -24,156 +26,240 @@ using handler::testing::harnesses::describe;
 using handler::testing::harnesses::payload;
 
 std::vector<Event> parse_all(std::string_view output) {
-    return handler::testing::harnesses::parse_all<ExecJsonParser>(output);
+    return handler::testing::harnesses::parse_all<AppServerParser>(output);
 }
 
-// `codex exec --json` writing hello.txt, as 0.169.0 printed it, non-ASCII text added so
-// that splits fall inside characters too.
-const std::string kTranscript =
-    R"({"type":"thread.started","thread_id":"01a22caf-8b3d-7662-b204-b7b4372c3952"})"
+// `codex app-server` writing hello.txt in a locked-down run (approval policy "untrusted"),
+// as 0.169.0 printed it (the thread and rate-limit notices left out, the message made
+// non-ASCII so that splits fall inside characters too): up to its question, then after
+// the answer.
+const std::string kAsking =
+    R"j({"id":0,"result":{"userAgent":"handler/0.169.0 (Debian 12.0.0; x86_64) xterm (handler; 0.1)","codexHome":"/root/.codex","platformFamily":"unix","platformOs":"linux"}})j"
     "\n"
-    R"({"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata for `gpt-handler-test` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."}})"
+    R"j({"id":1,"result":{"thread":{"id":"01a22d61-4cef-7dd0-a889-2becd445becd","modelProvider":"openai"},"model":"gpt-handler-test","modelProvider":"openai","cwd":"/home/u/project","approvalPolicy":"untrusted","sandbox":{"type":"dangerFullAccess"},"reasoningEffort":null}})j"
     "\n"
-    R"({"type":"turn.started"})"
+    R"j({"method":"warning","params":{"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","message":"Model metadata for `gpt-handler-test` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."},"emittedAtMs":1796057681158})j"
     "\n"
-    R"j({"type":"error","message":"Reconnecting... 2/5 (unexpected status 404 Not Found: {}, url: ws://127.0.0.1:36069/v1/responses)"})j"
+    R"j({"id":2,"result":{"turn":{"id":"01a22d61-4d02-77b3-869f-f63c76e4fa81","rootTurnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","items":[],"itemsView":"notLoaded","status":"inProgress","error":null,"startedAt":null,"completedAt":null,"durationMs":null}}})j"
     "\n"
-    R"({"type":"item.started","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc \"printf '%s' \\\"hi\\\" > /home/u/project/hello.txt\"","aggregated_output":"","exit_code":null,"status":"in_progress"}})"
+    R"j({"method":"turn/started","params":{"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","turn":{"id":"01a22d61-4d02-77b3-869f-f63c76e4fa81","rootTurnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","items":[],"itemsView":"notLoaded","status":"inProgress","error":null,"startedAt":1796057681,"completedAt":null,"durationMs":null}},"emittedAtMs":1796057681170})j"
     "\n"
-    R"({"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc \"printf '%s' \\\"hi\\\" > /home/u/project/hello.txt\"","aggregated_output":"","exit_code":0,"status":"completed"}})"
+    R"j({"method":"item/started","params":{"item":{"type":"userMessage","id":"01a22d61-4d1e-7a70-ae80-a230db9bc640","clientId":null,"content":[{"type":"text","text":"create hello.txt containing hi","text_elements":[]}],"startedAtMs":1796057681183,"completedAtMs":null},"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","turnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","startedAtMs":1796057681183},"emittedAtMs":1796057681183})j"
     "\n"
-    "{\"type\":\"item.completed\",\"item\":{\"id\":\"item_3\",\"type\":\"agent_message\",\"text\":\"Done: wrote "
-    "hello.txt \xe2\x80\x94 caf\xc3\xa9 \xf0\x9f\x98\x80\"}}\n"
-    R"({"type":"turn.completed","usage":{"input_tokens":40,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":20,"reasoning_output_tokens":0}})"
+    R"j({"method":"item/completed","params":{"item":{"type":"userMessage","id":"01a22d61-4d1e-7a70-ae80-a230db9bc640","clientId":null,"content":[{"type":"text","text":"create hello.txt containing hi","text_elements":[]}],"startedAtMs":1796057681183,"completedAtMs":1796057681183},"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","turnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","contentTokenCount":null,"completedAtMs":1796057681183},"emittedAtMs":1796057681185})j"
+    "\n"
+    R"j({"method":"item/started","params":{"item":{"type":"commandExecution","id":"call_fake","pluginId":null,"scriptPath":null,"command":"/bin/bash -lc \"printf '%s' \\\"hi\\\" > /home/u/project/hello.txt\"","cwd":"/home/u/project","processId":null,"source":"agent","status":"inProgress","commandActions":[{"type":"unknown","command":"printf '%s' \"hi\" > /home/u/project/hello.txt"}],"aggregatedOutput":null,"exitCode":null,"durationMs":null,"startedAtMs":1796057681248,"completedAtMs":null},"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","turnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","startedAtMs":1796057681248},"emittedAtMs":1796057681249})j"
+    "\n"
+    R"j({"method":"item/commandExecution/requestApproval","id":0,"params":{"kind":"command","threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","turnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","itemId":"call_fake","startedAtMs":1796057681248,"environmentId":"local","command":"/bin/bash -lc \"printf '%s' \\\"hi\\\" > /home/u/project/hello.txt\"","cwd":"/home/u/project","commandActions":[{"type":"unknown","command":"printf '%s' \"hi\" > /home/u/project/hello.txt"}],"proposedExecpolicyAmendment":["/bin/bash","-lc","printf '%s' \"hi\" > /home/u/project/hello.txt"],"availableDecisions":["accept",{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["/bin/bash","-lc","printf '%s' \"hi\" > /home/u/project/hello.txt"]}},"cancel"]}})j"
     "\n";
 
-TEST(CodexExecJson, TurnsARealRunIntoEvents) {
-    const std::vector<Event> events = parse_all(kTranscript);
-    ASSERT_EQ(events.size(), 7u) << describe(events);
+const std::string kAfterTheAnswer =
+    R"j({"method":"serverRequest/resolved","params":{"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","requestId":0},"emittedAtMs":1796057681251})j"
+    "\n"
+    R"j({"method":"item/completed","params":{"item":{"type":"commandExecution","id":"call_fake","pluginId":null,"scriptPath":null,"command":"/bin/bash -lc \"printf '%s' \\\"hi\\\" > /home/u/project/hello.txt\"","cwd":"/home/u/project","processId":"62451","source":"unifiedExecStartup","status":"completed","commandActions":[{"type":"unknown","command":"printf '%s' \"hi\" > /home/u/project/hello.txt"}],"aggregatedOutput":null,"exitCode":0,"durationMs":0,"startedAtMs":1796057681248,"completedAtMs":1796057681421},"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","turnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","contentTokenCount":null,"completedAtMs":1796057681421},"emittedAtMs":1796057681423})j"
+    "\n"
+    R"j({"method":"thread/tokenUsage/updated","params":{"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","turnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","tokenUsage":{"total":{"totalTokens":30,"inputTokens":20,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":10,"reasoningOutputTokens":0},"last":{"totalTokens":30,"inputTokens":20,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":10,"reasoningOutputTokens":0},"modelContextWindow":258400}},"emittedAtMs":1796057681427})j"
+    "\n"
+    R"j({"method":"item/started","params":{"item":{"type":"agentMessage","moderation":null,"id":"msg_fake","text":"","phase":null,"memoryCitation":null,"delivery":null,"questions":null,"startedAtMs":1796057681445,"completedAtMs":null},"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","turnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","startedAtMs":1796057681445},"emittedAtMs":1796057681445})j"
+    "\n"
+    R"j({"method":"item/agentMessage/delta","params":{"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","turnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","itemId":"msg_fake","delta":"Done: wrote hello.txt — café 😀"},"emittedAtMs":1796057681445})j"
+    "\n"
+    R"j({"method":"item/completed","params":{"item":{"type":"agentMessage","moderation":null,"id":"msg_fake","text":"Done: wrote hello.txt — café 😀","phase":null,"memoryCitation":null,"delivery":null,"questions":null,"startedAtMs":1796057681445,"completedAtMs":1796057681446},"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","turnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","contentTokenCount":null,"completedAtMs":1796057681446},"emittedAtMs":1796057681447})j"
+    "\n"
+    R"j({"method":"thread/tokenUsage/updated","params":{"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","turnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","tokenUsage":{"total":{"totalTokens":60,"inputTokens":40,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":20,"reasoningOutputTokens":0},"last":{"totalTokens":30,"inputTokens":20,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":10,"reasoningOutputTokens":0},"modelContextWindow":258400}},"emittedAtMs":1796057681450})j"
+    "\n"
+    R"j({"method":"turn/completed","params":{"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd","turn":{"id":"01a22d61-4d02-77b3-869f-f63c76e4fa81","rootTurnId":"01a22d61-4d02-77b3-869f-f63c76e4fa81","items":[{"type":"agentMessage","moderation":null,"id":"msg_fake","text":"Done: wrote hello.txt — café 😀","phase":null,"memoryCitation":null,"delivery":null,"questions":null,"startedAtMs":1796057681445,"completedAtMs":1796057681446}],"itemsView":"summary","status":"completed","error":null,"startedAt":1796057681,"completedAt":1796057681,"durationMs":294}},"emittedAtMs":1796057681459})j"
+    "\n";
 
-    // Codex's warnings and transport retries are shown: a person waiting sees why.
-    EXPECT_EQ(events[0].kind, HD_EVENT_ERROR);
-    EXPECT_TRUE(handler::testing::contains(events[0].json, "Model metadata for `gpt-handler-test` not found"));
-    EXPECT_EQ(events[1].kind, HD_EVENT_ERROR);
-    EXPECT_TRUE(handler::testing::contains(events[1].json, "Reconnecting... 2/5"));
+const std::string kTranscript = kAsking + kAfterTheAnswer;
 
-    EXPECT_EQ(events[2].kind, HD_EVENT_TOOL_CALL);
-    const json::object call = payload(events[2]);
-    EXPECT_EQ(call.at("toolCallId").as_string(), "item_2");
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    for (std::size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+        lines.push_back(text.substr(start, end - start));
+    return lines;
+}
+
+TEST(CodexAppServer, OpensTheThreadThenStartsTheTurnWithThePrompt) {
+    const auto opening = lines_of(AppServerParser::opening({{"approvalPolicy", "untrusted"}, {"cwd", "/p"}}));
+    ASSERT_EQ(opening.size(), 3u);
+    EXPECT_EQ(json::parse(opening[0]).at("method"), "initialize");
+    EXPECT_EQ(opening[1], R"({"method":"initialized"})");
+    EXPECT_EQ(opening[2], R"({"id":1,"method":"thread/start","params":{"approvalPolicy":"untrusted","cwd":"/p"}})");
+
+    AppServerParser parser;
+    EXPECT_TRUE(parser.prompt(R"({"content":{"type":"text","text":"create hello.txt containing hi"}})").empty());
+    EXPECT_TRUE(parser.take_reply().input.empty()) << "no thread yet";
+    const auto events = parser.feed(kAsking);
+    EXPECT_EQ(parser.take_reply().input,
+              R"({"id":2,"method":"turn/start","params":{"threadId":"01a22d61-4cef-7dd0-a889-2becd445becd",)"
+              R"("input":[{"type":"text","text":"create hello.txt containing hi"}]}})"
+              "\n");
+    EXPECT_THROW(parser.prompt(R"({"content":{"type":"image"}})"), std::invalid_argument);
+    ASSERT_GE(events.size(), 1u);
+    EXPECT_EQ(events[0].kind, HD_EVENT_MODE_CHANGED);
+    EXPECT_EQ(events[0].json, R"({"modeId":"untrusted","model":"gpt-handler-test"})");
+}
+
+// Codex asks before the command; the answer goes back as the request's result, and the
+// rest of the turn is the command's result, the answer streamed, and the turn's result.
+TEST(CodexAppServer, AskedAnsweredAndDone) {
+    AppServerParser parser;
+    const auto asked = parser.feed(kAsking);
+    ASSERT_EQ(asked.size(), 5u) << describe(asked);
+    EXPECT_EQ(asked[1].kind, HD_EVENT_ERROR); // Codex's note: a person waiting sees it
+    EXPECT_TRUE(handler::testing::contains(asked[1].json, "Model metadata for `gpt-handler-test` not found"));
+    EXPECT_EQ(asked[2].kind, HD_EVENT_TOOL_CALL);
+    const auto call = payload(asked[2]);
+    EXPECT_EQ(call.at("toolCallId").as_string(), "call_fake");
     EXPECT_EQ(call.at("title").as_string(), R"(Run: printf '%s' \"hi\" > /home/u/project/hello.txt)");
     EXPECT_EQ(call.at("kind").as_string(), "execute");
-    EXPECT_EQ(call.at("name").as_string(), "command_execution");
-    EXPECT_EQ(call.at("status").as_string(), "pending");
-    EXPECT_EQ(json::serialize(call.at("rawInput")),
-              R"({"command":"/bin/bash -lc \"printf '%s' \\\"hi\\\" > /home/u/project/hello.txt\""})");
+    EXPECT_EQ(call.at("name").as_string(), "commandExecution");
+    EXPECT_EQ(payload(asked[3]).at("status").as_string(), "in_progress");
+    ASSERT_EQ(asked[4].kind, HD_EVENT_PERMISSION_REQUEST);
+    const auto request = payload(asked[4]);
+    EXPECT_EQ(request.at("toolCallId").as_string(), "call_fake");
+    EXPECT_EQ(request.at("title").as_string(), call.at("title").as_string());
+    EXPECT_EQ(json::serialize(request.at("options")),
+              R"([{"optionId":"allow_once","name":"Allow","kind":"allow_once"},)"
+              R"({"optionId":"allow_always","name":"Allow, and commands like it","kind":"allow_always"},)"
+              R"({"optionId":"reject_once","name":"Reject","kind":"reject_once"}])");
+    EXPECT_EQ(request.at("_meta").at("codex").at("requestId").as_int64(), 0);
+    parser.take_reply();
 
-    EXPECT_EQ(events[3].kind, HD_EVENT_TOOL_CALL_UPDATE);
-    EXPECT_EQ(events[3].json, R"({"toolCallId":"item_2","status":"in_progress","content":[]})");
-    EXPECT_EQ(events[4].kind, HD_EVENT_TOOL_CALL_UPDATE);
-    EXPECT_EQ(events[4].json, R"({"toolCallId":"item_2","status":"completed","content":[]})");
+    EXPECT_TRUE(parser.answer(asked[4].json, R"({"optionId":"allow_once"})").empty());
+    EXPECT_EQ(parser.take_reply().input, R"({"id":0,"result":{"decision":"accept"}})"
+                                         "\n");
+    parser.answer(asked[4].json, R"({"optionId":"allow_always"})");
+    EXPECT_EQ(parser.take_reply().input,
+              R"({"id":0,"result":{"decision":{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":)"
+              R"(["/bin/bash","-lc","printf '%s' \"hi\" > /home/u/project/hello.txt"]}}}})"
+              "\n");
+    parser.answer(asked[4].json, R"({"optionId":"reject_once"})");
+    EXPECT_EQ(parser.take_reply().input, R"({"id":0,"result":{"decision":"decline"}})"
+                                         "\n");
+    EXPECT_THROW(parser.answer(asked[4].json, R"({"optionId":"reject_always"})"), std::invalid_argument);
+    EXPECT_THROW(parser.answer(R"({"toolCallId":"call_fake","options":[]})", R"({"optionId":"allow_once"})"),
+                 std::invalid_argument);
 
-    EXPECT_EQ(events[5].kind, HD_EVENT_AGENT_MESSAGE_CHUNK);
-    EXPECT_EQ(payload(events[5]).at("content").at("text").as_string(),
-              "Done: wrote hello.txt \xe2\x80\x94 caf\xc3\xa9 \xf0\x9f\x98\x80");
-
-    EXPECT_EQ(events[6].kind, HD_EVENT_RESULT);
-    const json::object result = payload(events[6]);
+    const auto rest = parser.feed(kAfterTheAnswer);
+    ASSERT_EQ(rest.size(), 3u) << describe(rest); // resolved by our answer: no cancellation
+    EXPECT_EQ(rest[0].kind, HD_EVENT_TOOL_CALL_UPDATE);
+    EXPECT_EQ(payload(rest[0]).at("status").as_string(), "completed");
+    EXPECT_EQ(rest[1].json, "{\"content\":{\"type\":\"text\",\"text\":\"Done: wrote hello.txt \xe2\x80\x94 caf\xc3\xa9 "
+                            "\xf0\x9f\x98\x80\"}}");
+    EXPECT_EQ(rest[2].kind, HD_EVENT_RESULT);
+    const auto result = payload(rest[2]);
     EXPECT_EQ(result.at("stopReason").as_string(), "end_turn");
-    EXPECT_EQ(result.at("isError").as_bool(), false);
     EXPECT_EQ(result.at("result").as_string(), "Done: wrote hello.txt \xe2\x80\x94 caf\xc3\xa9 \xf0\x9f\x98\x80");
-    EXPECT_EQ(result.at("usage").at("output_tokens").as_int64(), 20);
+    EXPECT_EQ(result.at("usage").at("totalTokens").as_int64(), 60);
+    EXPECT_TRUE(parser.take_reply().close) << "one turn, then its input ends";
 }
 
-TEST(CodexExecJson, GivesTheSameEventsWhereverTheOutputIsSplit) {
-    handler::testing::harnesses::expect_same_events_wherever_split<ExecJsonParser>(kTranscript, 7);
+TEST(CodexAppServer, GivesTheSameEventsWhereverTheOutputIsSplit) {
+    // Fed whole, nobody answered: Codex's resolving the request withdraws the question.
+    const auto events = parse_all(kTranscript);
+    ASSERT_EQ(events.size(), 9u) << describe(events);
+    EXPECT_EQ(events[5].kind, HD_EVENT_PERMISSION_ANSWER);
+    EXPECT_EQ(events[5].json, R"({"toolCallId":"call_fake","kind":"cancelled"})");
+    handler::testing::harnesses::expect_same_events_wherever_split<AppServerParser>(kTranscript, 9);
 }
 
-TEST(CodexExecJson, AFailedCommandIsAFailedUpdateWithItsOutput) {
+TEST(CodexAppServer, ADeclinedCommandIsAFailedUpdateSayingSo) {
     const auto events = parse_all(
-        R"({"type":"item.completed","item":{"id":"c1","type":"command_execution","command":"bash -lc 'make\ntest'","aggregated_output":"make: *** No rule\n","exit_code":2,"status":"completed"}})"
-        "\n"
-        R"({"type":"item.completed","item":{"id":"c2","type":"command_execution","command":"rm -rf /","aggregated_output":"","exit_code":null,"status":"declined"}})"
-        "\n");
-    ASSERT_EQ(events.size(), 4u) << describe(events);
-    // Completed without having started: announced, then finished.
-    EXPECT_EQ(payload(events[0]).at("title").as_string(), "Run: make \xe2\x80\xa6");
-    EXPECT_EQ(events[1].json, R"({"toolCallId":"c1","status":"failed","content":[{"type":"content","content":)"
-                              R"({"type":"text","text":"make: *** No rule\n"}}]})");
-    EXPECT_EQ(events[3].json, R"({"toolCallId":"c2","status":"failed","content":[{"type":"content","content":)"
-                              R"({"type":"text","text":"The command was not allowed to run"}}]})");
-}
-
-TEST(CodexExecJson, FileChangesAreEditsWithTheirFiles) {
-    const auto events = parse_all(
-        R"({"type":"item.completed","item":{"id":"f1","type":"file_change","changes":[{"path":"/p/a.txt","kind":"add"},{"path":"/p/b.txt","kind":"update"}],"status":"completed"}})"
-        "\n"
-        R"({"type":"item.completed","item":{"id":"f2","type":"file_change","changes":[{"path":"/p/old.txt","kind":"delete"}],"status":"failed"}})"
-        "\n");
-    ASSERT_EQ(events.size(), 4u) << describe(events);
-    const auto first = payload(events[0]);
-    EXPECT_EQ(first.at("title").as_string(), "Edit /p/a.txt and 1 more");
-    EXPECT_EQ(first.at("kind").as_string(), "edit");
-    EXPECT_EQ(json::serialize(first.at("locations")), R"([{"path":"/p/a.txt"},{"path":"/p/b.txt"}])");
-    EXPECT_EQ(json::serialize(first.at("rawInput")),
-              R"({"changes":[{"path":"/p/a.txt","kind":"add"},{"path":"/p/b.txt","kind":"update"}]})");
-    EXPECT_EQ(events[1].json, R"({"toolCallId":"f1","status":"completed","content":[{"type":"content","content":)"
-                              R"({"type":"text","text":"add /p/a.txt\nupdate /p/b.txt"}}]})");
-    EXPECT_EQ(payload(events[2]).at("kind").as_string(), "delete");
-    EXPECT_EQ(payload(events[3]).at("status").as_string(), "failed");
-}
-
-TEST(CodexExecJson, ToolsWebSearchesReasoningAndTodos) {
-    const auto events = parse_all(
-        R"({"type":"item.started","item":{"id":"m1","type":"mcp_tool_call","server":"docs","tool":"lookup","arguments":{"q":"x"},"status":"in_progress"}})"
-        "\n"
-        R"({"type":"item.completed","item":{"id":"m1","type":"mcp_tool_call","server":"docs","tool":"lookup","arguments":{"q":"x"},"result":{"content":[{"type":"text","text":"found"}]},"status":"completed"}})"
-        "\n"
-        R"({"type":"item.completed","item":{"id":"w1","type":"web_search","query":"boost beast"}})"
-        "\n"
-        R"({"type":"item.completed","item":{"id":"r1","type":"reasoning","text":"**Planning** the change"}})"
-        "\n"
-        R"({"type":"item.updated","item":{"id":"t1","type":"todo_list","items":[{"text":"read","completed":true},{"text":"write","completed":false},{"text":"test","completed":false}]}})"
-        "\n");
-    ASSERT_EQ(events.size(), 7u) << describe(events);
-    EXPECT_EQ(payload(events[0]).at("title").as_string(), "docs: lookup");
-    EXPECT_EQ(events[2].json, R"({"toolCallId":"m1","status":"completed","content":[{"type":"content","content":)"
-                              R"({"type":"text","text":"found"}}]})");
-    EXPECT_EQ(payload(events[3]).at("title").as_string(), "Search the web: boost beast");
-    EXPECT_EQ(payload(events[3]).at("kind").as_string(), "fetch");
-    EXPECT_EQ(events[5].kind, HD_EVENT_AGENT_THOUGHT_CHUNK);
-    EXPECT_EQ(events[6].kind, HD_EVENT_PLAN);
-    EXPECT_EQ(events[6].json, R"({"entries":[{"content":"read","status":"completed","priority":"medium"},)"
-                              R"({"content":"write","status":"in_progress","priority":"medium"},)"
-                              R"({"content":"test","status":"pending","priority":"medium"}]})");
-}
-
-TEST(CodexExecJson, AFailedTurnIsAnErrorAndAFailedResult) {
-    const auto events = parse_all(
-        R"({"type":"turn.failed","error":{"message":"stream disconnected before completion"}})"
+        R"j({"method":"item/completed","params":{"item":{"type":"commandExecution","id":"call_1","command":"/bin/bash -lc \"rm -rf x\"","status":"declined","aggregatedOutput":null,"exitCode":null}}})j"
         "\n");
     ASSERT_EQ(events.size(), 2u) << describe(events);
-    EXPECT_EQ(events[0].json, R"({"message":"stream disconnected before completion"})");
-    EXPECT_EQ(events[1].json,
-              R"({"stopReason":"end_turn","isError":true,"result":"stream disconnected before completion"})");
+    const auto update = payload(events[1]);
+    EXPECT_EQ(update.at("status").as_string(), "failed");
+    EXPECT_TRUE(handler::testing::contains(json::serialize(update.at("content")), "not allowed to run"));
 }
 
-TEST(CodexExecJson, FieldsOfTheWrongTypeYieldNothingAndDoNotStopTheStream) {
+TEST(CodexAppServer, FileChangesPlansAndReasoning) {
     const auto events = parse_all(
-        R"({"type":"item.completed","item":"not an item"})"
+        R"j({"method":"item/started","params":{"item":{"type":"fileChange","id":"fc_1","status":"inProgress","changes":[{"path":"/p/a.txt","kind":{"type":"add"},"diff":"+a"},{"path":"/p/b.txt","kind":{"type":"update","move_path":null},"diff":"-b"}]}}})j"
         "\n"
-        R"({"type":"item.completed","item":{"id":7,"type":"command_execution","command":["ls"],"exit_code":"zero"}})"
+        R"j({"method":"item/fileChange/requestApproval","id":7,"params":{"itemId":"fc_1","threadId":"t","turnId":"u","reason":"write outside"}})j"
         "\n"
-        R"({"type":"item.completed","item":{"type":"agent_message","text":42}})"
+        R"j({"method":"item/completed","params":{"item":{"type":"fileChange","id":"fc_1","status":"completed","changes":[{"path":"/p/a.txt","kind":{"type":"add"},"diff":"+a"},{"path":"/p/b.txt","kind":{"type":"update","move_path":null},"diff":"-b"}]}}})j"
         "\n"
-        R"({"type":"turn.completed","usage":"lots"})"
+        R"j({"method":"turn/plan/updated","params":{"plan":[{"step":"look","status":"completed"},{"step":"write","status":"inProgress"},{"step":"test","status":"pending"}]}})j"
         "\n"
-        R"({"type":"item.completed","item":{"id":"a","type":"agent_message","text":"still here"}})"
+        R"j({"method":"item/reasoning/summaryTextDelta","params":{"itemId":"r_1","delta":"thinking"}})j"
+        "\n"
+        R"j({"method":"item/completed","params":{"item":{"type":"reasoning","id":"r_1","summary":["thinking"],"content":[]}}})j"
+        "\n"
+        R"j({"method":"item/completed","params":{"item":{"type":"reasoning","id":"r_2","summary":["whole"],"content":[]}}})j"
         "\n");
-    ASSERT_EQ(events.size(), 4u) << describe(events);
-    EXPECT_EQ(payload(events[0]).at("title").as_string(), "Run a command");
-    EXPECT_EQ(events[1].json, R"({"toolCallId":"","status":"completed","content":[]})");
-    EXPECT_EQ(events[2].json, R"({"stopReason":"end_turn","isError":false,"result":""})");
-    EXPECT_EQ(events[3].json, R"({"content":{"type":"text","text":"still here"}})");
+    ASSERT_EQ(events.size(), 7u) << describe(events);
+    const auto call = payload(events[0]);
+    EXPECT_EQ(call.at("title").as_string(), "Edit /p/a.txt and 1 more");
+    EXPECT_EQ(call.at("kind").as_string(), "edit");
+    EXPECT_EQ(json::serialize(call.at("locations")), R"([{"path":"/p/a.txt"},{"path":"/p/b.txt"}])");
+    const auto request = payload(events[2]);
+    EXPECT_EQ(request.at("title").as_string(), "Edit /p/a.txt and 1 more");
+    EXPECT_EQ(request.at("options").as_array().size(), 3u) << "file changes may be allowed for the session";
+    EXPECT_EQ(request.at("_meta").at("codex").at("always").as_string(), "acceptForSession");
+    EXPECT_TRUE(handler::testing::contains(json::serialize(payload(events[3]).at("content")), "add /p/a.txt\\nupdate /p/b.txt"));
+    EXPECT_EQ(json::serialize(payload(events[4]).at("entries")),
+              R"([{"content":"look","status":"completed","priority":"medium"},)"
+              R"({"content":"write","status":"in_progress","priority":"medium"},)"
+              R"({"content":"test","status":"pending","priority":"medium"}])");
+    EXPECT_EQ(events[5].json, R"({"content":{"type":"text","text":"thinking"}})"); // streamed once, not again
+    EXPECT_EQ(events[6].json, R"({"content":{"type":"text","text":"whole"}})");
+}
+
+// The turn failed (its model unreachable, as Codex 0.169.0 reported it): each retry is
+// shown, then the failure once, and the result says so; the run's input ends.
+TEST(CodexAppServer, AFailedTurnIsAnErrorAndAFailedResult) {
+    AppServerParser parser;
+    const auto events = parser.feed(
+        R"j({"method":"error","params":{"error":{"message":"Reconnecting... 1/5","codexErrorInfo":{"responseStreamDisconnected":{"httpStatusCode":null}},"additionalDetails":"Connection failed: error sending request"},"willRetry":true,"threadId":"t","turnId":"u"}})j"
+        "\n"
+        R"j({"method":"error","params":{"error":{"message":"Connection failed: error sending request","codexErrorInfo":{"httpConnectionFailed":{"httpStatusCode":null}},"additionalDetails":null},"willRetry":false,"threadId":"t","turnId":"u"}})j"
+        "\n"
+        R"j({"method":"turn/completed","params":{"threadId":"t","turn":{"id":"u","items":[],"status":"failed","error":{"message":"Connection failed: error sending request"}}}})j"
+        "\n");
+    ASSERT_EQ(events.size(), 3u) << describe(events);
+    EXPECT_EQ(events[0].json, R"({"message":"Reconnecting... 1/5"})");
+    EXPECT_EQ(events[1].json, R"({"message":"Connection failed: error sending request"})");
+    const auto result = payload(events[2]);
+    EXPECT_TRUE(result.at("isError").as_bool());
+    EXPECT_EQ(result.at("result").as_string(), "Connection failed: error sending request");
+    EXPECT_TRUE(parser.take_reply().close);
+}
+
+// Codex waits for an answer to each of its requests: those Handler does not take are
+// refused at once; a refused request of ours ends the run, saying why.
+TEST(CodexAppServer, RequestsItDoesNotTakeAreRefusedAndARefusalEndsTheRun) {
+    AppServerParser parser;
+    const auto events = parser.feed(
+        R"j({"method":"item/tool/requestUserInput","id":"q1","params":{"questions":[]}})j"
+        "\n"
+        R"j({"id":1,"error":{"code":-32600,"message":"invalid sandbox"}})j"
+        "\n");
+    const auto reply = parser.take_reply();
+    EXPECT_EQ(reply.input,
+              R"({"id":"q1","error":{"code":-32601,"message":"Handler does not handle 'item/tool/requestUserInput'"}})"
+              "\n");
+    EXPECT_TRUE(reply.close);
+    ASSERT_EQ(events.size(), 2u) << describe(events);
+    EXPECT_EQ(events[0].json, R"({"message":"invalid sandbox"})");
+    EXPECT_TRUE(payload(events[1]).at("isError").as_bool());
+}
+
+TEST(CodexAppServer, FieldsOfTheWrongTypeYieldNothingAndDoNotStopTheStream) {
+    const auto events = parse_all(
+        R"({"method":"item/started","params":{"item":"not an object"}})"
+        "\n"
+        R"({"method":"item/agentMessage/delta","params":{"delta":7}})"
+        "\n"
+        R"({"method":"turn/plan/updated","params":{"plan":{"no":"list"}}})"
+        "\n"
+        R"({"method":"item/agentMessage/delta","params":{"itemId":"m","delta":"still here"}})"
+        "\n");
+    ASSERT_EQ(events.size(), 2u) << describe(events);
+    EXPECT_EQ(events[1].json, R"({"content":{"type":"text","text":"still here"}})");
 }
 
 // ------------------------------------------------------------------ the loaded plugin
@@ -252,43 +338,58 @@ TEST_F(CodexPlugin, ItsBubblewrapWrapperLeavesOutOnlyTheNewProc) {
     EXPECT_EQ(out, "--as-pid-1 --ro-bind / / --unshare-pid --dev /dev -- sh -c a  b --proc x\n");
 }
 
-TEST_F(CodexPlugin, HeadlessRunsExecJsonWithTheKeyAsCodexApiKey) {
+const std::vector<std::string> kLoggedIn = {
+    "sh", "-c", "printenv CODEX_API_KEY | codex login --with-api-key >/dev/null 2>&1; exec codex \"$@\"", "codex"};
+
+// The thread/start of a launch's opening (its third line).
+json::object thread_params(const handler::plugins::LaunchSpec& spec) {
+    const auto lines = lines_of(spec.input);
+    return lines.size() == 3 ? json::parse(lines[2]).at("params").as_object() : json::object();
+}
+
+// Headless is its app server, logged in with the key's stand-in (the app server reads no
+// key from the environment), the session's settings in the thread it opens.
+TEST_F(CodexPlugin, HeadlessRunsItsAppServerLoggedInWithTheStandIn) {
     LaunchRequest r = request(LaunchMode::headless, StartMode::guarded, "Create hello.txt");
     r.model = "gpt-5.1-codex";
     auto spec = harness_->launch(r);
     ASSERT_TRUE(spec) << spec.error().message;
-    EXPECT_EQ(spec->arguments,
-              concat(concat({"sh", "-c", "exec \"$0\" \"$@\" </dev/null", "codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write",
-                             "--model", "gpt-5.1-codex"},
-                            kQuiet),
-                     {"Create hello.txt"}));
+    EXPECT_EQ(spec->arguments, concat(concat(kLoggedIn, {"app-server"}), kQuiet));
+    EXPECT_EQ(json::value(thread_params(*spec)),
+              json::parse(R"({"approvalPolicy":"on-request","sandbox":"workspace-write","model":"gpt-5.1-codex",)"
+                          R"("cwd":"/home/u/project"})"));
+    EXPECT_EQ(spec->input.find("Create hello.txt"), std::string::npos) << "the prompt is the parser's to send";
     EXPECT_EQ(spec->workdir, "/home/u/project");
     EXPECT_EQ(spec->secret_env, (std::vector<handler::plugins::SecretEnv>{{"CODEX_API_KEY", "openai-api-key"}}));
     EXPECT_EQ(spec->allowed_hosts, (std::vector<handler::plugins::AllowedHost>{{"api.openai.com", 443}}));
+    auto described = harness_->describe();
+    ASSERT_TRUE(described);
+    EXPECT_EQ(json::parse(*described).at("stdin").as_string(), "protocol");
 }
 
 TEST_F(CodexPlugin, StartModesPickTheSandboxAndApprovals) {
-    EXPECT_EQ(arguments(request(LaunchMode::headless, StartMode::locked_down, "go")),
-              concat(concat({"sh", "-c", "exec \"$0\" \"$@\" </dev/null", "codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "read-only"}, kQuiet),
-                     {"go"}));
-    EXPECT_EQ(arguments(request(LaunchMode::headless, StartMode::open, "go")),
-              concat(concat({"sh", "-c", "exec \"$0\" \"$@\" </dev/null", "codex", "exec", "--json", "--skip-git-repo-check",
-                             "--dangerously-bypass-approvals-and-sandbox"},
-                            kQuiet),
-                     {"go"}));
-    // Interactive, someone can answer: it asks. (The TUI starts logged in with the key.)
-    const std::vector<std::string> tui = {
-        "sh", "-c", "printenv CODEX_API_KEY | codex login --with-api-key >/dev/null 2>&1; exec codex \"$@\"", "codex"};
+    const auto thread_of = [&](StartMode mode) {
+        auto spec = harness_->launch(request(LaunchMode::headless, mode, "go"));
+        EXPECT_TRUE(spec) << spec.error().message;
+        const auto params = spec ? thread_params(*spec) : json::object();
+        return std::string(params.at("approvalPolicy").as_string()) + " " + std::string(params.at("sandbox").as_string());
+    };
+    EXPECT_EQ(thread_of(StartMode::locked_down), "untrusted workspace-write"); // asks before acting
+    EXPECT_EQ(thread_of(StartMode::guarded), "on-request workspace-write");
+    EXPECT_EQ(thread_of(StartMode::open), "never danger-full-access");
+    // Interactive, its TUI, asking in it.
     EXPECT_EQ(arguments(request(LaunchMode::interactive, StartMode::guarded, "")),
-              concat(concat(tui, {"--sandbox", "workspace-write", "--ask-for-approval", "on-request"}), kQuiet));
+              concat(concat(kLoggedIn, {"--sandbox", "workspace-write", "--ask-for-approval", "on-request"}), kQuiet));
     EXPECT_EQ(arguments(request(LaunchMode::interactive, StartMode::locked_down, "")),
-              concat(concat(tui, {"--sandbox", "read-only", "--ask-for-approval", "on-request"}), kQuiet));
+              concat(concat(kLoggedIn, {"--sandbox", "read-only", "--ask-for-approval", "on-request"}), kQuiet));
+    EXPECT_EQ(arguments(request(LaunchMode::interactive, StartMode::open, "")),
+              concat(concat(kLoggedIn, {"--dangerously-bypass-approvals-and-sandbox"}), kQuiet));
     // Without a key (a ChatGPT login), the TUI itself.
     EXPECT_EQ(arguments(request(LaunchMode::interactive, StartMode::guarded, "", "chatgpt-login")).at(0), "codex");
 }
 
 TEST_F(CodexPlugin, APromptThatLooksLikeAnOptionComesAfterDashDash) {
-    const auto argv = arguments(request(LaunchMode::headless, StartMode::guarded, "-v is broken"));
+    const auto argv = arguments(request(LaunchMode::interactive, StartMode::guarded, "-v is broken"));
     ASSERT_GE(argv.size(), 2u);
     EXPECT_EQ(argv[argv.size() - 2], "--");
     EXPECT_EQ(argv.back(), "-v is broken");
@@ -300,13 +401,33 @@ TEST_F(CodexPlugin, ALocalServerIsAProviderOfItsOwnWithoutAKey) {
     auto spec = harness_->launch(r);
     ASSERT_TRUE(spec) << spec.error().message;
     EXPECT_EQ(spec->arguments,
-              concat(concat({"sh", "-c", "exec \"$0\" \"$@\" </dev/null", "codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write"},
-                            kQuiet),
+              concat(concat({"codex", "app-server"}, kQuiet),
                      {"-c",
                       R"(model_providers.handler-local={name="Local server", base_url="http://ollama.handler.internal:11434/v1", wire_api="responses"})",
-                      "-c", R"(model_provider="handler-local")", "go"}));
+                      "-c", R"(model_provider="handler-local")"}));
     EXPECT_TRUE(spec->secret_env.empty());
     EXPECT_TRUE(spec->allowed_hosts.empty()); // handlerd allows the local server itself
+}
+
+// Through the plugin's waist, as handlerd drives it: the prompt waits for the thread, the
+// question is an event, the answer goes to Codex's stdin, and the result ends it.
+TEST_F(CodexPlugin, ThePluginsParserAsksAndPassesTheAnswerOn) {
+    auto stream = harness_->open_events("s_1");
+    ASSERT_TRUE(stream) << stream.error().message;
+    auto prompted = (*stream)->prompt(R"({"content":{"type":"text","text":"go"}})");
+    ASSERT_TRUE(prompted) << prompted.error().message;
+    EXPECT_TRUE(prompted->input.empty());
+    auto asked = (*stream)->feed(kAsking);
+    ASSERT_TRUE(asked) << asked.error().message;
+    EXPECT_TRUE(handler::testing::contains(asked->input, R"("method":"turn/start")")) << asked->input;
+    ASSERT_EQ(asked->events.back().kind, handler::plugins::EventKind::permission_request);
+    auto answered = (*stream)->answer(asked->events.back().json, R"({"optionId":"reject_once"})");
+    ASSERT_TRUE(answered) << answered.error().message;
+    EXPECT_EQ(answered->input, R"({"id":0,"result":{"decision":"decline"}})"
+                               "\n");
+    auto ended = (*stream)->feed(kAfterTheAnswer);
+    ASSERT_TRUE(ended);
+    EXPECT_TRUE(ended->close_input);
 }
 
 // A ChatGPT login is Codex's own, kept in the account's folder as its CODEX_HOME.

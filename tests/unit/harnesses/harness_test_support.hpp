@@ -14,6 +14,10 @@
 #include <boost/json/parse.hpp>
 #include <gtest/gtest.h>
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -59,6 +63,35 @@ void expect_same_events_wherever_split(std::string_view transcript, std::size_t 
     for (char byte : transcript)
         for (Event& event : bytewise.feed(std::string_view(&byte, 1))) events.push_back(std::move(event));
     EXPECT_TRUE(same(events, whole)) << describe(events);
+}
+
+// Runs `argv` for real, as podman would (no shell of ours in between), with HOME set to
+// `home`; its stdout, or "exit N" appended when it fails.
+inline std::string run_argv(const std::vector<std::string>& argv, const std::string& home) {
+    int out[2];
+    if (::pipe(out) != 0) return "pipe failed";
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    std::vector<char*> args;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    std::string home_env = "HOME=" + home, path_env = "PATH=/usr/bin:/bin";
+    char* env[] = {home_env.data(), path_env.data(), nullptr};
+    pid_t pid = 0;
+    const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), env);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    std::string output;
+    char buffer[4096];
+    for (ssize_t n; spawned == 0 && (n = ::read(out[0], buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<std::size_t>(n));
+    ::close(out[0]);
+    if (spawned != 0) return "spawn failed";
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) output += "exit " + std::to_string(WEXITSTATUS(status));
+    return output;
 }
 
 // A built-in harness plugin, loaded from the build tree by the real loader.

@@ -5,8 +5,12 @@
 #include "pi/json_mode.hpp"
 
 #include "unit/harnesses/harness_test_support.hpp"
+#include "support/fakes.hpp"
 
 #include <boost/json/serialize.hpp>
+
+#include <fstream>
+#include <iterator>
 
 namespace {
 
@@ -200,7 +204,7 @@ TEST_F(PiPlugin, IsListedAndItsImageInstallsThePinnedCli) {
                                         "pi --version"}));
     auto text = harness_->describe();
     ASSERT_TRUE(text) << text.error().message;
-    EXPECT_EQ(json::parse(*text).at("credentials").as_array().size(), 5u);
+    EXPECT_EQ(json::parse(*text).at("credentials").as_array().size(), 7u);
 }
 
 TEST_F(PiPlugin, HeadlessRunsJsonModeWithTheProviderOfTheAccount) {
@@ -255,11 +259,42 @@ TEST_F(PiPlugin, AModelWithItsProviderAndAnOptionLikePrompt) {
                                                       "read,bash,edit,write", " -v is broken"}));
 }
 
-TEST_F(PiPlugin, RefusesLocalServersAndHeadlessWithoutAPrompt) {
-    auto local = harness_->launch(request(LaunchMode::headless, StartMode::guarded, "go", "ollama"));
-    ASSERT_FALSE(local);
-    EXPECT_EQ(local.error().code, handler::ErrorCode::invalid_argument);
-    EXPECT_TRUE(handler::testing::contains(local.error().message, "'ollama'")) << local.error().message;
+// A local server is a provider of pi's own models.json, written into the session's home
+// before pi starts (the script run here for real by /bin/sh, with echo standing in for pi).
+TEST_F(PiPlugin, ALocalServerIsAProviderInItsModelsFile) {
+    LaunchRequest r = request(LaunchMode::headless, StartMode::guarded, "go", "ollama");
+    r.account_base_url = "http://ollama.handler.internal:11434";
+    r.model = "qwen3-coder";
+    auto spec = harness_->launch(r);
+    ASSERT_TRUE(spec) << spec.error().message;
+    ASSERT_GE(spec->arguments.size(), 5u);
+    EXPECT_EQ(std::vector<std::string>(spec->arguments.begin() + 5, spec->arguments.end()),
+              (std::vector<std::string>{"-p", "--mode", "json", "--no-session", "--provider", "handler-local",
+                                        "--model", "qwen3-coder", "--tools", "read,bash,edit,write", "go"}));
+    EXPECT_TRUE(spec->secret_env.empty());
+    EXPECT_TRUE(spec->allowed_hosts.empty()) << "handlerd adds the server's own rule";
+
+    handler::testing::TempDir home;
+    auto argv = spec->arguments;
+    argv[3] = "echo";
+    EXPECT_EQ(handler::testing::harnesses::run_argv(argv, home.path().string()),
+              "-p --mode json --no-session --provider handler-local --model qwen3-coder --tools read,bash,edit,write go\n");
+    std::ifstream file(home.path() / ".pi/agent/models.json");
+    const auto models = json::parse(std::string(std::istreambuf_iterator<char>(file), {}));
+    EXPECT_EQ(models, json::parse(R"({"providers":{"handler-local":{"baseUrl":"http://ollama.handler.internal:11434/v1",)"
+                                  R"("api":"openai-completions","apiKey":"handler-local","models":[{"id":"qwen3-coder"}]}}})"));
+
+    r.model.clear();
+    auto unnamed = harness_->launch(r);
+    ASSERT_FALSE(unnamed);
+    EXPECT_TRUE(handler::testing::contains(unnamed.error().message, "--model NAME")) << unnamed.error().message;
+}
+
+TEST_F(PiPlugin, RefusesOtherAccountsAndHeadlessWithoutAPrompt) {
+    auto other = harness_->launch(request(LaunchMode::headless, StartMode::guarded, "go", "chatgpt-login"));
+    ASSERT_FALSE(other);
+    EXPECT_EQ(other.error().code, handler::ErrorCode::invalid_argument);
+    EXPECT_TRUE(handler::testing::contains(other.error().message, "'chatgpt-login'")) << other.error().message;
     auto empty = harness_->launch(request(LaunchMode::headless, StartMode::guarded, ""));
     ASSERT_FALSE(empty);
     EXPECT_TRUE(handler::testing::contains(empty.error().message, "needs a prompt")) << empty.error().message;

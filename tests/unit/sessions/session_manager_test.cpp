@@ -169,6 +169,11 @@ public:
         }
         return parsed;
     }
+    Result<plugins::ParsedEvents> prompt(std::string_view prompt) override {
+        plugins::ParsedEvents parsed;
+        parsed.input = "PROMPT " + std::string(prompt) + "\n";
+        return parsed;
+    }
     Result<plugins::ParsedEvents> answer(std::string_view request, std::string_view answer) override {
         plugins::ParsedEvents parsed;
         parsed.input = "ANSWER " + std::string(answer) + " TO " + std::string(request) + "\n";
@@ -251,7 +256,7 @@ protected:
                     return make_error(ErrorCode::not_found, "no harness");
                 plugins::LaunchSpec spec;
                 spec.arguments = {"bash", "-l"};
-                if (harness == "asking") spec.input = "PROMPT " + request.prompt + "\n";
+                if (harness == "asking") spec.input = "HELLO\n"; // its protocol's opening
                 if (harness == "stateful") spec.account_state_env = "STATE_HOME"; // keeps a login
                 if (harness == "keyed") {
                     spec.env = {{"ANTHROPIC_API_KEY", "set by the harness itself"}};
@@ -1008,9 +1013,10 @@ TEST_F(SessionManagerTest, AHarnessAsksAndAClientsAnswerReachesItsStdin) {
     };
     ASSERT_TRUE(pump_until([&] {
         read_input();
-        return !input.empty();
+        return input.find("PROMPT") != std::string::npos;
     }));
-    EXPECT_EQ(input, "PROMPT write it\n"); // and not what the client typed
+    // What the launch gave, then the prompt in the harness's protocol; not what the client typed.
+    EXPECT_EQ(input, "HELLO\n" R"(PROMPT {"content":{"type":"text","text":"write it"}})" "\n");
     EXPECT_EQ(eofs, 0);
 
     shim.output(0, "ASK call_1\nASK call_2\n", shim::Stream::stdout_);

@@ -32,6 +32,9 @@ boost::json::object tool_content(boost::json::object block);
 
 // {"content":{"type":"text","text":...}}
 Event user_prompt(std::string_view text);
+// The text of a prompt handlerd hands a parser (a user_prompt payload); throws
+// std::invalid_argument, naming `agent`, for anything but a text prompt.
+std::string prompt_text(std::string_view payload, std::string_view agent);
 Event agent_message_chunk(std::string_view text);
 Event agent_thought_chunk(std::string_view text);
 
@@ -82,9 +85,19 @@ struct PermissionRequest {
 // The two answers every agent understands.
 std::vector<PermissionOption> allow_or_reject_once();
 Event permission_request(const PermissionRequest& request);
+// A client's answer as handlerd hands it to a parser: the request's payload (as the
+// parser emitted it), what the parser put under "_meta" at `meta_key`, and the option
+// chosen. Throws std::invalid_argument, naming `agent`, for a request without that.
+struct Answer {
+    boost::json::object request;
+    boost::json::object meta;
+    std::string option;
+};
+Answer read_answer(std::string_view request, std::string_view answer, std::string_view meta_key,
+                   std::string_view agent);
 
-// {"modeId":...,"model"?:...}
-Event mode_changed(std::string_view mode_id, std::string_view model = {});
+// {"modeId":...,"model"?:...,"thinkingLevel"?:...}
+Event mode_changed(std::string_view mode_id, std::string_view model = {}, std::string_view thinking_level = {});
 
 struct TurnResult {
     std::string stop_reason = "end_turn"; // end_turn|max_tokens|max_turn_requests|refusal|cancelled

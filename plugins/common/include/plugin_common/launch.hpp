@@ -16,4 +16,18 @@ inline std::vector<std::string> without_stdin(std::string_view program) {
     return {"sh", "-c", "exec \"$0\" \"$@\" </dev/null", std::string(program)};
 }
 
+// The start of an argv that writes `contents` to $HOME/`path` (its folders made) and then
+// runs `program` with the arguments that follow, its stdin on /dev/null when
+// `close_stdin`. For a harness that reads a setting only from a file in its home (pi's
+// models.json): a session's home is new each time. `path` is the plugin's own constant
+// (no quotes, no `$`); the contents pass as an argument, never through the shell's parser.
+inline std::vector<std::string> with_home_file(std::string_view path, std::string_view contents,
+                                               std::string_view program, bool close_stdin) {
+    const std::string file = "\"$HOME/" + std::string(path) + "\"";
+    std::string script = "mkdir -p \"$(dirname " + file + ")\" && printf %s \"$1\" > " + file +
+                         " && shift && exec \"$0\" \"$@\"";
+    if (close_stdin) script += " </dev/null";
+    return {"sh", "-c", script, std::string(program), std::string(contents)};
+}
+
 } // namespace handler::plugin_common

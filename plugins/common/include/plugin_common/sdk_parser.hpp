@@ -18,7 +18,8 @@ struct Reply {
 };
 
 // A parser that talks back (Claude Code's control channel) also has
-// `Reply take_reply()` and `std::vector<Event> answer(request, answer)`.
+// `Reply take_reply()`, `std::vector<Event> answer(request, answer)` and
+// `std::vector<Event> prompt(prompt)`.
 template <class Parser>
 class SdkEventParser final : public handler::sdk::EventParser {
 public:
@@ -33,6 +34,13 @@ public:
             send(parser_.take_reply(), sink);
         } else {
             handler::sdk::EventParser::answer(request, answer, sink);
+        }
+    }
+
+    void prompt(std::string_view prompt, handler::sdk::EventSink& sink) override {
+        if constexpr (kTalksBack) {
+            for (const Event& event : parser_.prompt(prompt)) sink.emit(event.kind, event.json);
+            send(parser_.take_reply(), sink);
         }
     }
 
