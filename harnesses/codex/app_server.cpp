@@ -26,12 +26,19 @@ bool is_tool_item(std::string_view type) {
            type == "dynamicToolCall" || type == "webSearch" || type == "collabAgentToolCall";
 }
 
-// The shell Codex runs a command in wraps it: `/bin/bash -lc "printf hi > a"`. A title
-// shows what was asked for, not the wrapper.
+// The shell Codex runs a command in wraps it: `/bin/bash -lc "printf hi > a"` (the
+// user's shell: /bin/sh in a session's container). A title shows what was asked for, not
+// the wrapper.
 std::string_view unwrap_shell(std::string_view command) {
-    for (std::string_view shell : {"/bin/bash -lc ", "bash -lc ", "/bin/sh -c ", "sh -c ", "/bin/zsh -lc "}) {
-        if (command.substr(0, shell.size()) != shell) continue;
-        std::string_view rest = command.substr(shell.size());
+    const auto program_end = command.find(' ');
+    if (program_end == std::string_view::npos) return command;
+    const std::string_view program = command.substr(0, program_end);
+    const std::string_view name = program.substr(program.rfind('/') == std::string_view::npos ? 0 : program.rfind('/') + 1);
+    if (name != "sh" && name != "bash" && name != "zsh" && name != "dash") return command;
+    std::string_view rest = command.substr(program_end + 1);
+    for (std::string_view flag : {"-lc ", "-c "}) {
+        if (rest.substr(0, flag.size()) != flag) continue;
+        rest = rest.substr(flag.size());
         if (rest.size() >= 2 && (rest.front() == '"' || rest.front() == '\'') && rest.back() == rest.front())
             rest = rest.substr(1, rest.size() - 2);
         return rest;

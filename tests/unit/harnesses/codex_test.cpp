@@ -165,6 +165,17 @@ TEST(CodexAppServer, GivesTheSameEventsWhereverTheOutputIsSplit) {
     handler::testing::harnesses::expect_same_events_wherever_split<AppServerParser>(kTranscript, 9);
 }
 
+TEST(CodexAppServer, TitlesShowTheCommandNotItsShell) {
+    const auto title = [](std::string_view command) {
+        return handler::codex::item_title(json::object{{"type", "commandExecution"}, {"command", command}});
+    };
+    EXPECT_EQ(title(R"(/bin/sh -lc "printf '%s' \"hi\" > /p/hello.txt")"), R"(Run: printf '%s' \"hi\" > /p/hello.txt)");
+    EXPECT_EQ(title("bash -c 'ls -la'"), "Run: ls -la");
+    EXPECT_EQ(title("/usr/bin/zsh -lc make"), "Run: make");
+    EXPECT_EQ(title("/usr/bin/python3 -c 'print(1)'"), "Run: /usr/bin/python3 -c 'print(1)'");
+    EXPECT_EQ(title("ls"), "Run: ls");
+}
+
 TEST(CodexAppServer, ADeclinedCommandIsAFailedUpdateSayingSo) {
     const auto events = parse_all(
         R"j({"method":"item/completed","params":{"item":{"type":"commandExecution","id":"call_1","command":"/bin/bash -lc \"rm -rf x\"","status":"declined","aggregatedOutput":null,"exitCode":null}}})j"
