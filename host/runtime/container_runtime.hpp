@@ -135,6 +135,11 @@ public:
     // already here; RUN steps may download, so the build has a network).
     virtual Result<void> build_image(const std::filesystem::path& context_dir,
                                      const std::string& reference) = 0;
+    // Every "repository:tag" of images in `repository` ("localhost/handler-codex").
+    virtual Result<std::vector<std::string>> image_tags(const std::string& repository) = 0;
+    // Removes the image `reference` unless a container (running or not) uses it: then
+    // conflict, and the image stays.
+    virtual Result<void> remove_image(const std::string& reference) = 0;
 };
 
 std::string_view to_string(ContainerState state);

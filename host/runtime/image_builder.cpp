@@ -479,6 +479,18 @@ Result<std::string> ensure_layer_image(ContainerRuntime& runtime, const fs::path
                                     std::chrono::steady_clock::now() - started)
                                     .count()) +
                  " s)");
+    // The plugin's older images (an earlier version of it, or of the base) go, except one
+    // a container still uses (a running session's), which podman keeps: that session
+    // goes on undisturbed, and the next build of this plugin tries again.
+    const std::string repository = reference.substr(0, reference.rfind(':'));
+    if (auto tags = runtime.image_tags(repository))
+        for (const std::string& tag : *tags) {
+            if (tag == reference) continue;
+            auto removed = runtime.remove_image(tag);
+            if (progress)
+                progress(removed ? "removed the older image " + tag
+                                 : "kept the older image " + tag + " (" + removed.error().message + ")");
+        }
     return reference;
 }
 

@@ -570,6 +570,47 @@ Result<void> PodmanRuntime::build_image(const fs::path& context_dir, const std::
     return {};
 }
 
+Result<std::vector<std::string>> PodmanRuntime::image_tags(const std::string& repository) {
+    if (!valid_image_ref(repository) || repository.find(':') != std::string::npos)
+        return make_error(ErrorCode::invalid_argument, "image repository '" + repository + "' is empty or malformed");
+    std::vector<std::string> arguments = {"images", "--format=json", "--filter=reference=" + repository};
+    auto result = podman(arguments);
+    if (!result) return result.take_error();
+    if (result->exit_code != 0) {
+        arguments.insert(arguments.begin(), options_.program);
+        return command_failed(arguments, *result, "");
+    }
+    return parse_podman_image_names(result->stdout_text, repository);
+}
+
+Result<void> PodmanRuntime::remove_image(const std::string& reference) {
+    if (!valid_image_ref(reference))
+        return make_error(ErrorCode::invalid_argument, "image reference '" + reference + "' is empty or malformed");
+    // Never --force: an image a container still uses (a running session's) must stay.
+    std::vector<std::string> arguments = {"rmi", reference};
+    auto result = podman(arguments);
+    if (!result) return result.take_error();
+    if (result->exit_code == 0) return {};
+    arguments.insert(arguments.begin(), options_.program);
+    auto failed = command_failed(arguments, *result, "image " + reference);
+    return make_error(ErrorCode::conflict, failed.message);
+}
+
+Result<std::vector<std::string>> parse_podman_image_names(std::string_view text, std::string_view repository) {
+    auto array = parse_array(text, "podman images");
+    if (!array) return array.take_error();
+    std::vector<std::string> names;
+    const std::string prefix = std::string(repository) + ":";
+    for (const json::value& entry : *array) {
+        const json::object* object = entry.if_object();
+        const json::value* listed = object == nullptr ? nullptr : object->if_contains("Names");
+        if (listed == nullptr || !listed->is_array()) continue;
+        for (const json::value& name : listed->get_array())
+            if (name.is_string() && name.get_string().starts_with(prefix)) names.emplace_back(name.get_string());
+    }
+    return names;
+}
+
 Result<ContainerInfo> parse_podman_inspect(std::string_view text) {
     auto array = parse_array(text, "podman container inspect");
     if (!array) return array.take_error();

@@ -51,6 +51,8 @@ public:
                               const std::string& reference) override;
     Result<void> build_image(const std::filesystem::path& context_dir,
                              const std::string& reference) override;
+    Result<std::vector<std::string>> image_tags(const std::string& repository) override;
+    Result<void> remove_image(const std::string& reference) override;
 
     // The `podman run` argv for `spec`, after validation. Public so tests and
     // `handler doctor`-style tools can show exactly what would run.
@@ -70,6 +72,8 @@ private:
 // Parsers for podman's JSON, exposed for the tests that feed them real output.
 Result<ContainerInfo> parse_podman_inspect(std::string_view json);
 Result<std::vector<ContainerInfo>> parse_podman_ps(std::string_view json);
+// The "repository:tag" names in `podman images --format json` that are in `repository`.
+Result<std::vector<std::string>> parse_podman_image_names(std::string_view json, std::string_view repository);
 
 // The container name for a session: handler-<session id>.
 std::string container_name(std::string_view session_id);

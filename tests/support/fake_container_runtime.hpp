@@ -144,6 +144,23 @@ public:
         images.insert(reference);
         return {};
     }
+    Result<std::vector<std::string>> image_tags(const std::string& repository) override {
+        calls.push_back("image_tags");
+        std::vector<std::string> tags;
+        for (const auto& image : images)
+            if (image.starts_with(repository + ":")) tags.push_back(image);
+        return tags;
+    }
+
+    Result<void> remove_image(const std::string& reference) override {
+        calls.push_back("remove_image " + reference);
+        for (const auto& [id, container] : containers)
+            if (container.info.image == reference)
+                return make_error(ErrorCode::conflict, "image " + reference + " is in use by container " + id);
+        if (images.erase(reference) == 0) return make_error(ErrorCode::not_found, "no image " + reference);
+        return {};
+    }
+
     struct Build {
         std::string reference;
         std::string containerfile; // as it was when the build ran

@@ -16,6 +16,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+probe=$(realpath "${HANDLER_RUNTIME_PROBE:-$here/runtime_probe}")
 test_name=podman-harnesses
 use_base_image=1
 extra_config='[network]
@@ -230,8 +231,28 @@ PY
   esac
 }
 
+# A plugin's new version is a new image; once it is built the older ones go, except one a
+# running session's container uses (real podman, through the real PodmanRuntime).
+check_image_pruning() {
+  local base one two three container
+  base=$(podman images --format '{{.Repository}}:{{.Tag}}' localhost/handler-base | head -n 1)
+  [ -n "$base" ] || fail "no base image to build on"
+  one=$("$probe" ensure-layer prunetest 1 "$base" 2>"$work/prune.err") || fail "image build: $(cat "$work/prune.err")"
+  two=$("$probe" ensure-layer prunetest 2 "$base" 2>"$work/prune.err") || fail "image build: $(cat "$work/prune.err")"
+  if podman image exists "$one"; then fail "the older image $one was left behind"; fi
+  container=$("$probe" run s_prune "$two" "$project" -- sleep 600) || fail "could not start a container of $two"
+  three=$("$probe" ensure-layer prunetest 3 "$base" 2>"$work/prune.err") || fail "image build: $(cat "$work/prune.err")"
+  podman image exists "$three" || fail "the new image $three is missing"
+  podman image exists "$two" || fail "the image of a running container was removed"
+  grep -q "kept the older image $two" "$work/prune.err" || fail "keeping $two was not said: $(cat "$work/prune.err")"
+  [ "$("$probe" inspect "$container" | sed -n 's/^state=//p')" = running ] || fail "the running container was disturbed"
+  "$probe" remove "$container"
+  podman rmi "$two" "$three" >/dev/null
+  echo "PASS older plugin images pruned, a running session's kept"
+}
+
 # HANDLER_TEST_HARNESSES="codex pi" runs only those (for working on one harness).
-only=" ${HANDLER_TEST_HARNESSES:-claude codex pi local vibe} "
+only=" ${HANDLER_TEST_HARNESSES:-claude codex pi local images vibe} "
 if [[ $only == *" claude "* ]]; then
   check_harness claude Write edit api.anthropic.com anthropic-api-key "$anthropic_key" ANTHROPIC_API_KEY sk-ant-api03-
 
@@ -322,6 +343,9 @@ assert expected in paths, paths
 PY
     echo "PASS $harness with a local server"
   done
+fi
+if [[ $only == *" images "* ]]; then
+  check_image_pruning
 fi
 if [[ $only == *" vibe "* ]]; then
   # Mistral Vibe is published only on PyPI; where the image build cannot reach it, there

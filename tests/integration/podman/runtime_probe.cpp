@@ -10,6 +10,9 @@
 //   runtime_probe stop ID GRACE_MS | remove ID | image-exists REF | import TARBALL REF
 //   runtime_probe ensure-base-image    this host's base image (docs/images.md): progress
 //                                      on stderr, the reference on stdout
+//   runtime_probe ensure-layer NAME VERSION BASE   a plugin image whose recipe does nothing,
+//                                      built on BASE (older ones of NAME pruned); progress on
+//                                      stderr, the reference on stdout
 #include "core/paths.hpp"
 #include "runtime/image_builder.hpp"
 #include "runtime/podman_runtime.hpp"
@@ -116,6 +119,16 @@ int main(int argc, char** argv) {
         ImageBuilder builder(runner, runtime);
         auto reference = builder.ensure_base_image(
             default_base_recipe(), [](const std::string& line) { std::cerr << line << "\n"; });
+        if (!reference) return failed(reference.error());
+        std::cout << *reference << "\n";
+        return 0;
+    }
+    if (command == "ensure-layer" && arguments.size() == 4) {
+        // A plugin NAME at VERSION whose recipe does nothing, on image BASE.
+        const LayerRecipe recipe{arguments[1], arguments[2], {}, {"true"}};
+        auto build_dir = std::filesystem::path(home) / ".cache/handler/probe-build";
+        auto reference = ensure_layer_image(runtime, build_dir, arguments[3], recipe,
+                                            [](const std::string& line) { std::cerr << line << "\n"; });
         if (!reference) return failed(reference.error());
         std::cout << *reference << "\n";
         return 0;

@@ -302,6 +302,40 @@ TEST(LayerImage, BuiltOnlyWhenMissingAndOnlyOnAPresentBase) {
     EXPECT_EQ(runtime.builds.size(), 1u);
 }
 
+// A new version of a plugin is a new image; the older ones go once it is built, except
+// one that a running session's container uses, which stays under it.
+TEST(LayerImage, ANewVersionRemovesTheOlderImagesNoSessionUses) {
+    TempDir dir;
+    FakeContainerRuntime runtime;
+    runtime.images.insert("localhost/handler-base:aaa");
+    runtime.images.insert("localhost/handler-pilot:elsewhere"); // another plugin's repository
+    const auto build = [&](const std::string& version) {
+        return ensure_layer_image(runtime, dir / "build", "localhost/handler-base:aaa",
+                                  LayerRecipe{"pi", version, {}, {"npm install -g pi@" + version}});
+    };
+    auto first = build("0.1.0");
+    ASSERT_TRUE(first) << first.error().message;
+    auto second = build("0.2.0");
+    ASSERT_TRUE(second) << second.error().message;
+    EXPECT_EQ(runtime.images.count(*first), 0u) << "no session used it";
+    EXPECT_EQ(runtime.images.count("localhost/handler-pilot:elsewhere"), 1u);
+
+    runtime::ContainerSpec session;
+    session.session_id = "s_1";
+    session.image = *second;
+    session.argv = {"sleep", "infinity"};
+    ASSERT_TRUE(runtime.create_and_start(session));
+    std::vector<std::string> progress;
+    auto third = ensure_layer_image(runtime, dir / "build", "localhost/handler-base:aaa",
+                                    LayerRecipe{"pi", "0.3.0", {}, {"npm install -g pi@0.3.0"}},
+                                    [&](const std::string& line) { progress.push_back(line); });
+    ASSERT_TRUE(third) << third.error().message;
+    EXPECT_EQ(runtime.images.count(*second), 1u) << "a running session's image stays";
+    EXPECT_EQ(runtime.images.count(*third), 1u);
+    ASSERT_FALSE(progress.empty());
+    EXPECT_TRUE(contains(progress.back(), "kept the older image " + *second)) << progress.back();
+}
+
 TEST(ImageBuilderMirror, FromAptSources) {
     EXPECT_EQ(mirror_from_apt_sources("Types: deb\n"
                                       "# http://snapshot.debian.org/archive/debian/2025\n"

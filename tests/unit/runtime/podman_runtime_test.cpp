@@ -441,6 +441,29 @@ TEST_F(PodmanRuntimeTest, ImageExistsAndImport) {
     EXPECT_FALSE(runtime.import_image(dir_.path() / "missing.tar", "localhost/x:latest"));
 }
 
+// The tags of one repository (podman filters by reference, and prefixes match too, so
+// the names are checked again), and removal that never forces: an image in use stays.
+TEST_F(PodmanRuntimeTest, ImageTagsAndRemovalThatLeavesAnImageInUse) {
+    PodmanRuntime runtime(runner_, options_);
+    runner_.answer(0, R"([{"Id":"a1","Names":["localhost/handler-pi:111","localhost/handler-pi:222"]},)"
+                      R"({"Id":"b2","Names":["localhost/handler-pilot:333"]},{"Id":"c3"}])");
+    auto tags = runtime.image_tags("localhost/handler-pi");
+    ASSERT_TRUE(tags) << tags.error().message;
+    EXPECT_EQ(*tags, (std::vector<std::string>{"localhost/handler-pi:111", "localhost/handler-pi:222"}));
+    EXPECT_EQ(runner_.last_argv(), (std::vector<std::string>{"podman", "images", "--format=json",
+                                                             "--filter=reference=localhost/handler-pi"}));
+    EXPECT_FALSE(runtime.image_tags("localhost/handler-pi:111")) << "a repository, not an image";
+
+    runner_.answer(0);
+    ASSERT_TRUE(runtime.remove_image("localhost/handler-pi:111"));
+    EXPECT_EQ(runner_.last_argv(), (std::vector<std::string>{"podman", "rmi", "localhost/handler-pi:111"}));
+    runner_.answer(2, "", "Error: image used by 4f2a: image is in use by a container\n");
+    auto in_use = runtime.remove_image("localhost/handler-pi:222");
+    ASSERT_FALSE(in_use);
+    EXPECT_EQ(in_use.error().code, ErrorCode::conflict);
+    EXPECT_TRUE(contains(in_use.error().message, "in use by a container")) << in_use.error().message;
+}
+
 // A layered image is built from our own base only: never pulled, no cached layers.
 TEST_F(PodmanRuntimeTest, BuildUsesTheFoldersContainerfileAndNeverPulls) {
     PodmanRuntime runtime(runner_, options_);
