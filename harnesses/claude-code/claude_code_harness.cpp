@@ -9,6 +9,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
+#include <plugin_common/launch.hpp>
 #include <plugin_common/sdk_parser.hpp>
 
 #include <string>
@@ -64,6 +65,7 @@ public:
                R"({"id":"acceptEdits","label":"Accept edits"},)"
                R"({"id":"bypassPermissions","label":"Bypass permissions"},)"
                R"({"id":"plan","label":"Plan only"}],)"
+               R"("thinking_levels":["low","medium","high","xhigh","max"],)"
                R"("launch_modes":["interactive","headless"],"events":"structured","stdin":"protocol"})";
     }
 
@@ -129,6 +131,10 @@ public:
         }
         launch.arguments({"--permission-mode", mode});
         if (!request.model.empty()) launch.arguments({"--model", request.model});
+        if (!request.thinking_level.empty())
+            launch.arguments({"--effort", handler::plugin_common::thinking_level(
+                                              "Claude Code", request.thinking_level,
+                                              {"low", "medium", "high", "xhigh", "max"})});
         launch.arguments(request.extra_args);
         if (request.interactive() && !request.prompt.empty() && !prompt_looks_like_option)
             launch.argument(request.prompt); // the TUI starts with it as the first message

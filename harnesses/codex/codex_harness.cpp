@@ -6,6 +6,7 @@
 #include "codex/app_server.hpp"
 
 #include <handler/plugin.hpp>
+#include <plugin_common/launch.hpp>
 #include <plugin_common/sdk_parser.hpp>
 
 #include <boost/json/object.hpp>
@@ -46,6 +47,7 @@ public:
                R"("modes":[{"id":"untrusted","label":"Asks before every command that changes something"},)"
                R"({"id":"on-request","label":"Writes in the project, asks to leave its sandbox"},)"
                R"({"id":"never","label":"No sandbox, asks nothing"}],)"
+               R"("thinking_levels":["none","minimal","low","medium","high","xhigh"],)"
                R"("launch_modes":["interactive","headless"],"events":"structured","stdin":"protocol"})";
     }
 
@@ -149,6 +151,12 @@ public:
         // No telemetry, no update checks (the image pins the version): the model API is
         // the only host a session needs.
         launch.arguments({"-c", "analytics.enabled=false", "-c", "check_for_update_on_startup=false"});
+        // Its reasoning effort; the model may take fewer of these than Codex knows.
+        if (!request.thinking_level.empty())
+            launch.arguments({"-c", "model_reasoning_effort=" +
+                                        toml_string(handler::plugin_common::thinking_level(
+                                            "Codex", request.thinking_level,
+                                            {"none", "minimal", "low", "medium", "high", "xhigh"}))});
         // With its model unreachable Codex would retry for ever ("Reconnecting... waiting
         // for network"); bounded, a run fails after five tries and says why.
         launch.arguments({"--disable", "unbounded_connection_retries"});

@@ -87,6 +87,7 @@ public:
                R"j({"kind":"ollama","label":"Ollama server (its OpenAI-compatible API; name the model)"},)j"
                R"j({"kind":"llama-cpp","label":"llama.cpp server (its OpenAI-compatible API; name the model)"}],)j"
                R"("modes":[{"id":"default","label":"Runs its tools without asking"}],)"
+               R"("thinking_levels":["off","minimal","low","medium","high","xhigh"],)"
                R"("launch_modes":["interactive","headless"],"events":"structured"})";
     }
 
@@ -131,6 +132,10 @@ public:
         else if (provider != nullptr && request.model.find('/') == std::string_view::npos)
             launch.arguments({"--provider", provider->provider}); // "provider/id" names its own
         if (!request.model.empty()) launch.arguments({"--model", request.model});
+        if (!request.thinking_level.empty())
+            launch.arguments({"--thinking", handler::plugin_common::thinking_level(
+                                                "pi", request.thinking_level,
+                                                {"off", "minimal", "low", "medium", "high", "xhigh"})});
         launch.arguments({"--tools", tools_for(request.start_mode)});
         launch.arguments(request.extra_args);
         if (!request.prompt.empty()) {

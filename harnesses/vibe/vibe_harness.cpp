@@ -130,6 +130,9 @@ public:
         launch.env("VIBE_ENABLE_TELEMETRY", "false").env("VIBE_ENABLE_UPDATE_CHECKS", "false");
         // Vibe has no model flag; the model is the config's active_model, an alias.
         if (!request.model.empty()) launch.env("VIBE_ACTIVE_MODEL", request.model);
+        if (!request.thinking_level.empty())
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT,
+                              "Mistral Vibe takes no thinking level; its model's own setting applies");
         launch.allow_host(kModelHost, 443);
     }
 

@@ -814,7 +814,7 @@ Response Routes::start_session(const Call& call) {
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
     if (auto known = reader.allow_only({"agent", "harness", "name", "directory", "prompt",
-                                        "args", "rows", "cols", "network", "model"});
+                                        "args", "rows", "cols", "network", "model", "thinking"});
         !known)
         return error_response(known.error());
     StartRequest request;
@@ -848,6 +848,12 @@ Response Routes::start_session(const Call& call) {
     if (*model) {
         if (auto valid = store::check_model_name(**model); !valid) return error_response(valid.error());
         request.model = *model;
+    }
+    auto thinking = reader.optional_string("thinking");
+    if (!thinking) return error_response(thinking.error());
+    if (*thinking) {
+        if (auto valid = store::check_thinking_level(**thinking); !valid) return error_response(valid.error());
+        request.thinking = *thinking;
     }
     for (const auto* field : {"rows", "cols"}) {
         const auto* value = body->if_contains(field);

@@ -57,6 +57,7 @@ struct StartRequest {
     // The model for this session, as the harness names it ("sonnet", "gpt-5.1-codex");
     // unset: the harness's default.
     std::optional<std::string> model;
+    std::optional<std::string> thinking; // the harness's word for it: "high", "xhigh"
     std::uint16_t rows = 24;
     std::uint16_t cols = 80;
 };

@@ -62,6 +62,7 @@ struct Options {
     bool read_only = false;
     std::optional<std::string> session_network;
     std::optional<std::string> session_model;
+    std::optional<std::string> session_thinking;
     std::string host;
     std::string kind;
     bool key_stdin = false;
@@ -244,6 +245,9 @@ Tree define(CLI::App& app, Options& options) {
     tree.run->add_option("-m,--model", options.session_model,
                          "The model for this session, as the harness names it (claude: sonnet, "
                          "opus; codex: gpt-5.1-codex; pi: anthropic/claude-sonnet-4-5)");
+    tree.run->add_option("--thinking", options.session_thinking,
+                         "How hard the model thinks, in the harness's words (claude: low .. max; "
+                         "codex: minimal .. xhigh; pi: off .. xhigh)");
     tree.run->add_option("--detach-keys", options.detach_keys,
                          "Keys that detach and leave the session running")
         ->capture_default_str();
@@ -828,6 +832,7 @@ int command_run(Session& session, const Options& options, bool terminal) {
     }
     if (options.session_network) body["network"] = *options.session_network;
     if (options.session_model) body["model"] = *options.session_model;
+    if (options.session_thinking) body["thinking"] = *options.session_thinking;
     if (terminal && !options.args.empty()) {
         json::array args;
         for (const auto& arg : options.args) args.emplace_back(arg);

@@ -23,6 +23,7 @@ struct LaunchRequest {
     std::string account_kind; // e.g. "anthropic-api-key"; empty: no account
     // A local model server (llama-cpp, ollama accounts) as the container reaches it.
     std::string account_base_url;
+    std::string thinking_level; // empty: the harness's default
     std::vector<std::string> extra_args; // `handler terminal AGENT -- ARGS`
 };
 

@@ -198,6 +198,7 @@ hd_launch_request to_raw(const LaunchRequest& request, std::vector<hd_str>& extr
     raw.extra_args = extra_args.data();
     raw.extra_arg_count = extra_args.size();
     raw.account_base_url = to_str(request.account_base_url);
+    raw.thinking_level = to_str(request.thinking_level);
     return raw;
 }
 

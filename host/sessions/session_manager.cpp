@@ -1306,6 +1306,7 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     launch_request.project_path = project->path;
     launch_request.prompt = request.prompt;
     launch_request.model = request.model.value_or("");
+    launch_request.thinking_level = request.thinking.value_or("");
     launch_request.account_kind = account_kind;
     launch_request.extra_args = request.args;
     std::optional<LocalServer> server;

@@ -173,6 +173,14 @@ Result<void> check_model_name(std::string_view model) {
     return {};
 }
 
+Result<void> check_thinking_level(std::string_view level) {
+    if (level.empty() || level.size() > 16 ||
+        !std::all_of(level.begin(), level.end(), [](char c) { return c >= 'a' && c <= 'z'; }))
+        return invalid("thinking level '" + std::string(level.substr(0, 40)) +
+                       "' is not one: use the harness's word for it (1 to 16 lowercase letters, like high)");
+    return {};
+}
+
 bool is_local_account_kind(std::string_view kind) { return !default_base_url(kind).empty(); }
 
 std::string_view default_base_url(std::string_view kind) {

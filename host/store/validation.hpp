@@ -43,6 +43,8 @@ Result<void> check_account_kind(std::string_view kind);
 // "anthropic/claude-opus-4-7:high", "gpt-5.1-codex"): 1–128 of [A-Za-z0-9._:/@+-],
 // starting with a letter or digit, so that it can never be read as an option.
 Result<void> check_model_name(std::string_view model);
+// A thinking level: 1 to 16 lowercase letters (each harness has its own words for them).
+Result<void> check_thinking_level(std::string_view level);
 
 // Local model servers the user runs (llama-cpp, ollama): reached at a base URL, no key.
 bool is_local_account_kind(std::string_view kind);

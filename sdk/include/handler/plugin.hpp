@@ -286,6 +286,7 @@ struct LaunchRequest {
     std::string_view account_kind;
     std::vector<std::string_view> extra_args;
     std::string_view account_base_url; // local model servers only
+    std::string_view thinking_level;   // empty: the harness's default
 
     bool interactive() const noexcept { return mode == HD_LAUNCH_INTERACTIVE; }
     bool headless() const noexcept { return mode == HD_LAUNCH_HEADLESS; }
@@ -301,6 +302,7 @@ struct LaunchRequest {
         request.model = to_view(raw.model);
         request.account_kind = to_view(raw.account_kind);
         request.account_base_url = to_view(raw.account_base_url);
+        request.thinking_level = to_view(raw.thinking_level);
         if (raw.extra_args != nullptr)
             for (std::size_t i = 0; i < raw.extra_arg_count; ++i)
                 request.extra_args.push_back(to_view(raw.extra_args[i]));
@@ -581,6 +583,11 @@ hd_status guarded(hd_sink out_error, Body&& body) noexcept {
     } catch (const PluginError& error) {
         write_to(out_error, error.what());
         return error.status();
+    } catch (const std::invalid_argument& error) {
+        // What the plugin was given is wrong (a thinking level it does not know): the
+        // caller's mistake, not the plugin's failure.
+        write_to(out_error, error.what());
+        return HD_STATUS_INVALID_ARGUMENT;
     } catch (const std::exception& error) {
         write_to(out_error, error.what());
         return HD_STATUS_FAILED;

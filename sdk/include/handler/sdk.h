@@ -178,6 +178,9 @@ typedef struct hd_launch_request {
     /* A local model server's URL as the container reaches it (accounts of kind
      * llama-cpp and ollama; the proxy leads there); empty otherwise. */
     hd_str account_base_url;
+    /* How hard the model thinks, in the harness's own words (a word its describe()
+     * lists under "thinking_levels"); empty: the harness's default. */
+    hd_str thinking_level;
 } hd_launch_request;
 
 /* How a plugin describes the container to start. Filled by the host; the plugin calls

@@ -257,7 +257,7 @@ if [[ $only == *" claude "* ]]; then
   check_harness claude Write edit api.anthropic.com anthropic-api-key "$anthropic_key" ANTHROPIC_API_KEY sk-ant-api03-
 
   ask_run claude "Write hello.txt" allow
-  ask_run claude "Write hello.txt" reject
+  ask_run claude "Write hello.txt" reject --thinking high
   python3 - "$work/api.anthropic.com.log" <<'PY' || fail "the model was not told of the rejection: $(tail -c 2000 "$work/api.anthropic.com.log")"
 import json, sys
 outputs = [e["tool_output"] for e in map(json.loads, open(sys.argv[1])) if e.get("tool_output")]
@@ -276,7 +276,13 @@ if [[ $only == *" codex "* ]]; then
   grep -q "Falling back from WebSockets" "$work/codex.err" || fail "codex: its error events were not printed: $(cat "$work/codex.err")"
 
   # Locked down, Codex asks before every command that changes something.
-  ask_run codex "Run: printf" allow --model gpt-handler-test
+  ask_run codex "Run: printf" allow --model gpt-handler-test --thinking low
+  # Its reasoning effort is the thinking level asked for, and the events say so.
+  python3 - "$work/ask.jsonl" <<'PY' || fail "codex: the thinking level is not in the events: $(head -c 2000 "$work/ask.jsonl")"
+import json, sys
+modes = [json.loads(l)["payload"] for l in open(sys.argv[1]) if '"mode_changed"' in l]
+assert modes and modes[0].get("thinkingLevel") == "low", modes
+PY
   ask_run codex "Run: printf" reject --model gpt-handler-test
   echo "PASS codex locked down asks, and the answer decides"
 

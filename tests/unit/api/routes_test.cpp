@@ -784,7 +784,8 @@ protected:
 TEST_F(SessionRoutesTest, StartTakesTheFieldsItNeedsAndAnswersCreated) {
     auto response = call("POST", "/api/v1/sessions",
                          R"({"name":"reviewer","directory":"/srv/app","prompt":"make test",)"
-                         R"("args":["-x"],"rows":40,"cols":100,"model":"anthropic/claude-opus-4-7:high"})");
+                         R"("args":["-x"],"rows":40,"cols":100,"model":"anthropic/claude-opus-4-7:high",)"
+                         R"("thinking":"xhigh"})");
     EXPECT_EQ(response.status, 201u) << response.body;
     EXPECT_EQ(response.headers["Location"], "/api/v1/sessions/s_00000a");
     ASSERT_EQ(sessions_.started.size(), 1u);
@@ -796,6 +797,7 @@ TEST_F(SessionRoutesTest, StartTakesTheFieldsItNeedsAndAnswersCreated) {
     EXPECT_EQ(request.rows, 40);
     EXPECT_EQ(request.cols, 100);
     EXPECT_EQ(request.model, "anthropic/claude-opus-4-7:high");
+    EXPECT_EQ(request.thinking, "xhigh");
 }
 
 TEST_F(SessionRoutesTest, StartRefusesBadBodiesWithTheField) {
@@ -811,6 +813,8 @@ TEST_F(SessionRoutesTest, StartRefusesBadBodiesWithTheField) {
         {R"({"directory":"/a","model":"gpt 5"})", "not a model name"},
         {R"({"directory":"/a","model":""})", "not a model name"},
         {R"({"directory":"/a","model":7})", "'model'"},
+        {R"({"directory":"/a","thinking":"--effort=max"})", "not one"},
+        {R"({"directory":"/a","thinking":"High"})", "not one"},
     };
     for (const auto& [body, expected] : cases) {
         auto response = call("POST", "/api/v1/sessions", body);

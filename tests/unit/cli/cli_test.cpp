@@ -543,11 +543,12 @@ TEST(Permissions, TheTerminalAskerSendsWhatThePersonChose) {
 TEST(Cli, RunSendsTheModelAndTheNetworkMode) {
     FakeDaemon daemon;
     daemon.answer(201, R"({"id":"s_1","state":"starting","tty":true})");
-    auto result = run(daemon, {"run", "codex", "-d", "--model", "gpt-5.1-codex", "--network", "none"});
+    auto result = run(daemon, {"run", "codex", "-d", "--model", "gpt-5.1-codex", "--network", "none", "--thinking", "high"});
     ASSERT_GE(daemon.calls.size(), 1u) << result.err;
     const auto body = json::parse(daemon.calls[0].body).as_object();
     EXPECT_EQ(body.at("model").as_string(), "gpt-5.1-codex");
     EXPECT_EQ(body.at("network").as_string(), "none");
+    EXPECT_EQ(body.at("thinking").as_string(), "high");
 }
 
 } // namespace handler::cli

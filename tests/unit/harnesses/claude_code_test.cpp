@@ -629,6 +629,21 @@ TEST_F(ClaudeCodePlugin, OpenRouterAndLocalServersThroughItsBaseUrl) {
     EXPECT_TRUE(handler::testing::contains(unnamed.error().message, "--model NAME")) << unnamed.error().message;
 }
 
+TEST_F(ClaudeCodePlugin, AThinkingLevelIsItsEffort) {
+    LaunchRequest r = request(LaunchMode::headless, StartMode::guarded, "go");
+    r.thinking_level = "xhigh";
+    const auto argv = arguments(r);
+    const auto at = std::find(argv.begin(), argv.end(), "--effort");
+    ASSERT_NE(at, argv.end());
+    EXPECT_EQ(*(at + 1), "xhigh");
+    r.thinking_level = "minimal";
+    auto refused = harness_->launch(r);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, handler::ErrorCode::invalid_argument);
+    EXPECT_TRUE(handler::testing::contains(refused.error().message, "its levels are low, medium, high, xhigh, max"))
+        << refused.error().message;
+}
+
 TEST_F(ClaudeCodePlugin, RefusesAnotherProvidersAccount) {
     auto spec = harness_->launch(request(LaunchMode::headless, StartMode::guarded, "go", "openai-api-key"));
     ASSERT_FALSE(spec);

@@ -441,6 +441,18 @@ TEST_F(CodexPlugin, ThePluginsParserAsksAndPassesTheAnswerOn) {
     EXPECT_TRUE(ended->close_input);
 }
 
+TEST_F(CodexPlugin, AThinkingLevelIsItsReasoningEffort) {
+    LaunchRequest r = request(LaunchMode::headless, StartMode::guarded, "go");
+    r.thinking_level = "minimal";
+    const auto argv = arguments(r);
+    EXPECT_NE(std::find(argv.begin(), argv.end(), R"(model_reasoning_effort="minimal")"), argv.end());
+    r.thinking_level = "max";
+    auto refused = harness_->launch(r);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, handler::ErrorCode::invalid_argument);
+    EXPECT_TRUE(handler::testing::contains(refused.error().message, "none, minimal, low, medium, high, xhigh"));
+}
+
 // A ChatGPT login is Codex's own, kept in the account's folder as its CODEX_HOME.
 TEST_F(CodexPlugin, AChatgptLoginLivesInTheAccountsFolder) {
     auto spec = harness_->launch(request(LaunchMode::interactive, StartMode::guarded, "", "chatgpt-login"));

@@ -290,6 +290,17 @@ TEST_F(PiPlugin, ALocalServerIsAProviderInItsModelsFile) {
     EXPECT_TRUE(handler::testing::contains(unnamed.error().message, "--model NAME")) << unnamed.error().message;
 }
 
+TEST_F(PiPlugin, AThinkingLevelIsItsThinking) {
+    LaunchRequest r = request(LaunchMode::interactive, StartMode::guarded, "");
+    r.thinking_level = "off";
+    EXPECT_EQ(arguments(r), (std::vector<std::string>{"pi", "--provider", "anthropic", "--thinking", "off", "--tools",
+                                                      "read,bash,edit,write"}));
+    r.thinking_level = "max";
+    auto refused = harness_->launch(r);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, handler::ErrorCode::invalid_argument);
+}
+
 TEST_F(PiPlugin, RefusesOtherAccountsAndHeadlessWithoutAPrompt) {
     auto other = harness_->launch(request(LaunchMode::headless, StartMode::guarded, "go", "chatgpt-login"));
     ASSERT_FALSE(other);

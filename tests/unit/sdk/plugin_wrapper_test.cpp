@@ -29,7 +29,7 @@ public:
 };
 
 // What a test wants the next call to do.
-enum class Behaviour { work, throw_runtime_error, throw_plugin_error, throw_int };
+enum class Behaviour { work, throw_runtime_error, throw_plugin_error, throw_invalid_argument, throw_int };
 
 Behaviour next_behaviour = Behaviour::work;
 
@@ -38,6 +38,7 @@ void misbehave() {
     case Behaviour::work: return;
     case Behaviour::throw_runtime_error: throw std::runtime_error("the harness broke");
     case Behaviour::throw_plugin_error: throw PluginError(HD_STATUS_DENIED, "not for this account");
+    case Behaviour::throw_invalid_argument: throw std::invalid_argument("no thinking level 'vast'");
     case Behaviour::throw_int: throw 42;
     }
 }
@@ -148,6 +149,15 @@ TEST_F(SdkPluginWrapper, PluginErrorKeepsItsStatus) {
     FakeLaunchBuilder builder;
     EXPECT_EQ(launch(request("s", "p"), builder), HD_STATUS_DENIED);
     EXPECT_EQ(error_.text(), "not for this account");
+}
+
+// Bad input the plugin was given is the caller's mistake, reported as such.
+TEST_F(SdkPluginWrapper, InvalidArgumentIsAnInvalidArgument) {
+    ASSERT_EQ(create(), HD_STATUS_OK);
+    next_behaviour = Behaviour::throw_invalid_argument;
+    FakeLaunchBuilder builder;
+    EXPECT_EQ(launch(request("s", "p"), builder), HD_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(error_.text(), "no thinking level 'vast'");
 }
 
 TEST_F(SdkPluginWrapper, NonStandardExceptionsBecomeFailedToo) {

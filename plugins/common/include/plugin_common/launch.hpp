@@ -1,6 +1,8 @@
 // Pieces of a harness's command line that more than one harness needs.
 #pragma once
 
+#include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +30,19 @@ inline std::vector<std::string> with_home_file(std::string_view path, std::strin
                          " && shift && exec \"$0\" \"$@\"";
     if (close_stdin) script += " </dev/null";
     return {"sh", "-c", script, std::string(program), std::string(contents)};
+}
+
+// `level` if it is one of the harness's thinking levels (`words`); otherwise throws
+// std::invalid_argument naming them, for the person who asked.
+inline std::string_view thinking_level(std::string_view agent, std::string_view level,
+                                       std::initializer_list<std::string_view> words) {
+    std::string list;
+    for (std::string_view word : words) {
+        if (word == level) return level;
+        list += (list.empty() ? "" : ", ") + std::string(word);
+    }
+    throw std::invalid_argument(std::string(agent) + " has no thinking level '" + std::string(level) +
+                                "'; its levels are " + list);
 }
 
 } // namespace handler::plugin_common
