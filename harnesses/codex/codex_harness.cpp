@@ -205,4 +205,4 @@ public:
 } // namespace
 
 HD_HARNESS_PLUGIN(CodexHarness, "codex", "0.1.0", "Codex",
-                  "OpenAI's Codex CLI, interactive in its TUI or headless (codex exec --json) with structured events")
+                  "OpenAI's Codex CLI, interactive in its TUI or headless (codex app-server) with structured events and permission requests")

@@ -246,8 +246,8 @@ Tree define(CLI::App& app, Options& options) {
                          "The model for this session, as the harness names it (claude: sonnet, "
                          "opus; codex: gpt-5.1-codex; pi: anthropic/claude-sonnet-4-5)");
     tree.run->add_option("--thinking", options.session_thinking,
-                         "How hard the model thinks, in the harness's words (claude: low .. max; "
-                         "codex: minimal .. xhigh; pi: off .. xhigh)");
+                         "How hard the model thinks, in the harness's own words (docs/harnesses.md; "
+                         "another word is refused with the harness's list)");
     tree.run->add_option("--detach-keys", options.detach_keys,
                          "Keys that detach and leave the session running")
         ->capture_default_str();
@@ -865,13 +865,13 @@ int command_run(Session& session, const Options& options, bool terminal) {
             printer.on_answer = [&asker](const std::string& call) { asker->answered(call); };
         } else {
             printer.on_request = [&context, id](const json::object& request) {
+                const auto* call = request.if_contains("toolCallId");
                 write_output(context, api::OutputStream::stderr_,
                              "handler: the agent asks before it acts and waits for an answer. " +
                                  describe_request(request) + "\n  Answer from another client, or with `handler session answer " +
                                  id + " allow|always|reject --tool-call " +
-                                 std::string(request.contains("toolCallId") && request.at("toolCallId").is_string()
-                                                 ? std::string(request.at("toolCallId").as_string())
-                                                 : std::string("?")) +
+                                 printable(call != nullptr && call->is_string() ? std::string_view(call->as_string())
+                                                                                : std::string_view("?")) +
                                  "`\n");
             };
         }
@@ -1072,7 +1072,8 @@ int command_session_answer(Session& session, const Options& options) {
                             kExitRefused);
     if (open.size() > 1) {
         std::string list;
-        for (const auto& request : open) list += "\n  " + std::string(request.at("toolCallId").as_string()) + "  " + describe_request(request);
+        for (const auto& request : open)
+            list += "\n  " + printable(request.at("toolCallId").as_string()) + "  " + describe_request(request);
         return session.fail("session " + options.target + " has several open requests; name one with --tool-call:" + list,
                             kExitUsage);
     }
@@ -1081,7 +1082,7 @@ int command_session_answer(Session& session, const Options& options) {
     const std::string call(open.front().at("toolCallId").as_string());
     if (std::string failed = send_answer(session.context(), options.target, call, *option); !failed.empty())
         return session.fail(failed, kExitRefused);
-    session.context().out << "Answered tool call " << call << " with " << *option << ".\n";
+    session.context().out << "Answered tool call " << printable(call) << " with " << printable(*option) << ".\n";
     return kExitOk;
 }
 

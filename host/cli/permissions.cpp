@@ -42,6 +42,7 @@ std::vector<json::object> open_requests(const json::array& events) {
         const auto* payload = record->if_contains("payload");
         if (payload == nullptr || !payload->is_object()) continue;
         const std::string call = text_at(payload->as_object(), "toolCallId");
+        if (call.empty()) continue; // nothing could answer it
         std::erase_if(open, [&](const json::object& request) { return text_at(request, "toolCallId") == call; });
         if (kind == "permission_request") open.push_back(payload->as_object());
     }

@@ -22,7 +22,7 @@
 namespace handler::cli {
 
 // The permission_request payloads among `events` (the API's event records, oldest first)
-// that no permission_answer has closed.
+// that no permission_answer has closed; each has a string toolCallId.
 std::vector<boost::json::object> open_requests(const boost::json::array& events);
 
 // The optionId `word` names in `request`: an optionId itself, its number in the list

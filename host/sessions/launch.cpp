@@ -98,6 +98,8 @@ Result<void> merge_addon(std::string_view addon, const plugins::LaunchSpec& cont
     if (!contribution.arguments.empty()) return refuse("sets the program");
     if (!contribution.workdir.empty()) return refuse("sets the working folder");
     if (!contribution.account_state_env.empty()) return refuse("keeps the account's state");
+    // A protocol harness's stdin is its own; an addon's bytes there could speak for the user.
+    if (!contribution.input.empty()) return refuse("writes to the harness's stdin");
     for (const auto& variable : contribution.env)
         if (std::any_of(spec.env.begin(), spec.env.end(), [&](const auto& set) { return set.name == variable.name; }) ||
             std::any_of(spec.secret_env.begin(), spec.secret_env.end(),

@@ -458,11 +458,15 @@ public:
                                   std::string(tool_call_id) + "' (answered already, or never asked); `handler "
                                   "session events " + id_ + "` shows its requests and answers");
         const std::string request = found->second;
-        const std::string kind = option_kind(request, option_id);
+        std::string kind, offered;
+        for (const auto& [id, option_kind] : options_of(request)) {
+            if (id == option_id) kind = option_kind;
+            offered += (offered.empty() ? "" : ", ") + id;
+        }
         if (kind.empty())
             return make_error(ErrorCode::invalid_argument, "'" + std::string(option_id) +
                                                                "' is not an option of this request; it offers " +
-                                                               option_list(request));
+                                                               (offered.empty() ? std::string("none") : offered));
         auto parsed = parser_->answer(request, json::serialize(json::object{{"optionId", option_id}}));
         if (!parsed) return parsed.take_error();
         std::vector<plugins::SessionEvent> events{
@@ -792,32 +796,21 @@ private:
         }
     }
 
-    // The option `option_id` of a request's payload: its kind, empty if it has none.
-    static std::string option_kind(const std::string& request, std::string_view option_id) {
+    // A request payload's options, (optionId, kind), leaving out any without both.
+    static std::vector<std::pair<std::string, std::string>> options_of(const std::string& request) {
+        std::vector<std::pair<std::string, std::string>> out;
         boost::system::error_code error;
         const auto payload = json::parse(request, error);
         const auto* options = error || !payload.is_object() ? nullptr : payload.as_object().if_contains("options");
-        if (options == nullptr || !options->is_array()) return {};
+        if (options == nullptr || !options->is_array()) return out;
         for (const auto& option : options->as_array()) {
             const auto* fields = option.if_object();
             const auto* id = fields ? fields->if_contains("optionId") : nullptr;
             const auto* kind = fields ? fields->if_contains("kind") : nullptr;
-            if (id && id->is_string() && id->as_string() == option_id && kind && kind->is_string())
-                return std::string(kind->as_string());
+            if (id && id->is_string() && kind && kind->is_string())
+                out.emplace_back(std::string(id->as_string()), std::string(kind->as_string()));
         }
-        return {};
-    }
-    static std::string option_list(const std::string& request) {
-        std::string list;
-        boost::system::error_code error;
-        const auto payload = json::parse(request, error);
-        const auto* options = error || !payload.is_object() ? nullptr : payload.as_object().if_contains("options");
-        if (options != nullptr && options->is_array())
-            for (const auto& option : options->as_array())
-                if (const auto* fields = option.if_object())
-                    if (const auto* id = fields->if_contains("optionId"); id && id->is_string())
-                        list += (list.empty() ? "" : ", ") + std::string(id->as_string());
-        return list.empty() ? "none" : list;
+        return out;
     }
 
     void send_events(const std::vector<store::SessionEvent>& stored) {

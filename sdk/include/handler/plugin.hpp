@@ -674,14 +674,22 @@ inline hd_status harness_events_open(void* instance, hd_str session_id, void** o
     });
 }
 
-inline hd_status harness_events_feed(void* parser, hd_str bytes, const hd_event_sink* raw_sink,
-                                     hd_sink out_error) noexcept {
+// One call into a session's parser (`call` names it in the error when there is none).
+template <class Body>
+hd_status with_parser(const char* call, void* parser, const hd_event_sink* raw_sink, hd_sink out_error,
+                      Body&& body) noexcept {
     return guarded(out_error, [&] {
         if (parser == nullptr)
-            throw PluginError(HD_STATUS_INVALID_ARGUMENT, "events_feed() was called without a parser");
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT, std::string(call) + "() was called without a parser");
         EventSink sink(raw_sink);
-        static_cast<EventParser*>(parser)->feed(to_view(bytes), sink);
+        body(*static_cast<EventParser*>(parser), sink);
     });
+}
+
+inline hd_status harness_events_feed(void* parser, hd_str bytes, const hd_event_sink* raw_sink,
+                                     hd_sink out_error) noexcept {
+    return with_parser("events_feed", parser, raw_sink, out_error,
+                       [&](EventParser& events, EventSink& sink) { events.feed(to_view(bytes), sink); });
 }
 
 inline void harness_events_close(void* parser) noexcept {
@@ -690,12 +698,15 @@ inline void harness_events_close(void* parser) noexcept {
 
 inline hd_status harness_events_answer(void* parser, hd_str request, hd_str answer,
                                        const hd_event_sink* raw_sink, hd_sink out_error) noexcept {
-    return guarded(out_error, [&] {
-        if (parser == nullptr)
-            throw PluginError(HD_STATUS_INVALID_ARGUMENT, "events_answer() was called without a parser");
-        EventSink sink(raw_sink);
-        static_cast<EventParser*>(parser)->answer(to_view(request), to_view(answer), sink);
+    return with_parser("events_answer", parser, raw_sink, out_error, [&](EventParser& events, EventSink& sink) {
+        events.answer(to_view(request), to_view(answer), sink);
     });
+}
+
+inline hd_status harness_events_prompt(void* parser, hd_str prompt, const hd_event_sink* raw_sink,
+                                       hd_sink out_error) noexcept {
+    return with_parser("events_prompt", parser, raw_sink, out_error,
+                       [&](EventParser& events, EventSink& sink) { events.prompt(to_view(prompt), sink); });
 }
 
 inline hd_status addon_contribute(void* instance, const hd_launch_request* raw_request,
@@ -706,16 +717,6 @@ inline hd_status addon_contribute(void* instance, const hd_launch_request* raw_r
         const LaunchRequest request = LaunchRequest::from(raw_request);
         LaunchBuilder builder(raw_builder);
         self<Addon>(instance).contribute(request, builder);
-    });
-}
-
-inline hd_status harness_events_prompt(void* parser, hd_str prompt, const hd_event_sink* raw_sink,
-                                       hd_sink out_error) noexcept {
-    return guarded(out_error, [&] {
-        if (parser == nullptr)
-            throw PluginError(HD_STATUS_INVALID_ARGUMENT, "events_prompt() was called without a parser");
-        EventSink sink(raw_sink);
-        static_cast<EventParser*>(parser)->prompt(to_view(prompt), sink);
     });
 }
 

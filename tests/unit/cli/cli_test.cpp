@@ -492,6 +492,11 @@ TEST(Permissions, OpenRequestsAndTheOptionsAWordNames) {
     auto open = open_requests(events);
     ASSERT_EQ(open.size(), 1u);
     EXPECT_EQ(open[0].at("toolCallId").as_string(), "t2");
+    // A request nothing could answer (from inside the container, its id is not a string)
+    // is not open: `session answer` must not trip over it.
+    auto forged_events = events;
+    forged_events.push_back(json::parse(R"({"seq":4,"kind":"permission_request","payload":{"toolCallId":7,"options":[]}})"));
+    EXPECT_EQ(open_requests(forged_events).size(), 1u);
     EXPECT_EQ(*choose_option(open[0], "always"), "always");
     EXPECT_EQ(*choose_option(open[0], "allow"), "ok");
     EXPECT_EQ(*choose_option(open[0], "3"), "no");

@@ -152,6 +152,7 @@ TEST(MergeAddon, RefusesAnAddonThatChangesWhatTheHarnessChose) {
         {[](plugins::LaunchSpec& a) { a.arguments = {"sh"}; }, "sets the program"},
         {[](plugins::LaunchSpec& a) { a.workdir = "/"; }, "sets the working folder"},
         {[](plugins::LaunchSpec& a) { a.account_state_env = "CODEX_HOME"; }, "keeps the account's state"},
+        {[](plugins::LaunchSpec& a) { a.input = "{\"type\":\"user\"}\n"; }, "writes to the harness's stdin"},
         {[](plugins::LaunchSpec& a) { a.env = {{"HOME", "/tmp"}}; }, "sets HOME, which is already set"},
         {[](plugins::LaunchSpec& a) { a.env = {{"ANTHROPIC_API_KEY", "x"}}; },
          "sets ANTHROPIC_API_KEY, which is already set"},
