@@ -9,10 +9,14 @@
 #      in x-api-key swapped for the real key) against mitmproxy doing the same swap in an
 #      addon (proxy/mitm_swap_key.py). Target: >= 5x mitmproxy's requests/s at an equal
 #      or lower p50 latency.
+# Rows 1 and 2 also run floor_proxy (proxy/floor_proxy.cpp), a yardstick: only the system
+# calls any CONNECT proxy must make, on one thread. A target it misses too is out of any
+# single-threaded proxy's reach on this machine; handler / floor is what Handler's own
+# work costs.
 # "handler" is network::EgressProxy (proxy/proxy_bench_host.cpp) reached the way a
-# container reaches it: TCP to the real handler-shim's bridge, which passes each
-# connection to the proxy's unix socket. "handler-unix" is the proxy alone, on that
-# socket. The origin is proxy/bench_upstream.cpp, which checks on HTTPS that the real key
+# container reaches it: TCP to the real handler-shim's port, whose listener the shim
+# leases to the proxy, so the proxy accepts each connection itself. "handler-unix" is
+# the proxy alone, on its unix socket. The origin is proxy/bench_upstream.cpp, which checks on HTTPS that the real key
 # arrived; the client is proxy/bench_load.cpp. See README.md for what each number means.
 #
 #   bench/proxy.sh
@@ -56,7 +60,7 @@ if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
 if [ "${BUILD:-1}" = 1 ]; then
-  cmake --build "$build_dir" -j "$jobs" --target proxy_bench_host bench_upstream bench_load handler-shim \
+  cmake --build "$build_dir" -j "$jobs" --target proxy_bench_host bench_upstream bench_load floor_proxy handler-shim \
     >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
 fi
 bin=$build_dir/bench
@@ -64,10 +68,10 @@ shim=$build_dir/libexec/handler/handler-shim
 grep -q '^CMAKE_BUILD_TYPE:STRING=Rel' "$build_dir/CMakeCache.txt" ||
   echo "warning: $build_dir is not a release build; the numbers will be low" >&2
 
-# Five free loopback ports, held at once so they differ.
-read -r http_port https_port shim_port tiny_port mitm_port < <(python3 -c '
+# Six free loopback ports, held at once so they differ.
+read -r http_port https_port shim_port tiny_port mitm_port floor_port < <(python3 -c '
 import socket
-held = [socket.socket() for _ in range(5)]
+held = [socket.socket() for _ in range(6)]
 for s in held: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in held))')
 
@@ -141,6 +145,11 @@ tinyproxy -d -c "$work/tinyproxy.conf" >>"$work/tinyproxy.log" 2>&1 &
 tiny_pid=$!
 pids+=("$tiny_pid")
 
+# The yardstick: only the system calls any CONNECT proxy must make (proxy/floor_proxy.cpp).
+"$bin/floor_proxy" --port "$floor_port" >"$work/floor.log" 2>&1 &
+floor_pid=$!
+pids+=("$floor_pid")
+
 BENCH_STAND_IN=$stand_in BENCH_REAL_KEY=$real_key BENCH_PINNED_HOST=$bound_host \
   mitmdump -q --listen-host 127.0.0.1 --listen-port "$mitm_port" --set confdir="$work/mitmproxy" \
   --set ssl_verify_upstream_trusted_ca="$work/ca.pem" -s "$here/bench/proxy/mitm_swap_key.py" \
@@ -153,6 +162,7 @@ wait_for_port "$https_port" upstream
 wait_for_port "$shim_port" shim
 wait_for_port "$tiny_port" tinyproxy
 wait_for_port "$mitm_port" mitmproxy
+wait_for_port "$floor_port" floor
 wait_for_file "$work/mitmproxy/mitmproxy-ca-cert.pem" mitmproxy
 
 declare -A via=(
@@ -161,6 +171,7 @@ declare -A via=(
   [handler-unix]="--proxy unix:$work/proxy.sock"
   [tinyproxy]="--proxy tcp:127.0.0.1:$tiny_port"
   [mitmproxy]="--proxy tcp:127.0.0.1:$mitm_port"
+  [floor]="--proxy tcp:127.0.0.1:$floor_port"
 )
 # The processes that are each peer, whose CPU time is counted while it is measured.
 declare -A processes=(
@@ -169,9 +180,10 @@ declare -A processes=(
   [handler-unix]="$handler_pid"
   [tinyproxy]="$tiny_pid"
   [mitmproxy]="$mitm_pid"
+  [floor]="$floor_pid"
 )
 declare -A result cpu other
-daemons=("$upstream_pid" "$handler_pid" "$shim_pid" "$tiny_pid" "$mitm_pid")
+daemons=("$upstream_pid" "$handler_pid" "$shim_pid" "$tiny_pid" "$mitm_pid" "$floor_pid")
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 ticks() { # user + system clock ticks of the given processes (all their threads)
   local total=0 pid
@@ -222,15 +234,15 @@ echo "measuring, $rounds round(s) (${duration}s per rate after ${warmup}s warm-u
   "interception $mitm_concurrency; throughput ${throughput_mib} MiB x $throughput_runs):" >&2
 rate=(--duration-s "$duration" --warmup-s "$warmup")
 for round in $(seq 1 "$rounds"); do
-  for peer in direct handler handler-unix tinyproxy; do
+  for peer in direct handler handler-unix tinyproxy floor; do
     measure throughput "$peer" "$round" throughput --target "127.0.0.1:$http_port" \
       --bytes $((throughput_mib * 1024 * 1024)) --runs "$throughput_runs"
   done
-  for peer in direct handler handler-unix tinyproxy; do
+  for peer in direct handler handler-unix tinyproxy floor; do
     measure tunnel "$peer" "$round" tunnel-rps --target "127.0.0.1:$http_port" \
       --concurrency "$concurrency" "${rate[@]}"
   done
-  for peer in direct handler handler-unix tinyproxy; do
+  for peer in direct handler handler-unix tinyproxy floor; do
     measure connect "$peer" "$round" connect-rps --target "127.0.0.1:$http_port" \
       --concurrency "$concurrency" "${rate[@]}"
   done
@@ -255,7 +267,7 @@ pooled_median() { # PEER
     sort -n | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
       printf "mib_s=%.1f runs=%d min=%.1f max=%.1f", m, NR, v[1], v[NR] }'
 }
-for peer in direct handler handler-unix tinyproxy; do
+for peer in direct handler handler-unix tinyproxy floor; do
   pick throughput "$peer"
   result[throughput/$peer]="$(pooled_median "$peer")"
   pick tunnel "$peer"
@@ -304,13 +316,13 @@ table() { # KEY TITLE PEER...
 echo
 echo "Egress proxy benchmark, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), load average before: $load_before;" \
   "all on loopback; $rounds round(s): throughput rows pool every run, rate rows come from their least disturbed round."
-echo "handler = through handler-shim's TCP bridge, as from a container; handler-unix = on the proxy's socket."
+echo "handler = through handler-shim's port, as from a container; handler-unix = on the proxy's unix socket."
 table throughput "Tunnel throughput: one CONNECT tunnel, GET of ${throughput_mib} MiB, median of $throughput_runs x $rounds" \
-  direct handler handler-unix tinyproxy
+  direct handler handler-unix tinyproxy floor
 table tunnel "Small GETs through open CONNECT tunnels, $concurrency kept alive, ${duration}s" \
-  direct handler handler-unix tinyproxy
+  direct handler handler-unix tinyproxy floor
 table connect "CONNECT + one small GET, a new connection each, $concurrency at once, ${duration}s" \
-  direct handler handler-unix tinyproxy
+  direct handler handler-unix tinyproxy floor
 table mitm "TLS interception with the key swapped in x-api-key, $mitm_concurrency keep-alive connections, ${duration}s" \
   direct handler handler-unix mitmproxy
 echo
@@ -345,3 +357,18 @@ printf '  %-44s %6sx   (%sx)\n' "  its proxy CPU per request, tinyproxy / handle
   "$(ratio "$(per_request connect tinyproxy)" "$(per_request connect handler-unix)")"
 printf '  %-44s %6sx   (%sx)   %s\n' "interception req/s / mitmproxy (>= 5x)" "$m" "$mu" "$(verdict "$m" 5)"
 printf '  %-44s %s ms vs %s ms   %s\n' "interception p50, handler vs mitmproxy (<=)" "$hp50" "$mp50" "$latency"
+# The yardstick: where a proxy that makes only the system calls every CONNECT proxy must
+# make lands on this machine. A target the floor misses too is out of any proxy's reach
+# here; handler / floor is what Handler's own design costs.
+floor_row() { # TITLE FIELD KEY AGAINST
+  local floor handler against
+  floor=$(field "$2" "${result[$3/floor]}") handler=$(field "$2" "${result[$3/handler]}")
+  against=$(field "$2" "${result[$3/$4]}")
+  printf '  %-44s %6sx   %6sx\n' "$1" "$(ratio "$floor" "$against")" "$(ratio "$handler" "$floor")"
+}
+echo
+echo "The same ratios for floor_proxy (only the system calls any CONNECT proxy must make)"
+printf '  %-44s %7s   %7s\n' "" floor "handler/floor"
+floor_row "tunnel throughput / direct" mib_s throughput direct
+floor_row "tunnel req/s / tinyproxy" rps tunnel tinyproxy
+floor_row "CONNECT req/s / tinyproxy" rps connect tinyproxy
