@@ -269,6 +269,13 @@ int run_daemon(const DaemonOptions& options) {
                                              harness_exists, events, clock, session_options);
     info.sessions = &session_manager;
     info.secrets = &secret_store;
+    // Plugins' network and secret services act on the sessions that use them. Taken back
+    // before the manager goes: plugins' own threads may still call until they are unloaded.
+    services.set_sessions(&session_manager);
+    struct SessionsUnset {
+        plugins::HostServices& services;
+        ~SessionsUnset() { services.set_sessions(nullptr); }
+    } const sessions_unset{services};
     api::Routes routes(**store, events, clock, info);
 
     api::ServerOptions server_options;

@@ -273,12 +273,16 @@ bool is_special(const Address& address) {
     return false;
 }
 
+bool is_own(const Address& address, const std::vector<Address>& own_addresses) {
+    return std::any_of(own_addresses.begin(), own_addresses.end(), [&](const Address& mine) {
+        return mine.v6 == address.v6 && mine.bytes == address.bytes;
+    });
+}
+
 std::optional<std::string> check_address(const Decision& decision, const Target& target,
                                          const Address& address,
                                          const std::vector<Address>& own_addresses) {
-    const bool own = std::any_of(own_addresses.begin(), own_addresses.end(), [&](const Address& mine) {
-        return mine.v6 == address.v6 && mine.bytes == address.bytes;
-    });
+    const bool own = is_own(address, own_addresses);
     if (!own && !is_special(address)) return std::nullopt;
     if (decision.exact) return std::nullopt;
     return authority(target) + " resolves to " + to_string(address) + ", " +

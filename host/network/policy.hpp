@@ -101,6 +101,8 @@ std::optional<HostPort> parse_endpoint(std::string_view text, bool host_may_be_n
 // link-local (169.254/16, fe80::/10), multicast, broadcast, and IPv4-mapped/compatible
 // forms of those.
 bool is_special(const Address& address);
+// One of `own_addresses` (this machine's interfaces).
+bool is_own(const Address& address, const std::vector<Address>& own_addresses);
 
 // After resolution: nullopt when `address` may be connected to under `decision`;
 // otherwise the reason it may not. `own_addresses` are the host's interfaces.

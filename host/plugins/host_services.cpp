@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <optional>
+#include <shared_mutex>
+#include <string>
 
 namespace handler::plugins {
 namespace {
@@ -47,12 +49,12 @@ HostServices::HostServices(PluginStorage& storage, std::shared_ptr<spdlog::logge
     : storage_(storage), logger_(logger ? std::move(logger) : spdlog::default_logger()) {}
 
 std::unique_ptr<PluginHostApi> HostServices::make_api(std::string plugin_id) {
-    return std::unique_ptr<PluginHostApi>(new PluginHostApi(std::move(plugin_id), storage_, logger_));
+    return std::unique_ptr<PluginHostApi>(new PluginHostApi(std::move(plugin_id), *this));
 }
 
-PluginHostApi::PluginHostApi(std::string plugin_id, PluginStorage& storage,
-                             std::shared_ptr<spdlog::logger> logger)
-    : plugin_id_(std::move(plugin_id)), storage_(storage), logger_(std::move(logger)), api_{} {
+PluginHostApi::PluginHostApi(std::string plugin_id, HostServices& services)
+    : plugin_id_(std::move(plugin_id)), storage_(services.storage_), logger_(services.logger_),
+      services_(services), api_{} {
     api_.struct_size = sizeof api_;
     api_.abi_major = HD_ABI_MAJOR;
     api_.abi_minor = HD_ABI_MINOR;
@@ -94,9 +96,30 @@ hd_status PluginHostApi::not_yet(const char* service, hd_sink out_error) {
     return HD_STATUS_UNSUPPORTED;
 }
 
-hd_status PluginHostApi::network_allow_host(void* context, hd_str, hd_str, uint16_t,
-                                            hd_str) noexcept {
-    return self(context).not_yet("network_allow_host", hd_sink{});
+hd_status PluginHostApi::network_allow_host(void* context, hd_str session_id, hd_str host_pattern,
+                                            uint16_t port, hd_str reason) noexcept {
+    PluginHostApi& host = self(context);
+    try {
+        const std::shared_lock lock(host.services_.sessions_mutex_);
+        if (host.services_.sessions_ == nullptr) return host.not_yet("network_allow_host", hd_sink{});
+        std::string rule(to_view(host_pattern));
+        if (port != 0) rule += ":" + std::to_string(port);
+        const auto added =
+            host.services_.sessions_->allow_host(host.plugin_id_, std::string(to_view(session_id)), rule,
+                                                 std::string(to_view(reason)));
+        // No error sink in this call (sdk.h): the reason for a refusal goes to the log.
+        if (!added) {
+            host.logger_->warn("[plugin {}] network_allow_host {}: {}", host.plugin_id_, rule,
+                               added.error().message);
+            return to_status(added.error().code);
+        }
+        return HD_STATUS_OK;
+    } catch (const std::exception& error) {
+        host.logger_->error("[plugin {}] network_allow_host: {}", host.plugin_id_, error.what());
+        return HD_STATUS_FAILED;
+    } catch (...) {
+        return HD_STATUS_FAILED;
+    }
 }
 
 hd_status PluginHostApi::network_bind_secret(void* context, hd_str, hd_str, hd_str, hd_str,
@@ -104,9 +127,26 @@ hd_status PluginHostApi::network_bind_secret(void* context, hd_str, hd_str, hd_s
     return self(context).not_yet("network_bind_secret", hd_sink{});
 }
 
-hd_status PluginHostApi::secret_stand_in(void* context, hd_str, hd_str, hd_sink,
-                                         hd_sink out_error) noexcept {
-    return self(context).not_yet("secret_stand_in", out_error);
+hd_status PluginHostApi::secret_stand_in(void* context, hd_str session_id, hd_str secret_name,
+                                         hd_sink out_stand_in, hd_sink out_error) noexcept {
+    PluginHostApi& host = self(context);
+    try {
+        const std::shared_lock lock(host.services_.sessions_mutex_);
+        if (host.services_.sessions_ == nullptr) return host.not_yet("secret_stand_in", out_error);
+        auto stand_in = host.services_.sessions_->stand_in(host.plugin_id_, std::string(to_view(session_id)),
+                                                           std::string(to_view(secret_name)));
+        if (!stand_in) {
+            write_to(out_error, stand_in.error().message);
+            return to_status(stand_in.error().code);
+        }
+        write_to(out_stand_in, *stand_in);
+        return HD_STATUS_OK;
+    } catch (const std::exception& error) {
+        write_to(out_error, std::string("secret_stand_in: ") + error.what());
+        return HD_STATUS_FAILED;
+    } catch (...) {
+        return HD_STATUS_FAILED;
+    }
 }
 
 hd_status PluginHostApi::container_spawn(void* context, const hd_container_spec*, hd_sink,

@@ -3,12 +3,15 @@
 // lines carry its id and its storage (and later its network rules) are its own.
 #pragma once
 
+#include "core/result.hpp"
 #include "plugins/plugin_storage.hpp"
 
 #include <handler/sdk.h>
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 
 namespace spdlog {
@@ -19,13 +22,30 @@ namespace handler::plugins {
 
 class PluginHostApi;
 
-// One per handlerd. Holds the services' implementations; the network, secret and
+// What a plugin may do to the sessions that use it (sdk.h: network_allow_host,
+// secret_stand_in): handlerd's session manager. A session uses a plugin when the plugin
+// is its harness or one of its agent's addons; nothing here reaches another session.
+// Called from any thread.
+class PluginSessions {
+public:
+    virtual ~PluginSessions() = default;
+    // Adds `rule` (as `handler network allow` takes it) to the allow-list of session
+    // `session_id`, or of every live session using the plugin when empty; it applies from
+    // the session's next connection. Returns how many sessions it was added to.
+    virtual Result<std::size_t> allow_host(const std::string& plugin_id, const std::string& session_id,
+                                           const std::string& rule, const std::string& reason) = 0;
+    // The stand-in session `session_id` holds for its key of kind `kind`.
+    virtual Result<std::string> stand_in(const std::string& plugin_id, const std::string& session_id,
+                                         const std::string& kind) = 0;
+};
+
+// One per handlerd. Holds the services' implementations; network_bind_secret and the
 // container services answer HD_STATUS_UNSUPPORTED ("not available in this handlerd
-// yet") until their issues land, but they are present and callable so plugins can
-// already be written against them.
+// yet"), as do the session services until set_sessions() gives them an implementation,
+// but they are present and callable so plugins can already be written against them.
 //
 // Plugins may call services from threads of their own, so every implementation behind
-// this (storage, logger) must be thread-safe.
+// this (storage, logger, sessions) must be thread-safe.
 class HostServices {
 public:
     // `storage` must outlive every PluginHostApi made here. Logs go to `logger`
@@ -36,12 +56,23 @@ public:
     // with it (the registry keeps both together).
     std::unique_ptr<PluginHostApi> make_api(std::string plugin_id);
 
+    // Where the session services go; null (the default, and before `sessions` goes away)
+    // makes them answer UNSUPPORTED. Waits for calls under way on plugins' threads.
+    void set_sessions(PluginSessions* sessions) {
+        const std::unique_lock lock(sessions_mutex_);
+        sessions_ = sessions;
+    }
+
     // Where the loader reports what it loaded and refused, so a test can keep it quiet.
     const std::shared_ptr<spdlog::logger>& logger() const { return logger_; }
 
 private:
     PluginStorage& storage_;
     std::shared_ptr<spdlog::logger> logger_;
+    friend class PluginHostApi;
+    // Held shared by every call into `sessions_`, so it cannot go away under one.
+    std::shared_mutex sessions_mutex_;
+    PluginSessions* sessions_ = nullptr;
 };
 
 // One plugin's view of the host services. Not movable: hd_host_api.context points here.
@@ -60,8 +91,7 @@ public:
 
 private:
     friend class HostServices;
-    PluginHostApi(std::string plugin_id, PluginStorage& storage,
-                  std::shared_ptr<spdlog::logger> logger);
+    PluginHostApi(std::string plugin_id, HostServices& services);
 
     static void log(void* context, hd_log_level level, hd_str message) noexcept;
     static hd_status network_allow_host(void* context, hd_str session_id, hd_str host_pattern,
@@ -89,6 +119,7 @@ private:
     std::string plugin_id_;
     PluginStorage& storage_;
     std::shared_ptr<spdlog::logger> logger_;
+    HostServices& services_;
     hd_host_api api_;
 };
 

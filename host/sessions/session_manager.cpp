@@ -238,6 +238,30 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
         events.publish(api::event_json("session.updated", api::to_json(session), clock.now_ms()));
     }
 
+    // Whether `plugin_id` is the session's harness or one of its agent's addons. Any thread
+    // (the store is thread-safe).
+    bool uses(const store::Session& session, const std::string& plugin_id) {
+        if (session.harness == plugin_id) return true;
+        if (!session.agent_id) return false;
+        const auto agent = store.get_agent(*session.agent_id);
+        return agent && std::find(agent->addons.begin(), agent->addons.end(), plugin_id) != agent->addons.end();
+    }
+
+    // A plugin's host rule joins a live session's addon hosts (io thread).
+    void add_plugin_host(const std::string& id, const std::string& rule, const std::string& plugin_id,
+                         const std::string& reason) {
+        auto session = store.get_session(id);
+        if (!session || !is_live(session->state)) return;
+        auto hosts = session->addon_hosts;
+        if (std::find(hosts.begin(), hosts.end(), rule) != hosts.end()) return;
+        hosts.push_back(rule);
+        store::SessionChanges changes;
+        changes.addon_hosts = std::move(hosts);
+        if (record(id, changes))
+            spdlog::info("session {}: plugin '{}' allowed {}{}{}", id, plugin_id, rule, reason.empty() ? "" : ": ",
+                         reason);
+    }
+
     // Records a state change and tells the events stream; logs (never throws) on error.
     std::optional<store::Session> record(std::string_view id, const store::SessionChanges& changes) {
         if (const auto found = policies.find(id); found != policies.end()) policies.erase(found);
@@ -1561,6 +1585,53 @@ Result<void> SessionManager::answer(std::string_view id, std::string_view tool_c
 void SessionManager::resize(std::uint64_t attach_id, std::uint16_t rows, std::uint16_t cols) {
     if (rows == 0 || cols == 0) return;
     if (auto channel = writable_channel(*impl_, attach_id)) channel->resize(rows, cols);
+}
+
+Result<std::size_t> SessionManager::allow_host(const std::string& plugin_id, const std::string& session_id,
+                                               const std::string& rule, const std::string& reason) {
+    Impl& impl = *impl_;
+    auto parsed = network::parse_rule(rule);
+    if (!parsed) return parsed.take_error();
+    // What is on this machine or its network (handlerd's own API among it) a plugin cannot
+    // open to a session: only the user can, with a rule of their own.
+    if (parsed->ip)
+        if (const auto address = network::parse_address(parsed->host))
+            if (network::is_special(*address) || network::is_own(*address, impl.own_addresses))
+                return make_error(ErrorCode::forbidden,
+                                  "'" + rule + "' is a loopback, private, link-local or this machine's own address; "
+                                  "a plugin may not allow it (the user can: handler network allow AGENT HOST)");
+    std::vector<std::string> targets;
+    if (session_id.empty()) {
+        auto sessions = impl.store.list_sessions();
+        if (!sessions) return sessions.take_error();
+        for (const auto& session : *sessions)
+            if (is_live(session.state) && impl.uses(session, plugin_id)) targets.push_back(session.id);
+    } else {
+        auto session = impl.store.get_session(session_id);
+        if (!session || !is_live(session->state) || !impl.uses(*session, plugin_id))
+            return make_error(ErrorCode::forbidden, "session " + session_id +
+                                                        " is not a live session that uses plugin '" + plugin_id + "'");
+        targets.push_back(session->id);
+    }
+    for (auto& id : targets)
+        net::post(impl.io, [weak = std::weak_ptr<Impl>(impl_), id, rule = parsed->text, plugin_id, reason] {
+            if (auto self = weak.lock(); self && !self->stopped) self->add_plugin_host(id, rule, plugin_id, reason);
+        });
+    return targets.size();
+}
+
+Result<std::string> SessionManager::stand_in(const std::string& plugin_id, const std::string& session_id,
+                                             const std::string& kind) {
+    Impl& impl = *impl_;
+    auto session = impl.store.get_session(session_id);
+    if (!session || !is_live(session->state) || !impl.uses(*session, plugin_id))
+        return make_error(ErrorCode::forbidden,
+                          "session " + session_id + " is not a live session that uses plugin '" + plugin_id + "'");
+    auto secrets = impl.store.session_secrets(session->id);
+    if (!secrets) return secrets.take_error();
+    for (const auto& secret : *secrets)
+        if (secret.kind == kind && !secret.stand_in.empty()) return secret.stand_in;
+    return make_error(ErrorCode::not_found, "session " + session->id + " holds no key of kind '" + kind + "'");
 }
 
 } // namespace handler::sessions

@@ -19,6 +19,7 @@
 #include "api/session_control.hpp"
 #include "core/clock.hpp"
 #include "network/policy.hpp"
+#include "plugins/host_services.hpp"
 #include "plugins/launch_spec.hpp"
 #include "runtime/container_runtime.hpp"
 #include "runtime/image_builder.hpp"
@@ -141,7 +142,7 @@ struct SessionManagerOptions {
     std::filesystem::path system_ca_bundle = "/etc/ssl/certs/ca-certificates.crt";
 };
 
-class SessionManager final : public api::SessionControl {
+class SessionManager final : public api::SessionControl, public plugins::PluginSessions {
 public:
     // Everything passed must outlive the manager.
     SessionManager(boost::asio::io_context& io, store::Store& store,
@@ -174,6 +175,16 @@ public:
     void resize(std::uint64_t attach_id, std::uint16_t rows, std::uint16_t cols) override;
     Result<void> answer(std::string_view id, std::string_view tool_call_id,
                         std::string_view option_id) override;
+
+    // plugins::PluginSessions, for plugins' host services; any thread. A session uses a
+    // plugin when it is its harness or one of its agent's addons, and it must be live.
+    // An allowed host joins the session's addon hosts (kept with the session, shown with
+    // it), recorded on the io thread. A rule naming a loopback, private, link-local or
+    // this machine's own address is refused: those only the user may allow.
+    Result<std::size_t> allow_host(const std::string& plugin_id, const std::string& session_id,
+                                   const std::string& rule, const std::string& reason) override;
+    Result<std::string> stand_in(const std::string& plugin_id, const std::string& session_id,
+                                 const std::string& kind) override;
 
     struct Impl;
 

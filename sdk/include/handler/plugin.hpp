@@ -175,7 +175,8 @@ public:
         return std::optional<std::string>(value.take());
     }
 
-    // Network rules; session_id empty means every session that uses this plugin.
+    // Network rules, for live sessions that use this plugin; session_id empty means every
+    // such session.
     Status allow_host(std::string_view session_id, std::string_view host_pattern,
                       std::uint16_t port, std::string_view reason) const {
         if (api_.network_allow_host == nullptr) return unsupported("network_allow_host");

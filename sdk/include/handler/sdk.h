@@ -117,7 +117,8 @@ typedef struct hd_host_api {
     /* Logging, into handlerd's log, tagged with the plugin id. */
     void (*log)(void* context, hd_log_level level, hd_str message);
 
-    /* Network rules. `session_id` empty means "every session that uses this plugin".
+    /* Network rules, for live sessions that use this plugin (as their harness or an
+     * addon of their agent); `session_id` empty means every such session.
      * allow_host: a host the plugin needs (exact name or "*.example.com"); port 0 = any.
      * bind_secret: the secret named `secret_name` may be injected into requests to
      * `host_pattern`, in header `header_name`, formatted by `value_template` in which

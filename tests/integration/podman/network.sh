@@ -13,7 +13,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 test_name=podman-network
 extra_config='[network]
-resolve = { "allowed.test" = "127.0.0.1", "blocked.test" = "127.0.0.1", "learned.test" = "127.0.0.1", "cdn.example.com" = "127.0.0.1" }'
+resolve = { "allowed.test" = "127.0.0.1", "blocked.test" = "127.0.0.1", "learned.test" = "127.0.0.1", "cdn.example.com" = "127.0.0.1", "late.example.com" = "127.0.0.1" }'
 # shellcheck source=session_env.sh
 source "$here/session_env.sh"
 
@@ -109,15 +109,19 @@ done
 echo "== an agent's addon adds the hosts it needs"
 handler agent add builder --harness shell --addon good-addon >/dev/null
 set +e
-with_addon=$(handler run builder -p "echo addon=\$ADDON_SESSION; wget -q -O- http://cdn.example.com:$port/hello.txt" 2>&1)
+with_addon=$(handler run builder -p "echo addon=\$ADDON_SESSION allow=\$ADDON_ALLOW; wget -q -O- http://cdn.example.com:$port/hello.txt; wget -q -O- http://late.example.com:$port/hello.txt" 2>&1)
 code=$?
 without=$(handler run web -p "wget -q -O- http://cdn.example.com:$port/hello.txt" 2>&1)
 code_without=$?
+without_late=$(handler run web -p "wget -q -O- http://late.example.com:$port/hello.txt" 2>&1)
+code_without_late=$?
 set -e
 echo "$with_addon"
 [ $code -eq 0 ] || fail "the session with the addon exited $code: $with_addon"
-grep -q "^addon=s_" <<<"$with_addon" || fail "the addon's variable did not reach the session"
-grep -qx "hello-through-proxy" <<<"$with_addon" || fail "the addon's host was not reachable"
+grep -q "^addon=s_.* allow=ok$" <<<"$with_addon" || fail "the addon's variable did not reach the session, or its allow_host failed"
+[ "$(grep -cx "hello-through-proxy" <<<"$with_addon")" = 2 ] ||
+  fail "the addon's hosts (the one it declared, the one its host service added) were not both reachable"
+[ $code_without_late -ne 0 ] || fail "late.example.com passed for an agent without the addon: $without_late"
 [ $code_without -ne 0 ] || fail "cdn.example.com passed for an agent without the addon: $without"
 [ "$(handler agent show builder --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["addons"])')" = "['good-addon']" ] ||
   fail "the agent does not list its addon"

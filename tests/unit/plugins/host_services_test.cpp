@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -135,6 +137,57 @@ TEST_F(PluginHostServices, StorageFailuresBecomeStatusesAndLogLines) {
     logger_->flush();
     EXPECT_TRUE(contains(log_.str(), "[plugin alpha] storage_get: database is locked")) << log_.str();
     EXPECT_TRUE(contains(log_.str(), "[plugin alpha] storage_set: read-only database")) << log_.str();
+}
+
+// What the session services hand to handlerd's session manager, and what they answer.
+class RecordingSessions final : public handler::plugins::PluginSessions {
+public:
+    handler::Result<std::size_t> allow_host(const std::string& plugin_id, const std::string& session_id,
+                                            const std::string& rule, const std::string& reason) override {
+        calls.push_back(plugin_id + " " + session_id + " " + rule + " " + reason);
+        if (rule.starts_with("127.")) return handler::make_error(handler::ErrorCode::forbidden, "loopback is the user's");
+        if (rule.starts_with("bad")) return handler::make_error(handler::ErrorCode::invalid_argument, "not a host");
+        return std::size_t{1};
+    }
+    handler::Result<std::string> stand_in(const std::string& plugin_id, const std::string& session_id,
+                                          const std::string& kind) override {
+        calls.push_back(plugin_id + " " + session_id + " " + kind);
+        if (kind != "anthropic-api-key") return handler::make_error(handler::ErrorCode::not_found, "no such key");
+        return std::string("sk-ant-api03-STANDIN");
+    }
+    std::vector<std::string> calls;
+};
+
+TEST_F(PluginHostServices, SessionServicesGoToTheSessionManagerNamingThePlugin) {
+    RecordingSessions sessions;
+    services_.set_sessions(&sessions);
+    const auto api = services_.make_api("alpha");
+    const Host host(api->api());
+    EXPECT_TRUE(host.allow_host("s_1", "cdn.example.com", 443, "assets").ok());
+    EXPECT_TRUE(host.allow_host("", "*.example.org", 0, "").ok());
+    const auto refused = host.allow_host("s_1", "127.0.0.1", 8765, "the API");
+    EXPECT_EQ(refused.code(), HD_STATUS_DENIED);
+    EXPECT_EQ(host.allow_host("s_1", "bad", 0, "").code(), HD_STATUS_INVALID_ARGUMENT);
+    logger_->flush();
+    // No error sink in network_allow_host: the reason is in the log.
+    EXPECT_TRUE(contains(log_.str(), "[plugin alpha] network_allow_host 127.0.0.1:8765: loopback is the user's"))
+        << log_.str();
+
+    const auto stand_in = host.secret_stand_in("s_1", "anthropic-api-key");
+    ASSERT_TRUE(stand_in.ok()) << stand_in.status().message();
+    EXPECT_EQ(stand_in.value(), "sk-ant-api03-STANDIN");
+    const auto missing = host.secret_stand_in("s_1", "openai-api-key");
+    EXPECT_EQ(missing.status().code(), HD_STATUS_NOT_FOUND);
+    EXPECT_EQ(missing.status().message(), "no such key");
+    EXPECT_EQ(sessions.calls, (std::vector<std::string>{"alpha s_1 cdn.example.com:443 assets", "alpha  *.example.org ",
+                                                        "alpha s_1 127.0.0.1:8765 the API", "alpha s_1 bad ",
+                                                        "alpha s_1 anthropic-api-key", "alpha s_1 openai-api-key"}));
+
+    // Taken back (handlerd stopping): unsupported again, and nothing reaches the manager.
+    services_.set_sessions(nullptr);
+    EXPECT_EQ(host.allow_host("s_1", "cdn.example.com", 443, "").code(), HD_STATUS_UNSUPPORTED);
+    EXPECT_EQ(host.secret_stand_in("s_1", "anthropic-api-key").status().code(), HD_STATUS_UNSUPPORTED);
+    EXPECT_EQ(sessions.calls.size(), 6u);
 }
 
 TEST_F(PluginHostServices, NotYetAvailableServicesAreCallableAndSaySo) {

@@ -508,6 +508,80 @@ TEST_F(SessionManagerTest, AnAgentsAddonsAddTheirHostsToItsAllowList) {
     EXPECT_EQ(refused.verdict, "deny");
 }
 
+// A plugin's host services (sdk.h network_allow_host, secret_stand_in) reach only the live
+// sessions that use it: an allowed host joins the session's addon hosts and decides its
+// next connection; what is on this machine or its network stays the user's to allow.
+TEST_F(SessionManagerTest, APluginAllowsAHostOnlyForTheLiveSessionsThatUseIt) {
+    add_agent("builder", {}, {"local-cdn"});
+    api::StartRequest request;
+    request.name = "builder";
+    request.directory = (dir_ / "project").string();
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    const std::string id = started->id;
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    const std::string other = start_shell(); // no agent, so no addon
+
+    // TEST-NET-1: public as far as the policy goes, and nobody answers there.
+    auto decide = [&](std::size_t nth) {
+        ShimDouble client;
+        EXPECT_TRUE(client.connect(dir_ / "run/sessions" / id / "proxy.sock"));
+        client.send("CONNECT 192.0.2.1:443 HTTP/1.1\r\n\r\n");
+        EXPECT_TRUE(pump_until([&] { return store_->network_log(id, 0, 10)->size() == nth; }));
+        return store_->network_log(id, 0, 10)->back(); // oldest first
+    };
+    EXPECT_EQ(decide(1).verdict, "deny");
+
+    auto added = manager_->allow_host("local-cdn", id, "192.0.2.1:443", "its CDN");
+    ASSERT_TRUE(added.ok()) << added.error().message;
+    EXPECT_EQ(*added, 1u);
+    ASSERT_TRUE(pump_until([&] { return store_->get_session(id)->addon_hosts.size() == 2; }));
+    EXPECT_EQ(store_->get_session(id)->addon_hosts, (std::vector<std::string>{"127.0.0.1", "192.0.2.1:443"}));
+    const auto allowed = decide(2);
+    EXPECT_EQ(allowed.verdict, "allow");
+    EXPECT_EQ(allowed.rule, "192.0.2.1:443");
+    // Asked again: kept once.
+    ASSERT_TRUE(manager_->allow_host("local-cdn", id, "192.0.2.1:443", "").ok());
+    io_.restart();
+    io_.run_for(std::chrono::milliseconds(50)); // time to be recorded, were it to be
+    EXPECT_EQ(store_->get_session(id)->addon_hosts.size(), 2u);
+
+    // Not a plugin of that session: the addon is not the other session's, "greedy" is nobody's.
+    auto foreign = manager_->allow_host("local-cdn", other, "cdn.example.com", "");
+    ASSERT_FALSE(foreign.ok());
+    EXPECT_EQ(foreign.error().code, ErrorCode::forbidden);
+    EXPECT_TRUE(contains(foreign.error().message, "is not a live session that uses plugin 'local-cdn'"))
+        << foreign.error().message;
+    EXPECT_FALSE(manager_->allow_host("greedy", id, "cdn.example.com", "").ok());
+    EXPECT_FALSE(manager_->allow_host("local-cdn", "s_nosuch", "cdn.example.com", "").ok());
+    // handlerd's own API and everything else on the host or its network.
+    for (const char* local : {"127.0.0.1:8765", "10.1.2.3", "169.254.169.254", "[::1]:443", "[::ffff:127.0.0.1]"}) {
+        auto refused = manager_->allow_host("local-cdn", id, local, "");
+        ASSERT_FALSE(refused.ok()) << local;
+        EXPECT_EQ(refused.error().code, ErrorCode::forbidden) << local;
+        EXPECT_TRUE(contains(refused.error().message, "handler network allow")) << refused.error().message;
+    }
+    auto bad = manager_->allow_host("local-cdn", id, "not a host!", "");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().code, ErrorCode::invalid_argument);
+
+    // No session named: every live session of the plugin, here the harness of both.
+    auto everywhere = manager_->allow_host("shell", "", "registry.example.org", "");
+    ASSERT_TRUE(everywhere.ok()) << everywhere.error().message;
+    EXPECT_EQ(*everywhere, 2u);
+    ASSERT_TRUE(pump_until([&] { return store_->get_session(other)->addon_hosts.size() == 1; }));
+    EXPECT_EQ(store_->get_session(other)->addon_hosts, std::vector<std::string>{"registry.example.org"});
+    EXPECT_EQ(store_->get_session(id)->addon_hosts.back(), "registry.example.org");
+
+    // An ended session is nobody's to change.
+    ASSERT_TRUE(manager_->stop(other).ok());
+    ASSERT_TRUE(pump_until([&] { return state(other) != SessionState::running && state(other) != SessionState::starting; }));
+    EXPECT_FALSE(manager_->allow_host("shell", other, "late.example.org", "").ok());
+    auto after = manager_->allow_host("shell", "", "late.example.org", "");
+    ASSERT_TRUE(after.ok());
+    EXPECT_EQ(*after, 1u);
+}
+
 TEST_F(SessionManagerTest, AnAddonThatIsMissingOrOverreachesFailsTheSessionSayingWhich) {
     for (const auto& [addon, expected] : {std::pair<std::string, std::string>{"ghost", "no addon plugin 'ghost'"},
                                           {"greedy", "addon 'greedy' sets the image"}}) {
@@ -634,6 +708,18 @@ TEST_F(SessionManagerTest, AHarnessThatNeedsAKeyGetsAStandInAndTrustsHandlersCa)
     auto second = manager_->start(request);
     ASSERT_TRUE(second.ok());
     EXPECT_NE(store_->session_secrets(second->id)->front().stand_in, stand_in);
+
+    // The harness's plugin may ask for it (sdk.h secret_stand_in); no other plugin may,
+    // and there is no stand-in for a kind the session has no key of.
+    auto asked = manager_->stand_in("keyed", started->id, "anthropic-api-key");
+    ASSERT_TRUE(asked.ok()) << asked.error().message;
+    EXPECT_EQ(*asked, stand_in);
+    auto stranger = manager_->stand_in("shell", started->id, "anthropic-api-key");
+    ASSERT_FALSE(stranger.ok());
+    EXPECT_EQ(stranger.error().code, ErrorCode::forbidden);
+    auto other_kind = manager_->stand_in("keyed", started->id, "openai-api-key");
+    ASSERT_FALSE(other_kind.ok());
+    EXPECT_EQ(other_kind.error().code, ErrorCode::not_found);
 
     // Two accounts of the kind and no agent to choose: refused with the fix.
     ASSERT_TRUE(store_->create_account({"home", "anthropic-api-key", {}, {}}).ok());
