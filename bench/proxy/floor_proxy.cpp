@@ -99,99 +99,66 @@ bool ended(End& from) {
     return true;
 }
 
-// relay() through FROM's pipe.
-bool splice_relay(End& from) {
-    End& to = peer_of(from);
-    for (;;) {
-        if (from.in_pipe > 0) {
-            if (!to.writable) return true;
-            const ssize_t sent = ::splice(from.pipe_read, nullptr, to.fd, nullptr, from.in_pipe,
-                                          SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-            if (sent < 0) {
-                if (errno == EAGAIN) {
-                    to.writable = false;
-                    return true;
-                }
-                return false;
-            }
-            from.in_pipe -= static_cast<std::size_t>(sent);
-            if (from.in_pipe > 0) {
-                to.writable = false;
-                return true;
-            }
-        }
-        if (from.eof) return ended(from);
-        if (!from.readable) return true;
-        const ssize_t got = ::splice(from.fd, nullptr, from.pipe_write, nullptr, kPipeBytes,
-                                     SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-        if (got < 0) {
-            if (errno == EAGAIN) {
-                from.readable = false;
-                return true;
-            }
-            return false;
-        }
-        if (got == 0) {
-            from.eof = true;
-            continue;
-        }
-        from.in_pipe = static_cast<std::size_t>(got);
-        if (from.in_pipe < kPipeBytes) from.readable = from.hup;
-    }
+constexpr unsigned kSpliceFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+
+// From one read that filled the buffer on, FROM's bytes go through a pipe.
+void start_piping(End& from) {
+    int fds[2];
+    if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return; // stays with the buffer
+    from.pipe_read = fds[0];
+    from.pipe_write = fds[1];
+    ::fcntl(fds[1], F_SETPIPE_SZ, static_cast<int>(kPipeBytes));
 }
 
-// Moves what FROM has read to its peer, reading more while the peer takes it all.
-// Returns false when the connection is over.
+// Moves what FROM has read to its peer (the buffer's bytes first, then the pipe's),
+// reading more while the peer takes it all. Returns false when the connection is over.
 bool relay(End& from) {
-    // Bytes still in the buffer go before any that pass through the pipe.
-    if (from.pipe_read >= 0 && from.start == from.end) return splice_relay(from);
     End& to = peer_of(from);
     for (;;) {
-        if (from.start < from.end) {
+        while (from.start < from.end || from.in_pipe > 0) {
             if (!to.writable) return true;
-            const ssize_t sent = ::send(to.fd, from.buffer.get() + from.start, from.end - from.start, MSG_NOSIGNAL);
+            const bool buffered = from.start < from.end;
+            const ssize_t sent =
+                buffered ? ::send(to.fd, from.buffer.get() + from.start, from.end - from.start, MSG_NOSIGNAL)
+                         : ::splice(from.pipe_read, nullptr, to.fd, nullptr, from.in_pipe, kSpliceFlags);
             if (sent < 0) {
-                if (errno == EAGAIN) {
-                    to.writable = false;
-                    return true;
-                }
-                return false;
-            }
-            from.start += static_cast<std::size_t>(sent);
-            if (from.start < from.end) {
+                if (errno != EAGAIN) return false;
                 to.writable = false;
                 return true;
             }
-            from.start = from.end = 0;
-            if (from.pipe_read >= 0) return splice_relay(from);
-        }
-        if (from.eof) return ended(from);
-        if (!from.readable) return true;
-        const ssize_t got = ::recv(from.fd, from.buffer.get(), kChunk, 0);
-        if (got < 0) {
-            if (errno == EAGAIN) {
-                from.readable = false;
+            if (buffered)
+                from.start += static_cast<std::size_t>(sent);
+            else
+                from.in_pipe -= static_cast<std::size_t>(sent);
+            // Short: the peer's buffer is full, and its next edge says when it is not.
+            if (buffered ? from.start < from.end : from.in_pipe > 0) {
+                to.writable = false;
                 return true;
             }
-            return false;
+        }
+        from.start = from.end = 0;
+        if (from.eof) return ended(from);
+        if (!from.readable) return true;
+        const bool piped = from.pipe_read >= 0;
+        const std::size_t room = piped ? kPipeBytes : kChunk;
+        const ssize_t got = piped ? ::splice(from.fd, nullptr, from.pipe_write, nullptr, room, kSpliceFlags)
+                                  : ::recv(from.fd, from.buffer.get(), room, 0);
+        if (got < 0) {
+            if (errno != EAGAIN) return false;
+            from.readable = false;
+            return true;
         }
         if (got == 0) {
             from.eof = true;
-            from.readable = false;
             continue;
         }
-        from.end = static_cast<std::size_t>(got);
-        if (static_cast<std::size_t>(got) == kChunk) {
-            int fds[2];
-            if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0) {
-                from.pipe_read = fds[0];
-                from.pipe_write = fds[1];
-                ::fcntl(fds[1], F_SETPIPE_SZ, static_cast<int>(kPipeBytes));
-            }
-        }
+        (piped ? from.in_pipe : from.end) = static_cast<std::size_t>(got);
         // Short: nothing is left but what a new edge will announce, except an end of
         // input already reported with these bytes, which no further edge announces.
-        if (static_cast<std::size_t>(got) < kChunk) from.readable = from.hup;
+        if (static_cast<std::size_t>(got) < room)
+            from.readable = from.hup;
+        else if (!piped)
+            start_piping(from); // a bulk transfer
     }
 }
 

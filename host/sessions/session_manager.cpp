@@ -247,6 +247,16 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
         return agent && std::find(agent->addons.begin(), agent->addons.end(), plugin_id) != agent->addons.end();
     }
 
+    // Session `id` if it is live and uses `plugin_id`; what a plugin's host services may
+    // act on (any thread).
+    Result<store::Session> plugin_session(const std::string& plugin_id, const std::string& id) {
+        auto session = store.get_session(id);
+        if (!session || !is_live(session->state) || !uses(*session, plugin_id))
+            return make_error(ErrorCode::forbidden,
+                              "session " + id + " is not a live session that uses plugin '" + plugin_id + "'");
+        return session;
+    }
+
     // A plugin's host rule joins a live session's addon hosts (io thread).
     void add_plugin_host(const std::string& id, const std::string& rule, const std::string& plugin_id,
                          const std::string& reason) {
@@ -1607,10 +1617,8 @@ Result<std::size_t> SessionManager::allow_host(const std::string& plugin_id, con
         for (const auto& session : *sessions)
             if (is_live(session.state) && impl.uses(session, plugin_id)) targets.push_back(session.id);
     } else {
-        auto session = impl.store.get_session(session_id);
-        if (!session || !is_live(session->state) || !impl.uses(*session, plugin_id))
-            return make_error(ErrorCode::forbidden, "session " + session_id +
-                                                        " is not a live session that uses plugin '" + plugin_id + "'");
+        auto session = impl.plugin_session(plugin_id, session_id);
+        if (!session) return session.take_error();
         targets.push_back(session->id);
     }
     for (auto& id : targets)
@@ -1623,10 +1631,8 @@ Result<std::size_t> SessionManager::allow_host(const std::string& plugin_id, con
 Result<std::string> SessionManager::stand_in(const std::string& plugin_id, const std::string& session_id,
                                              const std::string& kind) {
     Impl& impl = *impl_;
-    auto session = impl.store.get_session(session_id);
-    if (!session || !is_live(session->state) || !impl.uses(*session, plugin_id))
-        return make_error(ErrorCode::forbidden,
-                          "session " + session_id + " is not a live session that uses plugin '" + plugin_id + "'");
+    auto session = impl.plugin_session(plugin_id, session_id);
+    if (!session) return session.take_error();
     auto secrets = impl.store.session_secrets(session->id);
     if (!secrets) return secrets.take_error();
     for (const auto& secret : *secrets)
