@@ -206,6 +206,10 @@ json::object to_json(const store::Session& session) {
             {"message", nullable(session.message)},
             {"network_mode", nullable(session.network_mode)},
             {"learn_until", nullable(session.learn_until)},
+            // What the session may reach beyond its agent's and project's lists: its
+            // harness's model hosts, and what its addons (and plugins, while it runs) added.
+            {"model_hosts", strings(session.model_hosts)},
+            {"addon_hosts", strings(session.addon_hosts)},
             {"created_at", session.created_at},
             {"updated_at", session.updated_at}};
 }

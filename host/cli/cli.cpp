@@ -92,6 +92,7 @@ struct Tree {
     CLI::App* attach = nullptr;
     CLI::App* logs = nullptr;
     CLI::App* session_list = nullptr;
+    CLI::App* session_show = nullptr;
     CLI::App* session_stop = nullptr;
     CLI::App* session_rm = nullptr;
     CLI::App* session_events = nullptr;
@@ -277,6 +278,10 @@ Tree define(CLI::App& app, Options& options) {
     session->require_subcommand(1);
     tree.session_list = session->add_subcommand("list", "List sessions");
     add_json_flag(tree.session_list, options);
+    tree.session_show = session->add_subcommand(
+        "show", "Show one session, with the hosts it may reach besides its agent's and project's lists");
+    tree.session_show->add_option("ID", options.target, "The session id")->required();
+    add_json_flag(tree.session_show, options);
     tree.session_stop = session->add_subcommand("stop", "Stop a session (SIGTERM, then SIGKILL)");
     tree.session_stop->add_option("ID", options.target, "The session id")->required();
     tree.session_events = session->add_subcommand(
@@ -915,6 +920,13 @@ int command_logs(Session& session, const Options& options) {
     return code == kExitUnavailable || code == kExitRefused ? code : kExitOk;
 }
 
+int command_session_show(Session& session, const Options& options) {
+    auto record = session.call("GET", session_path(options.target));
+    if (!record) return session.exit_code();
+    return print_or_json(session, options, *record,
+                         [&](std::ostream& out) { print_record(out, record->as_object()); });
+}
+
 int command_session_stop(Session& session, const Options& options) {
     if (!session.call("POST", session_path(options.target) + "/stop")) return session.exit_code();
     session.context().out << "Stopping session " << options.target << ".\n";
@@ -1231,6 +1243,7 @@ int run_cli(const std::vector<std::string>& arguments, CliContext& context) {
         if (tree.session_list->parsed())
             return command_list(session, options, "/api/v1/sessions", "sessions",
                                 {"id", "harness", "state", "exit_code", "mode", "message"});
+        if (tree.session_show->parsed()) return command_session_show(session, options);
         if (tree.session_stop->parsed()) return command_session_stop(session, options);
         if (tree.session_rm->parsed()) return command_session_rm(session, options);
         if (tree.session_events->parsed()) return command_session_events(session, options);

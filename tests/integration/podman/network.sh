@@ -122,6 +122,9 @@ grep -q "^addon=s_.* allow=ok$" <<<"$with_addon" || fail "the addon's variable d
 [ "$(grep -cx "hello-through-proxy" <<<"$with_addon")" = 2 ] ||
   fail "the addon's hosts (the one it declared, the one its host service added) were not both reachable"
 [ $code_without_late -ne 0 ] || fail "late.example.com passed for an agent without the addon: $without_late"
+addon_session=$(sed -n 's/^addon=\(s_[0-9a-f]*\) .*/\1/p' <<<"$with_addon")
+hosts=$(handler session show "$addon_session" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["addon_hosts"])')
+[ "$hosts" = "['cdn.example.com', 'late.example.com']" ] || fail "session show lists the addon hosts as $hosts"
 [ $code_without -ne 0 ] || fail "cdn.example.com passed for an agent without the addon: $without"
 [ "$(handler agent show builder --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["addons"])')" = "['good-addon']" ] ||
   fail "the agent does not list its addon"

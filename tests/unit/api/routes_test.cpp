@@ -694,6 +694,15 @@ TEST_F(RoutesTest, Sessions) {
     EXPECT_TRUE(list[0].at("exit_code").is_null());
     EXPECT_EQ(parse(call("GET", "/api/v1/sessions/" + session->id)).at("project").as_int64(),
               project);
+
+    // The hosts it may reach besides its agent's and project's lists.
+    store::SessionChanges hosts;
+    hosts.model_hosts = std::vector<std::string>{"api.openai.com"};
+    hosts.addon_hosts = std::vector<std::string>{"cdn.example.com", "late.example.com:443"};
+    ASSERT_TRUE(store_->update_session(session->id, hosts).ok());
+    const auto shown = parse(call("GET", "/api/v1/sessions/" + session->id));
+    EXPECT_EQ(shown.at("model_hosts"), (json::array{"api.openai.com"}));
+    EXPECT_EQ(shown.at("addon_hosts"), (json::array{"cdn.example.com", "late.example.com:443"}));
 }
 
 // ---- failures on the server side --------------------------------------------------

@@ -454,6 +454,30 @@ TEST(Cli, SessionEventsSummarisesEachEventAndPagesThrough) {
     EXPECT_EQ(json::parse(lines.out).at("seq").as_int64(), 4);
 }
 
+// One session, its hosts among its fields; --json as the daemon gives it.
+TEST(Cli, SessionShowPrintsTheSessionWithItsHosts) {
+    FakeDaemon daemon;
+    const char* record = R"({"id":"s_1","harness":"shell","state":"running",
+        "model_hosts":["api.openai.com"],"addon_hosts":["cdn.example.com","late.example.com"]})";
+    daemon.answer(200, record);
+    auto result = run(daemon, {"session", "show", "s_1"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_EQ(daemon.calls.at(0).method, "GET");
+    EXPECT_EQ(daemon.calls.at(0).target, "/api/v1/sessions/s_1");
+    EXPECT_NE(result.out.find("addon_hosts: cdn.example.com, late.example.com"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("state:       running"), std::string::npos) << result.out;
+
+    daemon.answer(200, record);
+    auto as_json = run(daemon, {"session", "show", "s_1", "--json"});
+    ASSERT_EQ(as_json.code, kExitOk) << as_json.err;
+    EXPECT_EQ(json::parse(as_json.out), json::parse(record));
+
+    daemon.answer(404, R"({"error":{"code":"not_found","message":"no session s_9"}})");
+    auto missing = run(daemon, {"session", "show", "s_9"});
+    EXPECT_NE(missing.code, kExitOk);
+    EXPECT_NE(missing.err.find("no session s_9"), std::string::npos) << missing.err;
+}
+
 // Two requests, the first answered: its events as the daemon gives them.
 const char* kAskedTwice = R"({"events":[
     {"session":"s_1","seq":1,"at":1,"kind":"permission_request","payload":{"toolCallId":"t1","title":"Bash: ls",
