@@ -472,7 +472,7 @@ private:
         http::response_serializer<http::buffer_body> incoming(answer);
         co_await http::async_write_header(client_, incoming, net::use_awaitable);
         if (answer.result() == http::status::switching_protocols) {
-            co_await splice(from_client, from_upstream);
+            co_await splice(from_client, from_upstream, WebSocketRedactor(redactor));
             co_return false;
         }
         while (!incoming.is_done()) {
@@ -523,8 +523,10 @@ private:
 
     // After 101 (a WebSocket): bytes both ways until either side ends. The frames the
     // client sends are unmasked and searched for another key's stand-in, as a request
-    // body is; one found cuts the connection before that chunk goes on.
-    net::awaitable<void> splice(beast::flat_buffer& from_client, beast::flat_buffer& from_upstream) {
+    // body is; one found cuts the connection before that chunk goes on. In the frames the
+    // server sends, this request's real keys are masked, as in a response body.
+    net::awaitable<void> splice(beast::flat_buffer& from_client, beast::flat_buffer& from_upstream,
+                                WebSocketRedactor down) {
         upgraded_ = true;
         WebSocketScanner frames(StandInScanner(setup_.bindings, setup_.host));
         const auto search = [&](std::string_view bytes) {
@@ -547,12 +549,14 @@ private:
             co_await net::async_write(*upstream_, from_client.data(), net::use_awaitable);
             from_client.consume(from_client.size());
         }
+        auto self = std::static_pointer_cast<InterceptionImpl>(shared_from_this());
         if (from_upstream.size() > 0) {
-            co_await net::async_write(client_, from_upstream.data(), net::use_awaitable);
+            const auto ready = down.feed({static_cast<const char*>(from_upstream.data().data()), from_upstream.size()});
+            if (down.unreadable()) throw Refusal{502, "Bad Gateway", unreadable_down()};
+            co_await net::async_write(client_, net::buffer(ready), net::use_awaitable);
             from_upstream.consume(from_upstream.size());
         }
-        auto self = std::static_pointer_cast<InterceptionImpl>(shared_from_this());
-        net::co_spawn(executor_, pump_down(self), net::detached);
+        net::co_spawn(executor_, pump_down(self, std::move(down)), net::detached);
         std::array<char, 16 * 1024> chunk{};
         for (;;) {
             const std::size_t got = co_await client_.async_read_some(net::buffer(chunk), net::use_awaitable);
@@ -562,13 +566,24 @@ private:
         }
     }
 
-    static net::awaitable<void> pump_down(std::shared_ptr<InterceptionImpl> self) {
+    std::string unreadable_down() const {
+        return "a WebSocket frame from " + setup_.host +
+               " is compressed though no compression was agreed, so the session's keys cannot be "
+               "kept out of it; the connection was cut";
+    }
+
+    static net::awaitable<void> pump_down(std::shared_ptr<InterceptionImpl> self, WebSocketRedactor down) {
         std::array<char, 16 * 1024> chunk{};
         try {
             for (;;) {
                 const std::size_t got = co_await self->upstream_->async_read_some(net::buffer(chunk), net::use_awaitable);
                 self->down_ += got;
-                co_await net::async_write(self->client_, net::buffer(chunk.data(), got), net::use_awaitable);
+                const auto ready = down.feed({chunk.data(), got});
+                if (down.unreadable()) {
+                    spdlog::warn("session {}: {}", self->setup_.session_id, self->unreadable_down());
+                    break;
+                }
+                co_await net::async_write(self->client_, net::buffer(ready), net::use_awaitable);
             }
         } catch (const boost::system::system_error&) {
         }

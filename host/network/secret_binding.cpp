@@ -31,38 +31,43 @@ const SecretBinding* StandInScanner::feed(std::string_view chunk) {
     return nullptr;
 }
 
+bool FrameHead::add(unsigned char byte) {
+    if (size_ == sizeof bytes_) size_ = 0; // the last head was whole: this starts the next
+    bytes_[size_++] = byte;
+    if (size_ < 2) return false;
+    const unsigned length7 = bytes_[1] & 0x7f;
+    const std::size_t length_bytes = length7 == 126 ? 2 : length7 == 127 ? 8 : 0;
+    const std::size_t whole = 2 + length_bytes + (masked() ? 4 : 0);
+    if (size_ < whole) return false;
+    length_ = length7;
+    if (length_bytes > 0) {
+        length_ = 0;
+        for (std::size_t i = 0; i < length_bytes; ++i) length_ = (length_ << 8) | bytes_[2 + i];
+    }
+    if (masked()) std::copy_n(bytes_ + 2 + length_bytes, 4, mask_);
+    size_ = sizeof bytes_; // whole; the next byte starts another head
+    return true;
+}
+
 const SecretBinding* WebSocketScanner::feed(std::string_view chunk) {
     if (!active()) return nullptr;
     while (!chunk.empty()) {
         if (payload_left_ == 0) {
-            // A frame head: 2 bytes, then 2 or 8 of length, then 4 of mask when masked.
-            head_[head_size_++] = static_cast<unsigned char>(chunk.front());
+            const bool whole = head_.add(static_cast<unsigned char>(chunk.front()));
             chunk.remove_prefix(1);
-            if (head_size_ < 2) continue;
-            if ((head_[0] & 0x70) != 0) {
+            if (!whole) continue;
+            if (head_.reserved()) {
                 unreadable_ = true;
                 return nullptr;
             }
-            const unsigned length7 = head_[1] & 0x7f;
-            const std::size_t length_bytes = length7 == 126 ? 2 : length7 == 127 ? 8 : 0;
-            masked_ = (head_[1] & 0x80) != 0;
-            const std::size_t whole = 2 + length_bytes + (masked_ ? 4 : 0);
-            if (head_size_ < whole) continue;
-            std::uint64_t length = length7;
-            if (length_bytes > 0) {
-                length = 0;
-                for (std::size_t i = 0; i < length_bytes; ++i) length = (length << 8) | head_[2 + i];
-            }
-            if (masked_) std::copy_n(head_ + 2 + length_bytes, 4, mask_);
-            payload_left_ = length;
+            payload_left_ = head_.length();
             mask_at_ = 0;
-            head_size_ = 0;
             continue;
         }
         const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(payload_left_, chunk.size()));
         plain_.assign(chunk.data(), take);
-        if (masked_)
-            for (auto& byte : plain_) byte = static_cast<char>(byte ^ static_cast<char>(mask_[mask_at_++ % 4]));
+        if (head_.masked())
+            for (auto& byte : plain_) byte = static_cast<char>(byte ^ static_cast<char>(head_.mask()[mask_at_++ % 4]));
         payload_left_ -= take;
         chunk.remove_prefix(take);
         if (const auto* found = scanner_.feed(plain_)) return found;
@@ -105,6 +110,53 @@ std::string_view KeyRedactor::feed(std::string_view chunk, bool last) {
     held_.assign(out_, out_.size() - hold, hold);
     out_.resize(out_.size() - hold);
     return out_;
+}
+
+std::string_view WebSocketRedactor::feed(std::string_view chunk) {
+    if (!active()) return chunk;
+    if (unreadable_) return {};
+    std::size_t at = raw_.size();
+    raw_.append(chunk);
+    while (at < raw_.size()) {
+        if (!in_payload_) {
+            if (!head_.add(static_cast<unsigned char>(raw_[at++]))) continue;
+            if (head_.reserved()) {
+                unreadable_ = true;
+                return {};
+            }
+            in_payload_ = true;
+            payload_left_ = head_.length();
+            mask_at_ = 0;
+        }
+        const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(payload_left_, raw_.size() - at));
+        plain_.assign(raw_, at, take);
+        for (std::size_t i = 0; i < take; ++i) {
+            const char mask = head_.masked() ? static_cast<char>(head_.mask()[mask_at_++ % 4]) : '\0';
+            plain_[i] = static_cast<char>(plain_[i] ^ mask);
+            pending_.emplace_back(at + i, mask);
+        }
+        payload_left_ -= take;
+        const bool frame_ends = payload_left_ == 0;
+        // A key is searched for across the frames of one message, not past its end: what
+        // the redactor still holds then goes out with it.
+        place(redactor_.feed(plain_, frame_ends && head_.fin()));
+        at += take;
+        if (frame_ends) in_payload_ = false;
+    }
+    // Everything before the first byte still held goes now.
+    const std::size_t ready = pending_.empty() ? raw_.size() : pending_.front().first;
+    out_.assign(raw_, 0, ready);
+    raw_.erase(0, ready);
+    for (auto& held : pending_) held.first -= ready;
+    return out_;
+}
+
+// The redactor's output, in order and as long as what it took, goes back where the
+// payload bytes it stands for were.
+void WebSocketRedactor::place(std::string_view redacted) {
+    for (std::size_t i = 0; i < redacted.size(); ++i)
+        raw_[pending_[i].first] = static_cast<char>(redacted[i] ^ pending_[i].second);
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(redacted.size()));
 }
 
 } // namespace handler::network

@@ -61,6 +61,27 @@ private:
     std::string window_;
 };
 
+// A WebSocket frame's head (RFC 6455), read a byte at a time from any split of the stream:
+// 2 bytes, then 2 or 8 of length, then 4 of mask when masked.
+class FrameHead {
+public:
+    // Takes one byte; true once the head is whole (then the accessors hold, until the
+    // next add() starts another head).
+    bool add(unsigned char byte);
+    std::uint64_t length() const { return length_; }
+    bool fin() const { return (bytes_[0] & 0x80) != 0; }
+    // A reserved bit: compressed (or otherwise transformed) though no extension was agreed.
+    bool reserved() const { return (bytes_[0] & 0x70) != 0; }
+    bool masked() const { return (bytes_[1] & 0x80) != 0; }
+    const unsigned char* mask() const { return mask_; }
+
+private:
+    unsigned char bytes_[14] = {};
+    std::size_t size_ = 0;
+    std::uint64_t length_ = 0;
+    unsigned char mask_[4] = {};
+};
+
 // The WebSocket frames a client sends (RFC 6455) are masked with a key of their own, so a
 // stand-in in them cannot be seen in the raw bytes. This follows the frames through any
 // split of the stream and hands the unmasked payloads, in order, to a StandInScanner.
@@ -77,11 +98,8 @@ public:
 
 private:
     StandInScanner scanner_;
-    unsigned char head_[14] = {};
-    std::size_t head_size_ = 0;
+    FrameHead head_;
     std::uint64_t payload_left_ = 0;
-    unsigned char mask_[4] = {};
-    bool masked_ = false;
     std::uint64_t mask_at_ = 0;
     bool unreadable_ = false;
     std::string plain_;
@@ -104,6 +122,37 @@ private:
     std::vector<std::pair<std::string, std::string>> keys_; // real, mask
     std::size_t keep_ = 0;
     std::string held_;
+    std::string out_;
+};
+
+// KeyRedactor for the frames a server sends on a WebSocket: real keys in their payloads
+// are masked in place (same length, so the framing stays as it is), whatever the split of
+// the stream and across the frames of one message. Bytes that could start a key are held
+// back until the next chunk shows whether they do, never past the end of a message.
+class WebSocketRedactor {
+public:
+    explicit WebSocketRedactor(KeyRedactor redactor) : redactor_(std::move(redactor)) {}
+    bool active() const { return redactor_.active(); }
+    // What may go on to the client now, `chunk` included as far as it can be.
+    std::string_view feed(std::string_view chunk);
+    // A frame was compressed though no compression was agreed: its payload cannot be
+    // searched, and nothing more may go on.
+    bool unreadable() const { return unreadable_; }
+
+private:
+    void place(std::string_view redacted);
+
+    KeyRedactor redactor_;
+    FrameHead head_;
+    bool in_payload_ = false;
+    std::uint64_t payload_left_ = 0;
+    std::uint64_t mask_at_ = 0;
+    bool unreadable_ = false;
+    std::string raw_; // held bytes, then the chunk
+    // Where in raw_ the payload bytes the redactor holds are, and their frame's mask byte
+    // (0 unmasked: a server's frames should be, but one that masks is read all the same).
+    std::vector<std::pair<std::size_t, char>> pending_;
+    std::string plain_;
     std::string out_;
 };
 

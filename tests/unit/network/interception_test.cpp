@@ -339,6 +339,73 @@ TEST(KeyRedactor, MasksARealKeyComingBackEvenAcrossChunksWithoutChangingLengths)
         << "ordinary bytes are never held back";
 }
 
+// A frame as a server sends it: unmasked; FIN unless `more` follows, text or continuation.
+std::string server_frame(std::string_view payload, bool more = false, bool continuation = false) {
+    std::string frame(1, static_cast<char>((more ? 0x00 : 0x80) | (continuation ? 0x0 : 0x1)));
+    if (payload.size() < 126) {
+        frame += static_cast<char>(payload.size());
+    } else {
+        frame += static_cast<char>(126);
+        frame += static_cast<char>(payload.size() >> 8);
+        frame += static_cast<char>(payload.size() & 0xff);
+    }
+    return frame.append(payload);
+}
+
+// Everything `redactor` lets out when `stream` comes in the pieces `sizes` says (the rest
+// in one), then nothing more.
+std::string through(WebSocketRedactor redactor, std::string_view stream, std::size_t piece) {
+    std::string out;
+    for (std::size_t at = 0; at < stream.size(); at += piece) out += redactor.feed(stream.substr(at, piece));
+    return out;
+}
+
+// A real key an upstream sends back on a WebSocket reaches the container as its stand-in,
+// frames and lengths unchanged, however the stream is split; also across the fragments of
+// one message, and in a frame the server masked.
+TEST(WebSocketRedactor, MasksARealKeyInServerFramesWhateverTheSplit) {
+    KeyRedactor keys;
+    keys.add(kRealA, kStandInA);
+    const std::string long_text(300, 'q');
+    const std::string stream = server_frame("{\"error\":\"bad key " + kRealA + "\"}") + server_frame("ok") +
+                               server_frame(long_text + kRealA.substr(0, 30), true) +
+                               server_frame(kRealA.substr(30) + " end", false, true);
+    const std::string expected = server_frame("{\"error\":\"bad key " + kStandInA + "\"}") + server_frame("ok") +
+                                 server_frame(long_text + kStandInA.substr(0, 30), true) +
+                                 server_frame(kStandInA.substr(30) + " end", false, true);
+    for (const std::size_t piece : {std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{64}, stream.size()})
+        EXPECT_EQ(through(WebSocketRedactor(keys), stream, piece), expected) << "in pieces of " << piece;
+
+    // Masked by the server (it should not, but the bytes are read all the same).
+    std::string masked = client_frame("key " + kRealA);
+    masked[0] = '\x81';
+    std::string expected_masked = client_frame("key " + kStandInA);
+    EXPECT_EQ(through(WebSocketRedactor(keys), masked, 5), expected_masked);
+
+    // Nothing is held past the end of a message, even bytes that could start a key; and
+    // ordinary frames go out at once.
+    WebSocketRedactor redactor(keys);
+    const std::string tail = server_frame("until " + kRealA.substr(0, 12));
+    EXPECT_EQ(redactor.feed(tail), tail);
+    const std::string partial = server_frame("starts " + kRealA.substr(0, 12), true);
+    EXPECT_EQ(redactor.feed(partial), partial.substr(0, partial.size() - 12)) << "a key's start waits for the rest";
+    EXPECT_EQ(redactor.feed(server_frame("!", false, true)), kRealA.substr(0, 12) + server_frame("!", false, true));
+
+    // Compression nobody agreed to: unreadable, and nothing more goes out.
+    WebSocketRedactor compressed(keys);
+    std::string deflated = server_frame("\x4a\xce\xcf");
+    deflated[0] = '\xc1';
+    EXPECT_EQ(compressed.feed(server_frame("fine")), server_frame("fine"));
+    EXPECT_EQ(compressed.feed(deflated), "");
+    EXPECT_TRUE(compressed.unreadable());
+    EXPECT_EQ(compressed.feed(server_frame("after")), "");
+
+    // No keys in the request that opened it: everything passes as it is.
+    WebSocketRedactor idle{KeyRedactor()};
+    EXPECT_FALSE(idle.active());
+    EXPECT_EQ(idle.feed(deflated), deflated);
+}
+
 TEST_F(InterceptionTest, TheRealKeyGoesOnlyIntoTheBoundHeaderAndTheConnectionStaysOpen) {
     auto upstream = https_upstream("api.test", *public_ca_);
     const int fd = connect_through("api.test", upstream->port());
@@ -430,6 +497,19 @@ TEST_F(InterceptionTest, AWebSocketOpensWithTheKeyAndWithoutCompressionAndCarrie
         back += got;
     }
     EXPECT_EQ(back, frame) << "the frame went up and its echo came down unchanged";
+
+    // The upstream sends the real key back (here: its echo of a frame that holds it): the
+    // client gets the stand-in in its place.
+    const std::string quoting = client_frame("{\"error\":\"invalid key " + kRealA + "\"}");
+    tls.write(quoting);
+    back.clear();
+    while (back.size() < quoting.size()) {
+        const auto got = tls.read_some();
+        if (got.empty()) break;
+        back += got;
+    }
+    EXPECT_EQ(back, client_frame("{\"error\":\"invalid key " + kStandInA + "\"}"));
+    EXPECT_FALSE(contains(back, kRealA));
     ::close(fd);
     const auto requests = seen();
     ASSERT_EQ(requests.size(), 1u);
