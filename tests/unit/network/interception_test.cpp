@@ -352,8 +352,7 @@ std::string server_frame(std::string_view payload, bool more = false, bool conti
     return frame.append(payload);
 }
 
-// Everything `redactor` lets out when `stream` comes in the pieces `sizes` says (the rest
-// in one), then nothing more.
+// Everything `redactor` lets out when `stream` comes in pieces of `piece` bytes.
 std::string through(WebSocketRedactor redactor, std::string_view stream, std::size_t piece) {
     std::string out;
     for (std::size_t at = 0; at < stream.size(); at += piece) out += redactor.feed(stream.substr(at, piece));
