@@ -172,13 +172,12 @@ std::string_view tool_kind(std::string_view name) {
 }
 
 std::string tool_title(std::string_view name, const json::object& input, std::string_view cwd) {
-    constexpr std::size_t kMaxDetail = 120;
     const auto with = [&](std::string_view head, std::string_view detail) {
         if (detail.empty()) return std::string(head);
-        return std::string(head) + common::truncate_utf8(detail, kMaxDetail);
+        return std::string(head) + common::truncate_utf8(detail, common::kTitleDetailBytes);
     };
     if (name == "Bash") {
-        const std::string line = common::first_line_of(string_at(input, "command"), kMaxDetail);
+        const std::string line = common::first_line_of(string_at(input, "command"), common::kTitleDetailBytes);
         return line.empty() ? std::string("Bash") : "Bash: " + line;
     }
     if (name == "Task") return with("Task: ", string_at(input, "description"));

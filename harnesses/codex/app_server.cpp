@@ -18,7 +18,6 @@ using common::string_at;
 
 namespace {
 
-constexpr std::size_t kMaxTitleDetail = 120;
 constexpr std::int64_t kThreadStartId = 1;
 
 bool is_tool_item(std::string_view type) {
@@ -172,7 +171,7 @@ std::string_view item_kind(const json::object& item) {
 std::string item_title(const json::object& item) {
     const std::string_view type = string_at(item, "type");
     if (type == "commandExecution") {
-        const std::string line = common::first_line_of(unwrap_shell(string_at(item, "command")), kMaxTitleDetail);
+        const std::string line = common::first_line_of(unwrap_shell(string_at(item, "command")), common::kTitleDetailBytes);
         return line.empty() ? std::string("Run a command") : "Run: " + line;
     }
     if (type == "fileChange") {
@@ -190,7 +189,7 @@ std::string item_title(const json::object& item) {
     if (type == "webSearch") {
         const std::string_view query = string_at(item, "query");
         return query.empty() ? std::string("Search the web")
-                             : "Search the web: " + common::truncate_utf8(query, kMaxTitleDetail);
+                             : "Search the web: " + common::truncate_utf8(query, common::kTitleDetailBytes);
     }
     if (type == "collabAgentToolCall") return "Delegate to another agent";
     return std::string(type);

@@ -17,8 +17,6 @@ using common::string_at;
 
 namespace {
 
-constexpr std::size_t kMaxTitleDetail = 120;
-
 json::array result_content(const json::object* result) {
     json::array content;
     const json::array* blocks = result == nullptr ? nullptr : array_at(*result, "content");
@@ -60,13 +58,13 @@ std::string_view tool_kind(std::string_view name) {
 
 std::string tool_title(std::string_view name, const json::object& arguments, std::string_view cwd) {
     if (name == "bash") {
-        const std::string line = common::first_line_of(string_at(arguments, "command"), kMaxTitleDetail);
+        const std::string line = common::first_line_of(string_at(arguments, "command"), common::kTitleDetailBytes);
         return line.empty() ? std::string("bash") : "bash: " + line;
     }
     if (name == "grep" || name == "find") {
         std::string title(name);
         const std::string_view pattern = string_at(arguments, "pattern");
-        if (!pattern.empty()) title += " " + common::truncate_utf8(pattern, kMaxTitleDetail);
+        if (!pattern.empty()) title += " " + common::truncate_utf8(pattern, common::kTitleDetailBytes);
         const std::string_view where = string_at(arguments, "path");
         if (!where.empty()) title += " in " + common::display_path(where, cwd);
         return title;

@@ -89,13 +89,12 @@ std::string_view tool_kind(std::string_view name) {
 }
 
 std::string tool_title(std::string_view name, const json::object& input, std::string_view cwd) {
-    constexpr std::size_t kMaxDetail = 120;
     const auto with = [&](std::string_view head, std::string_view detail) {
         if (detail.empty()) return std::string(name);
-        return std::string(head) + common::truncate_utf8(detail, kMaxDetail);
+        return std::string(head) + common::truncate_utf8(detail, common::kTitleDetailBytes);
     };
     if (name == "bash") {
-        const std::string line = common::first_line_of(string_at(input, "command"), kMaxDetail);
+        const std::string line = common::first_line_of(string_at(input, "command"), common::kTitleDetailBytes);
         return line.empty() ? std::string("bash") : "bash: " + line;
     }
     if (name == "read") return with("Read ", display_path(file_of(name, input), cwd));
@@ -110,7 +109,7 @@ std::string tool_title(std::string_view name, const json::object& input, std::st
     if (name == "web_fetch") return with("Fetch ", string_at(input, "url"));
     if (name == "web_search") return with("Search the web: ", string_at(input, "query"));
     if (name == "task") {
-        const std::string line = common::first_line_of(string_at(input, "task"), kMaxDetail);
+        const std::string line = common::first_line_of(string_at(input, "task"), common::kTitleDetailBytes);
         return line.empty() ? std::string("task") : "Task: " + line;
     }
     if (name == "skill") return with("Load skill ", string_at(input, "name"));

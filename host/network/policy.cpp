@@ -168,14 +168,14 @@ Decision decide(const Policy& policy, const Target& target, std::int64_t now_ms)
     if (const auto* rule = first_match(policy.model_hosts, target)) {
         decision.verdict = Verdict::allow;
         decision.rule = "model host " + rule->text;
-        decision.exact = !rule->wildcard;
+        decision.exact = !rule->wildcard && !rule->from_plugin;
         return decision;
     }
     const HostRule* listed = policy.mode == Mode::none ? nullptr : first_match(policy.allow, target);
     if (listed != nullptr) {
         decision.verdict = Verdict::allow;
         decision.rule = listed->text;
-        decision.exact = !listed->wildcard;
+        decision.exact = !listed->wildcard && !listed->from_plugin;
         return decision;
     }
     if (policy.mode == Mode::open) {
@@ -287,7 +287,8 @@ std::optional<std::string> check_address(const Decision& decision, const Target&
     if (decision.exact) return std::nullopt;
     return authority(target) + " resolves to " + to_string(address) + ", " +
            (own ? "an address of this machine" : "a loopback, private or link-local address") +
-           ", which a session may reach only through a rule naming that host or address exactly";
+           ", which a session may reach only through a rule of its agent or project (not an addon's) naming "
+           "that host or address exactly";
 }
 
 } // namespace handler::network

@@ -38,6 +38,9 @@ struct HostRule {
     bool wildcard = false;
     bool ip = false;
     std::string text; // as stored, for messages ("*.npmjs.org:443")
+    // A rule a plugin asked for (an addon's hosts), not the user: even exact, it never
+    // opens a loopback, private, link-local or own address.
+    bool from_plugin = false;
 };
 
 // "github.com", "*.npmjs.org", "api.example.com:8443", "10.0.0.5", "[fd00::1]:443".
@@ -75,7 +78,7 @@ struct Decision {
                         // "mode open", "learn mode"), or "" when nothing matched
     std::string reason; // for a deny: a sentence naming the host, why, and the command
                         // that would allow it
-    bool exact = false; // matched by an exact host or IP rule (licenses special addresses)
+    bool exact = false; // matched by an exact host or IP rule of the user's (licenses special addresses)
 };
 
 Decision decide(const Policy& policy, const Target& target, std::int64_t now_ms);

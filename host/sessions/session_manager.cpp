@@ -192,9 +192,15 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
         }
         for (const auto& text : session->model_hosts)
             if (auto rule = network::parse_rule(text)) policy.model_hosts.push_back(*rule);
-        const auto allow = [&policy](const std::vector<std::string>& hosts) {
+        // Addon hosts are what addons asked for, at the start or while the session runs:
+        // they never open the host's loopback or network (a name the user pinned in
+        // [network] resolve still reaches its address: that is the user's choice).
+        const auto allow = [&policy](const std::vector<std::string>& hosts, bool from_plugin) {
             for (const auto& text : hosts)
-                if (auto rule = network::parse_rule(text)) policy.allow.push_back(*rule);
+                if (auto rule = network::parse_rule(text)) {
+                    rule->from_plugin = from_plugin;
+                    policy.allow.push_back(*rule);
+                }
         };
         std::optional<store::Agent> agent;
         if (session->agent_id)
@@ -203,10 +209,10 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
             policy.agent = agent->name;
             policy.mode = network::parse_mode(store::to_string(agent->network_mode))
                               .value_or(network::Mode::filtered);
-            allow(agent->allowed_hosts);
+            allow(agent->allowed_hosts, false);
         }
-        if (auto project = store.get_project(session->project_id)) allow(project->allowed_hosts);
-        allow(session->addon_hosts);
+        if (auto project = store.get_project(session->project_id)) allow(project->allowed_hosts, false);
+        allow(session->addon_hosts, true);
         if (session->network_mode)
             policy.mode = network::parse_mode(*session->network_mode).value_or(policy.mode);
         policy.learn_until_ms = session->learn_until.value_or(0);

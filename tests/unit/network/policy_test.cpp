@@ -79,6 +79,17 @@ TEST(NetworkPolicy, OpenAllowsNamesButNotSpecialAddressesWithoutAnExactRule) {
     // An exact rule for the private address licenses it.
     auto exact = decide(p, target("10.0.0.5", 5432), 0);
     EXPECT_EQ(check_address(exact, target("10.0.0.5", 5432), address("10.0.0.5"), {}), std::nullopt);
+    // The same rule asked for by an addon does not: only the user opens their network.
+    auto from_addon = policy(Mode::filtered);
+    from_addon.allow.clear();
+    auto addon_rule = *parse_rule("10.0.0.5");
+    addon_rule.from_plugin = true;
+    from_addon.allow.push_back(addon_rule);
+    const auto asked = decide(from_addon, target("10.0.0.5", 5432), 0);
+    EXPECT_EQ(asked.verdict, Verdict::allow);
+    auto refused = check_address(asked, target("10.0.0.5", 5432), address("10.0.0.5"), {});
+    ASSERT_TRUE(refused.has_value());
+    EXPECT_TRUE(contains(*refused, "not an addon's")) << *refused;
     // The machine's own public address is special too.
     const std::vector<Address> own = {address("203.0.113.9")};
     EXPECT_TRUE(check_address(anywhere, target("me.example"), address("203.0.113.9"), own).has_value());

@@ -213,14 +213,16 @@ protected:
         options.secret_store = &secrets_;
         options.ca_certificate_pem = kCaPem;
         options.system_ca_bundle = dir_.write("system/ca-certificates.crt", "SYSTEM CAS\n");
-        // Two addons: one that needs the host's loopback (an exact rule, so it shows in
-        // the decisions) and sets a variable; one that tries to pick the image.
+        // Two addons: one that needs a name the user pinned to the host's loopback and asks
+        // for the loopback itself as well (which an addon's rule never opens), and sets a
+        // variable; one that tries to pick the image.
+        options.resolve = {{"cdn.test", {*network::parse_address("127.0.0.1")}}};
         options.contribute_addon = [](std::string_view addon, const plugins::LaunchRequest& request)
             -> Result<plugins::LaunchSpec> {
             plugins::LaunchSpec spec;
             if (addon == "local-cdn") {
                 spec.env = {{"CDN_SESSION", request.session_id}};
-                spec.allowed_hosts = {{"127.0.0.1", 0}};
+                spec.allowed_hosts = {{"cdn.test", 0}, {"127.0.0.1", 0}};
             } else if (addon == "greedy") {
                 spec.image = "elsewhere:latest";
             } else {
@@ -469,9 +471,11 @@ private:
 // event cuts open tunnels the new list refuses.
 // An agent's addons add to its sessions: their variables reach the container, and the
 // hosts they need join the allow-list (not the model hosts, so `none` still refuses them).
+// An addon's rule never opens the host's loopback by itself, even exact; a name the user
+// pinned there does reach it.
 TEST_F(SessionManagerTest, AnAgentsAddonsAddTheirHostsToItsAllowList) {
     Listener upstream;
-    const std::string target = "127.0.0.1:" + std::to_string(upstream.port());
+    const std::string port = std::to_string(upstream.port());
     add_agent("builder", {}, {"local-cdn"});
     auto start = [&](std::optional<std::string> network) -> std::string {
         api::StartRequest request;
@@ -484,27 +488,32 @@ TEST_F(SessionManagerTest, AnAgentsAddonsAddTheirHostsToItsAllowList) {
         EXPECT_TRUE(pump_until([&] { return state(started->id) == SessionState::running; }));
         return started->id;
     };
-    auto decide = [&](const std::string& id) {
+    auto decide = [&](const std::string& id, const std::string& host) {
         ShimDouble client;
         EXPECT_TRUE(client.connect(dir_ / "run/sessions" / id / "proxy.sock"));
-        client.send("CONNECT " + target + " HTTP/1.1\r\n\r\n");
-        EXPECT_TRUE(pump_until([&] { return store_->network_log(id, 0, 10)->size() == 1; }));
-        return store_->network_log(id, 0, 10)->front();
+        const std::size_t before = store_->network_log(id, 0, 10)->size();
+        client.send("CONNECT " + host + ":" + port + " HTTP/1.1\r\n\r\n");
+        EXPECT_TRUE(pump_until([&] { return store_->network_log(id, 0, 10)->size() == before + 1; }));
+        return store_->network_log(id, 0, 10)->back();
     };
 
     const std::string filtered = start(std::nullopt);
     const auto session = store_->get_session(filtered);
-    EXPECT_EQ(session->addon_hosts, std::vector<std::string>{"127.0.0.1"});
+    EXPECT_EQ(session->addon_hosts, (std::vector<std::string>{"cdn.test", "127.0.0.1"}));
     EXPECT_TRUE(session->model_hosts.empty());
     const auto& spec = runtime_.containers.begin()->second.spec;
     EXPECT_TRUE(std::any_of(spec.env.begin(), spec.env.end(), [&](const auto& entry) {
         return entry.name == "CDN_SESSION" && entry.value == filtered;
     }));
-    const auto allowed = decide(filtered);
+    const auto allowed = decide(filtered, "cdn.test");
     EXPECT_EQ(allowed.verdict, "allow");
-    EXPECT_EQ(allowed.rule, "127.0.0.1");
+    EXPECT_EQ(allowed.rule, "cdn.test");
+    const auto local = decide(filtered, "127.0.0.1");
+    EXPECT_EQ(local.verdict, "deny");
+    EXPECT_TRUE(contains(local.reason, "resolves to 127.0.0.1")) << local.reason;
+    EXPECT_TRUE(contains(local.reason, "not an addon's")) << local.reason;
 
-    const auto refused = decide(start("none"));
+    const auto refused = decide(start("none"), "cdn.test");
     EXPECT_EQ(refused.verdict, "deny");
 }
 
@@ -535,8 +544,9 @@ TEST_F(SessionManagerTest, APluginAllowsAHostOnlyForTheLiveSessionsThatUseIt) {
     auto added = manager_->allow_host("local-cdn", id, "192.0.2.1:443", "its CDN");
     ASSERT_TRUE(added.ok()) << added.error().message;
     EXPECT_EQ(*added, 1u);
-    ASSERT_TRUE(pump_until([&] { return store_->get_session(id)->addon_hosts.size() == 2; }));
-    EXPECT_EQ(store_->get_session(id)->addon_hosts, (std::vector<std::string>{"127.0.0.1", "192.0.2.1:443"}));
+    ASSERT_TRUE(pump_until([&] { return store_->get_session(id)->addon_hosts.size() == 3; }));
+    EXPECT_EQ(store_->get_session(id)->addon_hosts,
+              (std::vector<std::string>{"cdn.test", "127.0.0.1", "192.0.2.1:443"}));
     const auto allowed = decide(2);
     EXPECT_EQ(allowed.verdict, "allow");
     EXPECT_EQ(allowed.rule, "192.0.2.1:443");
@@ -544,7 +554,7 @@ TEST_F(SessionManagerTest, APluginAllowsAHostOnlyForTheLiveSessionsThatUseIt) {
     ASSERT_TRUE(manager_->allow_host("local-cdn", id, "192.0.2.1:443", "").ok());
     io_.restart();
     io_.run_for(std::chrono::milliseconds(50)); // time to be recorded, were it to be
-    EXPECT_EQ(store_->get_session(id)->addon_hosts.size(), 2u);
+    EXPECT_EQ(store_->get_session(id)->addon_hosts.size(), 3u);
 
     // Not a plugin of that session: the addon is not the other session's, "greedy" is nobody's.
     auto foreign = manager_->allow_host("local-cdn", other, "cdn.example.com", "");

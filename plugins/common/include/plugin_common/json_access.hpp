@@ -59,8 +59,11 @@ inline const boost::json::object& as_object(const boost::json::value* value) {
 // A path as a person reads it in a title: relative to the session's folder when under it.
 std::string display_path(std::string_view path, std::string_view cwd);
 
+// How much of a command, path or query a tool call's title shows, in bytes.
+inline constexpr std::size_t kTitleDetailBytes = 120;
+
 // The first line of `text`, with " …" appended when more lines followed, at most
 // `max_bytes` (cut as truncate_utf8 cuts): a command as a title shows it.
-std::string first_line_of(std::string_view text, std::size_t max_bytes = 120);
+std::string first_line_of(std::string_view text, std::size_t max_bytes = kTitleDetailBytes);
 
 } // namespace handler::plugin_common
