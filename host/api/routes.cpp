@@ -1,6 +1,6 @@
 #include "api/routes.hpp"
 
-#include "secrets/providers.hpp"
+#include "secrets/account_kinds.hpp"
 #include "secrets/secret_store.hpp"
 
 #include "api/routes_json.hpp"
@@ -391,9 +391,8 @@ Response Routes::account_secret(const Call& call, std::int64_t id) {
     if (secrets::provider_for(account->kind) == nullptr)
         return error_response(ErrorCode::invalid_argument,
                               "account '" + account->name + "' is of kind " + account->kind +
-                                  ", which holds no key (keys are for anthropic-api-key, "
-                                  "claude-subscription, openai-api-key, openrouter-api-key, "
-                                  "mistral-api-key)");
+                                  ", which holds no key (keys are for " +
+                                  secrets::account_kind_names(secrets::Holds::key) + ")");
     auto body = parse_body(call.body);
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
@@ -415,7 +414,7 @@ Result<std::optional<std::string>> read_base_url(const BodyReader& reader,
                                                  std::string_view kind, std::string_view hint) {
     auto base_url = reader.nullable_string("base_url");
     if (!base_url) return base_url.take_error();
-    if (*base_url && !**base_url && store::is_local_account_kind(kind))
+    if (*base_url && !**base_url && secrets::is_local_server(kind))
         return make_error(ErrorCode::invalid_argument,
                           "field 'base_url' cannot be null: " + std::string(kind) +
                               " accounts need their server's URL; " + std::string(hint));
@@ -464,7 +463,7 @@ Response Routes::accounts(const Call& call) {
     if (!context) return error_response(context.error());
     auto base_url = read_base_url(reader, *kind,
                                   "leave the field out for the default, " +
-                                      std::string(store::default_base_url(*kind)));
+                                      std::string(secrets::default_base_url(*kind)));
     if (!base_url) return error_response(base_url.error());
     auto account =
         store_.create_account({*name, *kind, context->value_or(std::nullopt), *base_url});

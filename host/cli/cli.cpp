@@ -4,6 +4,7 @@
 #include "cli/output.hpp"
 #include "cli/permissions.hpp"
 #include "cli/terminal.hpp"
+#include "secrets/account_kinds.hpp"
 #include "setup/setup.hpp"
 #include "store/validation.hpp"
 
@@ -306,22 +307,22 @@ Tree define(CLI::App& app, Options& options) {
     tree.account_add = account->add_subcommand(
         "add", "Add an account; its key is read from stdin, never from the command line");
     tree.account_add->add_option("NAME", options.name,
-                                 "Its name; anthropic, claude, openai, openrouter, mistral, "
-                                 "ollama or llama-cpp also pick the kind")
+                                 "Its name; " + secrets::account_short_names() + " also pick the kind")
         ->required();
-    tree.account_add->add_option("--kind", options.kind,
-                                 "anthropic-api-key, openai-api-key, ..., ollama, llama-cpp");
+    tree.account_add->add_option("--kind", options.kind, secrets::account_kind_names());
     tree.account_add->add_option("--context", options.context, "Its context");
     tree.account_add->add_flag("--api-key-stdin", options.key_stdin, "Read the key from stdin");
     tree.account_add->add_option("--base-url", options.base_url,
-                                 "ollama and llama-cpp: where the server listens (default "
-                                 "http://127.0.0.1:11434 and http://127.0.0.1:8080)");
+                                 secrets::account_kind_names(secrets::Holds::local_server) +
+                                     ": where the server listens (default " +
+                                     secrets::local_server_defaults() + ")");
     tree.account_list = account->add_subcommand("list", "List accounts (never their keys)");
     add_json_flag(tree.account_list, options);
     tree.account_set_key = account->add_subcommand("set-key", "Replace an account's key (stdin)");
     tree.account_set_key->add_option("NAME", options.name, "The account")->required();
     tree.account_set_url = account->add_subcommand(
-        "set-url", "Change where an ollama or llama-cpp account's server listens");
+        "set-url", "Change where a local server's account (" +
+                       secrets::account_kind_names(secrets::Holds::local_server) + ") points");
     tree.account_set_url->add_option("NAME", options.name, "The account")->required();
     tree.account_set_url->add_option("URL", options.base_url, "Like http://127.0.0.1:11434")
         ->required();
@@ -1131,25 +1132,19 @@ int send_key(Session& session, std::int64_t id) {
 }
 
 int command_account_add(Session& session, const Options& options) {
-    static const std::map<std::string, std::string, std::less<>> kShortNames = {
-        {"anthropic", "anthropic-api-key"}, {"claude", "claude-subscription"},
-        {"openai", "openai-api-key"},       {"openrouter", "openrouter-api-key"},
-        {"mistral", "mistral-api-key"},     {"ollama", "ollama"},
-        {"llama-cpp", "llama-cpp"},
-    };
     std::string kind = options.kind;
     if (kind.empty()) {
-        const auto found = kShortNames.find(options.name);
-        if (found == kShortNames.end())
-            return session.fail("give --kind (anthropic-api-key, openai-api-key, ...) for account '" +
+        const auto* picked = secrets::account_kind_for_short_name(options.name);
+        if (picked == nullptr)
+            return session.fail("give --kind (" + secrets::account_kind_names() + ") for account '" +
                                     options.name + "'",
                                 kExitUsage);
-        kind = found->second;
+        kind = picked->kind;
     }
     // Refused before anything is created: the key would have nowhere to go.
-    if (options.key_stdin && store::is_local_account_kind(kind))
+    if (options.key_stdin && secrets::is_local_server(kind))
         return session.fail(kind + " accounts have no key; give --base-url if the server is "
-                                   "not at " + std::string(store::default_base_url(kind)),
+                                   "not at " + std::string(secrets::default_base_url(kind)),
                             kExitUsage);
     json::object body = {{"name", options.name}, {"kind", kind}};
     if (!options.context.empty()) body["context"] = options.context;

@@ -74,7 +74,7 @@ Result<std::map<std::string, std::string>> make_stand_ins(
 }
 
 Result<LocalServer> local_server(const store::Account& account) {
-    if (!store::is_local_account_kind(account.kind) || !account.base_url)
+    if (!secrets::is_local_server(account.kind) || !account.base_url)
         return make_error(ErrorCode::invalid_argument, "account '" + account.name + "' has no local server URL");
     auto url = boost::urls::parse_absolute_uri(*account.base_url);
     if (!url || !url->has_authority() || (url->scheme() != "http" && url->scheme() != "https"))
@@ -104,7 +104,7 @@ Result<LocalServer> local_server(const store::Account& account) {
 std::vector<LocalServer> SessionKeys::local_servers() {
     std::vector<LocalServer> servers;
     for (const auto& secret : rows()) {
-        if (!store::is_local_account_kind(secret.kind)) continue;
+        if (!secrets::is_local_server(secret.kind)) continue;
         auto account = store_.get_account(secret.account_id);
         if (!account) continue;
         if (auto server = local_server(*account)) servers.push_back(std::move(*server));

@@ -9,7 +9,7 @@
 #include "network/egress_proxy.hpp"
 #include "network/policy.hpp"
 #include "network/secret_binding.hpp"
-#include "secrets/providers.hpp"
+#include "secrets/account_kinds.hpp"
 #include "store/records.hpp"
 
 #include <map>

@@ -1292,7 +1292,7 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
                 for (const auto& account : *accounts)
                     if (account.name == *agent->account) {
                         account_kind = account.kind;
-                        if (store::is_local_account_kind(account.kind)) local_account = account;
+                        if (secrets::is_local_server(account.kind)) local_account = account;
                         agent_account = account;
                     }
         }

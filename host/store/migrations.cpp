@@ -120,7 +120,7 @@ CREATE INDEX network_log_session ON network_log(session_id, id);
 // an intercepted request. And a project's own allow-list, kept like an agent's and
 // merged into the policy of every session in the project. And where a local model
 // server (llama-cpp, ollama) listens; accounts made before get the server's default
-// (store/validation.cpp, kLocalServers).
+// (secrets/account_kinds.cpp).
 constexpr std::string_view kVersion4 = R"sql(
 CREATE TABLE session_secrets (
     session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,

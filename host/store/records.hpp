@@ -51,7 +51,7 @@ struct Project {
 struct Account {
     std::int64_t id = 0;
     std::string name;
-    std::string kind; // one of kAccountKinds
+    std::string kind; // one of secrets::account_kinds()
     std::optional<std::string> context;
     // Local model servers (kinds llama-cpp, ollama): where the server listens, as the
     // host sees it ("http://127.0.0.1:11434"). Unset for every other kind.

@@ -1,5 +1,7 @@
 #include "store/validation.hpp"
 
+#include "secrets/account_kinds.hpp"
+
 #include <boost/url/parse.hpp>
 
 #include <algorithm>
@@ -107,18 +109,6 @@ bool is_host_name(std::string_view host) {
     }
 }
 
-struct LocalServer {
-    std::string_view kind;
-    std::string_view default_base_url;
-};
-
-// Where each server listens when started without options: `ollama serve` on 11434,
-// llama.cpp's `llama-server` on 8080, both on the loopback address.
-constexpr std::array<LocalServer, 2> kLocalServers = {{
-    {"llama-cpp", "http://127.0.0.1:8080"},
-    {"ollama", "http://127.0.0.1:11434"},
-}};
-
 } // namespace
 
 Result<void> check_context_name(std::string_view name) {
@@ -153,11 +143,9 @@ Result<void> check_account_name(std::string_view name) {
 }
 
 Result<void> check_account_kind(std::string_view kind) {
-    if (std::find(kAccountKinds.begin(), kAccountKinds.end(), kind) != kAccountKinds.end())
-        return {};
-    std::string known;
-    for (const auto k : kAccountKinds) known += (known.empty() ? "" : ", ") + std::string(k);
-    return invalid("account kind '" + std::string(kind) + "' is not known; use one of " + known);
+    if (secrets::find_account_kind(kind) != nullptr) return {};
+    return invalid("account kind '" + std::string(kind) + "' is not known; use one of " +
+                   secrets::account_kind_names());
 }
 
 Result<void> check_model_name(std::string_view model) {
@@ -178,14 +166,6 @@ Result<void> check_thinking_level(std::string_view level) {
         !std::all_of(level.begin(), level.end(), [](char c) { return c >= 'a' && c <= 'z'; }))
         return invalid("thinking level '" + std::string(level.substr(0, 40)) +
                        "' is not one: use the harness's word for it (1 to 16 lowercase letters, like high)");
-    return {};
-}
-
-bool is_local_account_kind(std::string_view kind) { return !default_base_url(kind).empty(); }
-
-std::string_view default_base_url(std::string_view kind) {
-    for (const auto& server : kLocalServers)
-        if (server.kind == kind) return server.default_base_url;
     return {};
 }
 
@@ -261,13 +241,14 @@ Result<std::string> normalize_base_url(std::string_view url) {
 
 Result<std::optional<std::string>> account_base_url(std::string_view kind,
                                                     const std::optional<std::string>& base_url) {
-    if (!is_local_account_kind(kind)) {
+    if (!secrets::is_local_server(kind)) {
         if (base_url)
-            return invalid("base_url is only for llama-cpp and ollama accounts; " +
+            return invalid("base_url is only for " + secrets::account_kind_names(secrets::Holds::local_server) +
+                           " accounts; " +
                            std::string(kind) + " accounts have none");
         return std::optional<std::string>();
     }
-    if (!base_url) return std::optional<std::string>(default_base_url(kind));
+    if (!base_url) return std::optional<std::string>(secrets::default_base_url(kind));
     auto normalized = normalize_base_url(*base_url);
     if (!normalized) return normalized.take_error();
     return std::optional<std::string>(std::move(*normalized));

@@ -6,7 +6,6 @@
 
 #include "core/result.hpp"
 
-#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,12 +21,6 @@ inline constexpr std::size_t kMaxPluginKeyBytes = 1024;
 inline constexpr std::size_t kMaxPluginValueBytes = 1024 * 1024;
 inline constexpr std::size_t kMaxBaseUrlBytes = 2048;
 
-inline constexpr std::array<std::string_view, 9> kAccountKinds = {
-    "anthropic-api-key",  "claude-subscription", "openai-api-key",
-    "chatgpt-login",      "openrouter-api-key",  "mistral-api-key",
-    "mistral-login",      "llama-cpp",           "ollama",
-};
-
 // 1–64 ASCII letters, digits, spaces, '-', '_', '.', not starting or ending with a
 // space. ASCII only, because uniqueness ignores case and SQLite's NOCASE folds only ASCII.
 Result<void> check_context_name(std::string_view name);
@@ -38,6 +31,7 @@ Result<void> check_project_name(std::string_view name);
 // (`handler run NAME`, `handler terminal NAME`).
 Result<void> check_agent_name(std::string_view name);
 Result<void> check_account_name(std::string_view name);
+// One of secrets::account_kinds().
 Result<void> check_account_kind(std::string_view kind);
 // A model name as harnesses take it on their command lines ("sonnet",
 // "anthropic/claude-opus-4-7:high", "gpt-5.1-codex"): 1–128 of [A-Za-z0-9._:/@+-],
@@ -46,11 +40,6 @@ Result<void> check_model_name(std::string_view model);
 // A thinking level: 1 to 16 lowercase letters (each harness has its own words for them).
 Result<void> check_thinking_level(std::string_view level);
 
-// Local model servers the user runs (llama-cpp, ollama): reached at a base URL, no key.
-bool is_local_account_kind(std::string_view kind);
-// Where a local server of `kind` listens unless told otherwise ("http://127.0.0.1:11434"
-// for ollama); empty for every other kind.
-std::string_view default_base_url(std::string_view kind);
 // An http:// or https:// URL with a host (name, IPv4 or [IPv6]), an optional port 1–65535
 // and an optional path; no user:password@, query or fragment; at most kMaxBaseUrlBytes.
 // Returns it with scheme and host in lower case and no trailing '/'.

@@ -1,5 +1,7 @@
 #include "store/validation.hpp"
 
+#include "secrets/account_kinds.hpp"
+
 #include <gtest/gtest.h>
 
 namespace handler::store {
@@ -172,11 +174,12 @@ TEST(BaseUrl, AtMost2048Bytes) {
 }
 
 TEST(BaseUrl, OnlyLocalKindsHaveOneAndTheyGetTheirDefault) {
-    EXPECT_TRUE(is_local_account_kind("ollama"));
-    EXPECT_TRUE(is_local_account_kind("llama-cpp"));
-    EXPECT_FALSE(is_local_account_kind("anthropic-api-key"));
-    for (const auto kind : kAccountKinds) {
-        if (is_local_account_kind(kind)) continue;
+    EXPECT_TRUE(secrets::is_local_server("ollama"));
+    EXPECT_TRUE(secrets::is_local_server("llama-cpp"));
+    EXPECT_FALSE(secrets::is_local_server("anthropic-api-key"));
+    for (const auto& row : secrets::account_kinds()) {
+        const std::string_view kind = row.kind;
+        if (secrets::is_local_server(kind)) continue;
         EXPECT_EQ(*account_base_url(kind, std::nullopt), std::nullopt) << kind;
         auto refused = account_base_url(kind, std::string("http://127.0.0.1:1"));
         ASSERT_FALSE(refused.ok()) << kind;

@@ -1,5 +1,6 @@
-// Provider bindings and stand-ins: the shape a harness checks is kept, the value is not.
-#include "secrets/providers.hpp"
+// The account kinds table, provider bindings and stand-ins: the shape a harness checks is
+// kept, the value is not.
+#include "secrets/account_kinds.hpp"
 
 #include "support/fakes.hpp"
 
@@ -23,6 +24,45 @@ TEST(SecretProviders, EachKeyKindIsBoundToItsOwnHostsAndHeader) {
     EXPECT_EQ(openai->value_prefix, "Bearer ");
     EXPECT_EQ(provider_for("chatgpt-login"), nullptr) << "a login file has nothing to swap";
     EXPECT_EQ(provider_for("ollama"), nullptr);
+}
+
+TEST(AccountKinds, EachRowHoldsWhatItsKindNeedsAndNamesAreUnique) {
+    std::set<std::string_view> kinds;
+    std::set<std::string_view> short_names;
+    for (const auto& row : account_kinds()) {
+        EXPECT_TRUE(kinds.insert(row.kind).second) << row.kind;
+        if (!row.short_name.empty()) {
+            EXPECT_TRUE(short_names.insert(row.short_name).second) << row.short_name;
+        }
+        EXPECT_FALSE(row.label.empty()) << row.kind;
+        EXPECT_EQ(find_account_kind(row.kind), &row);
+        EXPECT_EQ(row.holds == Holds::key, !row.hosts.empty() && !row.header.empty()) << row.kind;
+        EXPECT_EQ(row.holds == Holds::local_server, !row.default_base_url.empty()) << row.kind;
+        EXPECT_EQ(provider_for(row.kind) != nullptr, row.holds == Holds::key) << row.kind;
+    }
+    EXPECT_EQ(kinds.size(), 9u);
+    EXPECT_EQ(find_account_kind("aws"), nullptr);
+}
+
+TEST(AccountKinds, ShortNamesPickTheKindTheCliUsedToMapByHand) {
+    const std::pair<std::string_view, std::string_view> expected[] = {
+        {"anthropic", "anthropic-api-key"}, {"claude", "claude-subscription"},
+        {"openai", "openai-api-key"},       {"openrouter", "openrouter-api-key"},
+        {"mistral", "mistral-api-key"},     {"ollama", "ollama"},
+        {"llama-cpp", "llama-cpp"},
+    };
+    for (const auto& [name, kind] : expected) {
+        const auto* row = account_kind_for_short_name(name);
+        ASSERT_NE(row, nullptr) << name;
+        EXPECT_EQ(row->kind, kind);
+    }
+    EXPECT_EQ(account_kind_for_short_name("chatgpt"), nullptr);
+    EXPECT_EQ(account_kind_for_short_name(""), nullptr) << "a kind without a short name is not picked by ''";
+    EXPECT_EQ(default_base_url("ollama"), "http://127.0.0.1:11434");
+    EXPECT_EQ(default_base_url("llama-cpp"), "http://127.0.0.1:8080");
+    EXPECT_EQ(default_base_url("openai-api-key"), "");
+    EXPECT_EQ(account_kind_names(Holds::local_server), "llama-cpp and ollama");
+    EXPECT_EQ(account_kind_names(Holds::login), "chatgpt-login and mistral-login");
 }
 
 TEST(SecretProviders, StandInsKeepThePrefixAndLengthAndDifferEachTime) {
