@@ -1,5 +1,6 @@
 #include "network/egress_proxy.hpp"
 
+#include "network/authority.hpp"
 #include "network/interception.hpp"
 
 #include <handler/handover.hpp>
@@ -36,7 +37,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstring>
 #include <list>
 #include <sstream>
@@ -361,18 +361,14 @@ private:
         std::uint16_t port = 0;
         if (request.method() == http::verb::connect) {
             // authority-form: host:port, [v6]:port
-            const std::string authority(request.target());
-            const auto colon = authority.rfind(':');
-            const auto close_bracket = authority.rfind(']');
-            if (colon == std::string::npos || (close_bracket != std::string::npos && colon < close_bracket))
-                return refuse(400, "Bad Request", "CONNECT needs host:port, got '" + authority + "'");
-            host = authority.substr(0, colon);
-            const std::string port_text = authority.substr(colon + 1);
-            unsigned value = 0;
-            auto [end, parse_error] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
-            if (parse_error != std::errc() || end != port_text.data() + port_text.size() || value == 0 || value > 65535)
-                return refuse(400, "Bad Request", "CONNECT port '" + port_text + "' is not 1 to 65535");
-            port = static_cast<std::uint16_t>(value);
+            const std::string_view authority(request.target().data(), request.target().size());
+            const auto parsed = parse_authority(authority, PortPresence::required);
+            if (!parsed)
+                return refuse(400, "Bad Request",
+                              "CONNECT needs host:port, got '" + std::string(authority) + "': " +
+                                  parsed.error().message);
+            host = parsed->host;
+            port = parsed->port;
         } else {
             auto url = boost::urls::parse_absolute_uri(request.target());
             if (!url || url->scheme() != "http" || !url->has_authority())

@@ -1,75 +1,14 @@
 #include "network/policy.hpp"
 
+#include "network/authority.hpp"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 
 namespace handler::network {
 namespace {
-
-std::string lower(std::string_view text) {
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(), [](char c) {
-        return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    });
-    return out;
-}
-
-bool is_label(std::string_view label) {
-    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-')
-        return false;
-    return std::all_of(label.begin(), label.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-    });
-}
-
-// A DNS name of LDH labels whose last label is not all digits: "1.2.3" or "2130706433"
-// would be taken as an address by inet_aton-style resolvers.
-bool is_name(std::string_view host) {
-    if (host.empty() || host.size() > 253) return false;
-    std::string_view last;
-    for (std::size_t start = 0;;) {
-        const auto dot = host.find('.', start);
-        last = host.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-        if (!is_label(last)) return false;
-        if (dot == std::string_view::npos) break;
-        start = dot + 1;
-    }
-    const bool numeric = std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; });
-    const bool hexish = last.size() > 2 && last[0] == '0' && last[1] == 'x';
-    return !numeric && !hexish;
-}
-
-// Host and port of "host:port" / "[v6]:port" / "host" / "v6"; port 0 when absent.
-Result<std::pair<std::string, std::uint16_t>> split_port(std::string_view text) {
-    std::string_view host = text;
-    std::string_view port;
-    if (text.starts_with('[')) {
-        const auto close = text.find(']');
-        if (close == std::string_view::npos) return make_error(ErrorCode::invalid_argument, "unclosed '['");
-        host = text.substr(1, close - 1);
-        const auto rest = text.substr(close + 1);
-        if (!rest.empty()) {
-            if (rest.front() != ':') return make_error(ErrorCode::invalid_argument, "text after ']'");
-            port = rest.substr(1);
-            if (port.empty()) return make_error(ErrorCode::invalid_argument, "empty port");
-        }
-    } else if (std::count(text.begin(), text.end(), ':') == 1) {
-        const auto colon = text.find(':');
-        host = text.substr(0, colon);
-        port = text.substr(colon + 1);
-        if (port.empty()) return make_error(ErrorCode::invalid_argument, "empty port");
-    }
-    unsigned value = 0;
-    if (!port.empty()) {
-        const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
-        if (error != std::errc() || end != port.data() + port.size() || value < 1 || value > 65535)
-            return make_error(ErrorCode::invalid_argument, "the port must be a number from 1 to 65535");
-    }
-    return std::make_pair(lower(host), static_cast<std::uint16_t>(value));
-}
 
 bool matches(const HostRule& rule, const Target& target) {
     if (rule.port != 0 && rule.port != target.port) return false;
@@ -117,35 +56,9 @@ std::optional<Mode> parse_mode(std::string_view text) {
     return std::nullopt;
 }
 
-Result<HostRule> parse_rule(std::string_view text) {
-    auto refuse = [&](const std::string& why) -> Error {
-        return make_error(ErrorCode::invalid_argument,
-                          "host rule '" + std::string(text) + "' is not usable: " + why +
-                              " (use 'host', '*.domain' or an IP address, optionally with ':port')");
-    };
-    auto split = split_port(text);
-    if (!split) return refuse(split.error().message);
-    HostRule rule;
-    rule.text = std::string(text);
-    rule.port = split->second;
-    std::string host = std::move(split->first);
-    if (parse_address(host)) {
-        rule.ip = true;
-        rule.host = to_string(*parse_address(host));
-        return rule;
-    }
-    if (host.starts_with("*.")) {
-        rule.wildcard = true;
-        host.erase(0, 2);
-    }
-    if (!is_name(host)) return refuse("'" + host + "' is not a host name");
-    rule.host = std::move(host);
-    return rule;
-}
-
 Result<Target> parse_target(std::string_view host_text, std::uint16_t port) {
     if (port == 0) return make_error(ErrorCode::invalid_argument, "port 0 is not a destination");
-    std::string host = lower(host_text);
+    std::string host = lower_ascii(host_text);
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     while (!host.empty() && host.back() == '.') host.pop_back(); // "example.com." is example.com
     Target target;
@@ -155,7 +68,7 @@ Result<Target> parse_target(std::string_view host_text, std::uint16_t port) {
         target.host = to_string(*address);
         return target;
     }
-    if (!is_name(host))
+    if (!is_host_name(host, Underscores::allowed))
         return make_error(ErrorCode::invalid_argument,
                           "'" + std::string(host_text) +
                               "' is not a host name or an IP address in its usual form");
@@ -204,24 +117,13 @@ Decision decide(const Policy& policy, const Target& target, std::int64_t now_ms)
 }
 
 std::optional<HostPort> parse_endpoint(std::string_view text, bool host_may_be_name) {
-    const auto colon = text.rfind(':');
-    if (colon == std::string_view::npos || colon == 0) return std::nullopt;
-    std::string_view host = text.substr(0, colon);
-    const std::string_view port_text = text.substr(colon + 1);
-    unsigned port = 0;
-    const auto [end, error] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (error != std::errc() || end != port_text.data() + port_text.size() || port == 0 || port > 65535)
+    const auto authority = parse_authority(text, PortPresence::required);
+    if (!authority) return std::nullopt;
+    const auto address = parse_address(authority->host);
+    if (authority->ipv6 ? !address || !address->v6
+                        : !address && !(host_may_be_name && parse_target(authority->host, 1).ok()))
         return std::nullopt;
-    if (host.front() == '[') {
-        if (host.size() < 3 || host.back() != ']') return std::nullopt;
-        host = host.substr(1, host.size() - 2);
-        if (!parse_address(host) || !parse_address(host)->v6) return std::nullopt;
-    } else if (host.find(':') != std::string_view::npos) {
-        return std::nullopt; // an IPv6 address needs its brackets here
-    } else if (!parse_address(host) && !(host_may_be_name && parse_target(host, 1).ok())) {
-        return std::nullopt;
-    }
-    return HostPort{std::string(host), static_cast<std::uint16_t>(port)};
+    return HostPort{std::string(authority->host), authority->port};
 }
 
 std::optional<Address> parse_address(std::string_view text) {

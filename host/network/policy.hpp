@@ -10,6 +10,7 @@
 #pragma once
 
 #include "core/result.hpp"
+#include "network/host_rule.hpp"
 
 #include <array>
 #include <cstdint>
@@ -29,22 +30,6 @@ enum class Mode {
 
 std::string_view to_string(Mode mode);
 std::optional<Mode> parse_mode(std::string_view text);
-
-// One allow-list entry. `host` is a lower-case name, a `*.suffix` wildcard, or an IP
-// literal (IPv6 without brackets); port 0 means any.
-struct HostRule {
-    std::string host;
-    std::uint16_t port = 0;
-    bool wildcard = false;
-    bool ip = false;
-    std::string text; // as stored, for messages ("*.npmjs.org:443")
-    // A rule a plugin asked for (an addon's hosts), not the user: even exact, it never
-    // opens a loopback, private, link-local or own address.
-    bool from_plugin = false;
-};
-
-// "github.com", "*.npmjs.org", "api.example.com:8443", "10.0.0.5", "[fd00::1]:443".
-Result<HostRule> parse_rule(std::string_view text);
 
 struct Policy {
     Mode mode = Mode::filtered;
@@ -92,8 +77,9 @@ struct Address {
 std::optional<Address> parse_address(std::string_view text);
 std::string to_string(const Address& address);
 
-// "host:port", with an IPv6 host in brackets; the host comes back without them. With
-// `host_may_be_name` false the host must be an IP address. The port is 1 to 65535.
+// "host:port", with an IPv6 host in brackets (parse_authority); the host comes back as
+// written, without them. With `host_may_be_name` false the host must be an IP address,
+// else also a name parse_target accepts. The port is 1 to 65535.
 struct HostPort {
     std::string host;
     std::uint16_t port = 0;

@@ -1,12 +1,13 @@
 #include "store/validation.hpp"
 
+#include "network/authority.hpp"
+#include "network/host_rule.hpp"
 #include "secrets/account_kinds.hpp"
 
 #include <boost/url/parse.hpp>
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cstdint>
 #include <optional>
 
@@ -67,46 +68,6 @@ Result<void> check_command_line_name(std::string_view what, std::string_view nam
                        "' is not valid: use 1 to 64 letters, digits, '.', '_' or '-', "
                        "starting with a letter or digit");
     return {};
-}
-
-std::string lower_ascii(std::string_view text) {
-    std::string lower(text);
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) {
-        return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    });
-    return lower;
-}
-
-// 1–65535 in decimal, leading zeros allowed ("08080").
-std::optional<unsigned> parse_port(std::string_view port) {
-    unsigned value = 0;
-    const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (port.empty() || port.size() > 5 || error != std::errc() ||
-        end != port.data() + port.size() || value < 1 || value > 65535)
-        return std::nullopt;
-    return value;
-}
-
-// One DNS label: 1–63 of [a-z0-9-], not starting or ending with '-'.
-bool is_label(std::string_view label) {
-    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-')
-        return false;
-    return std::all_of(label.begin(), label.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-    });
-}
-
-// Lower-case DNS labels joined by '.', at most 253 bytes.
-bool is_host_name(std::string_view host) {
-    if (host.empty() || host.size() > 253) return false;
-    for (std::size_t start = 0;;) {
-        const auto dot = host.find('.', start);
-        const std::string_view label =
-            host.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-        if (!is_label(label)) return false;
-        if (dot == std::string_view::npos) return true;
-        start = dot + 1;
-    }
 }
 
 } // namespace
@@ -211,15 +172,15 @@ Result<std::string> normalize_base_url(std::string_view url) {
         host = "[" + view.host_ipv6_address().to_string() + "]";
         break;
     case boost::urls::host_type::name:
-        host = lower_ascii(view.encoded_host_name());
+        host = network::lower_ascii(view.encoded_host_name());
         if (host.empty()) return refuse("it has no host");
-        if (!is_host_name(host))
-            return refuse("the host '" + std::string(view.encoded_host_name()) +
-                          "' is not a host name, an IPv4 address or an [IPv6] address");
         // A top-level label is never all digits: "300.1.1.1" is a mistyped address.
         if (const auto last = host.substr(host.rfind('.') + 1);
             std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; }))
             return refuse("the host '" + host + "' is not a valid IPv4 address");
+        if (!network::is_host_name(host, network::Underscores::refused))
+            return refuse("the host '" + std::string(view.encoded_host_name()) +
+                          "' is not a host name, an IPv4 address or an [IPv6] address");
         break;
     default:
         return refuse("the host must be a name, an IPv4 address or an [IPv6] address");
@@ -229,7 +190,7 @@ Result<std::string> normalize_base_url(std::string_view url) {
                                                                                        : "https") +
                              "://" + host;
     if (view.has_port()) {
-        const auto port = parse_port(view.port());
+        const auto port = network::parse_port(view.port());
         if (!port) return refuse("the port must be a number from 1 to 65535");
         normalized += ":" + std::to_string(*port);
     }
@@ -311,25 +272,9 @@ Result<void> check_text(std::string_view field, std::string_view value, std::siz
 }
 
 Result<std::string> normalize_host_pattern(std::string_view pattern, std::string_view field) {
-    const std::string text = lower_ascii(pattern);
-    auto refuse = [&](std::string_view why) -> Error {
-        return invalid(std::string(field) + " '" + std::string(pattern) +
-                       "' is not a host pattern" + std::string(why) +
-                       ": use 'host', '*.domain', optionally with ':port' (like 'github.com', "
-                       "'*.npmjs.org' or 'localhost:8080')");
-    };
-
-    std::string_view host = text;
-    if (const auto colon = host.rfind(':'); colon != std::string_view::npos) {
-        if (!parse_port(host.substr(colon + 1)))
-            return refuse(" (the port must be a number from 1 to 65535)");
-        host = host.substr(0, colon);
-    }
-    if (host == "*")
-        return refuse(" ('*' alone would allow everything; set network_mode to 'open' instead)");
-    if (host.starts_with("*.")) host.remove_prefix(2);
-    if (!is_host_name(host)) return refuse("");
-    return text;
+    auto rule = network::parse_rule(pattern, field);
+    if (!rule) return rule.take_error();
+    return std::move(rule->text);
 }
 
 Result<std::vector<std::string>> normalize_allowed_hosts(const std::vector<std::string>& hosts) {

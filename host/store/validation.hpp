@@ -58,8 +58,9 @@ Result<std::vector<std::string>> check_addons(const std::vector<std::string>& ad
 Result<void> check_project_path(std::string_view path);
 Result<void> check_text(std::string_view field, std::string_view value, std::size_t max_bytes);
 
-// `host`, `*.domain`, each optionally with `:port`; returns it in lower case.
-// `field` names the entry in messages ("allowed_hosts[2]").
+// A host rule as network::parse_rule reads it (network/host_rule.hpp), so every rule
+// stored is one the policy decides with; returns its canonical text. `field` names the
+// entry in messages ("allowed_hosts[2]").
 Result<std::string> normalize_host_pattern(std::string_view pattern, std::string_view field);
 // Normalizes every entry and refuses duplicates and lists over kMaxAllowedHosts.
 Result<std::vector<std::string>> normalize_allowed_hosts(const std::vector<std::string>& hosts);

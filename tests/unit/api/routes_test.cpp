@@ -553,6 +553,55 @@ TEST_F(RoutesTest, CreatesAnAgentAndPublishesIt) {
     EXPECT_EQ(parse(call("GET", "/api/v1/agents/" + std::to_string(id))), json::value(agent));
 }
 
+// Issue 15, defect 2: "1.2.3" was stored and listed, then silently dropped by the policy;
+// IPv6 literals could not be stored. Every rule the API takes is one the policy applies.
+TEST_F(RoutesTest, HostRulesThePolicyCannotApplyAreRefusedWithTheirPositionAndIpv6IsTaken) {
+    const auto project = make_project();
+    const std::string p = std::to_string(project);
+    events_.clear();
+    for (const char* bad : {"1.2.3", "0x7f.1", "2130706433", "a.com:99999"}) {
+        const std::string hosts = std::string(R"(["github.com",")") + bad + R"("])";
+        auto made = call("POST", "/api/v1/agents",
+                         R"({"name":"a","project":)" + p + R"(,"harness":"codex","allowed_hosts":)" + hosts + "}");
+        EXPECT_EQ(made.status, 400u) << bad << " -> " << made.body;
+        EXPECT_EQ(message(made).rfind("allowed_hosts[1] '" + std::string(bad) + "' is not a host pattern: ", 0), 0u)
+            << message(made);
+        auto project_made = call("POST", "/api/v1/projects",
+                                 R"({"path":")" + app() + R"(","allowed_hosts":)" + hosts + "}");
+        EXPECT_EQ(project_made.status, 400u) << bad << " -> " << project_made.body;
+        EXPECT_EQ(message(project_made).rfind("allowed_hosts[1] '" + std::string(bad) + "'", 0), 0u)
+            << message(project_made);
+    }
+    EXPECT_TRUE(handler::testing::contains(
+        message(call("POST", "/api/v1/agents",
+                     R"({"name":"a","project":)" + p + R"(,"harness":"codex","allowed_hosts":["1.2.3"]})")),
+        "read as a number"));
+    EXPECT_EQ(rows("agents"), 0);
+    EXPECT_TRUE(events_.empty());
+
+    auto made = call("POST", "/api/v1/agents",
+                     R"({"name":"a","project":)" + p +
+                         R"(,"harness":"codex","allowed_hosts":["FD00::1","[fd00::2]:443","[::1]:80"]})");
+    ASSERT_EQ(made.status, 201u) << made.body;
+    EXPECT_EQ(parse(made).at("allowed_hosts"), json::parse(R"(["fd00::1","[fd00::2]:443","[::1]:80"])"));
+    const std::string agent = "/api/v1/agents/" + std::to_string(parse(made).at("id").as_int64());
+    auto patched = call("PATCH", agent, R"({"allowed_hosts":["fd00::1","fd00:0::1"]})");
+    EXPECT_EQ(patched.status, 400u) << patched.body;
+    EXPECT_EQ(message(patched), "allowed_hosts[1] 'fd00:0::1' is listed twice");
+    patched = call("PATCH", agent, R"({"allowed_hosts":["ok.com","127.1"]})");
+    EXPECT_EQ(patched.status, 400u) << patched.body;
+    EXPECT_EQ(message(patched).rfind("allowed_hosts[1] '127.1' is not a host pattern", 0), 0u) << message(patched);
+    EXPECT_EQ(parse(call("GET", agent)).at("allowed_hosts").as_array().size(), 3u);
+
+    const std::string target = "/api/v1/projects/" + p;
+    auto project_patched = call("PATCH", target, R"({"allowed_hosts":["[fd00::1]:8443","0x7f.1"]})");
+    EXPECT_EQ(project_patched.status, 400u) << project_patched.body;
+    EXPECT_EQ(message(project_patched).rfind("allowed_hosts[1] '0x7f.1' is not a host pattern", 0), 0u);
+    project_patched = call("PATCH", target, R"({"allowed_hosts":["[FD00::1]:8443"]})");
+    ASSERT_EQ(project_patched.status, 200u) << project_patched.body;
+    EXPECT_EQ(parse(project_patched).at("allowed_hosts"), json::parse(R"(["[fd00::1]:8443"])"));
+}
+
 TEST_F(RoutesTest, BadAgentRequestsWriteNothing) {
     const auto project = make_project();
     const std::string p = std::to_string(project);

@@ -15,13 +15,16 @@ TEST(HostPattern, AcceptsHostsWildcardsAndPortsInLowerCase) {
     EXPECT_EQ(*normalize_host_pattern("*.example.com:443", "h"), "*.example.com:443");
     EXPECT_EQ(*normalize_host_pattern("10.0.0.5:11434", "h"), "10.0.0.5:11434");
     EXPECT_EQ(*normalize_host_pattern("xn--bcher-kva.example", "h"), "xn--bcher-kva.example");
+    // IPv6 literals, in their canonical form (issue 15, defect 2).
+    EXPECT_EQ(*normalize_host_pattern("[::1]:80", "h"), "[::1]:80");
+    EXPECT_EQ(*normalize_host_pattern("FD00:0::1", "h"), "fd00::1");
 }
 
 TEST(HostPattern, RefusesEverythingElseNamingTheField) {
     for (const char* bad :
          {"", "*", "*:443", "https://github.com", "github.com/", "git hub.com", "-a.com", "a-.com",
           "a..com", ".a.com", "a.com.", "*.", "**.a.com", "a.*.com", "a.com:0", "a.com:65536",
-          "a.com:", "a.com:http", "a_b.com", "[::1]:80", "bücher.example"}) {
+          "a.com:", "a.com:http", "a_b.com", "bücher.example", "1.2.3", "0x7f.1"}) {
         auto result = normalize_host_pattern(bad, "allowed_hosts[3]");
         ASSERT_FALSE(result.ok()) << bad;
         EXPECT_EQ(result.error().code, ErrorCode::invalid_argument);
