@@ -6,7 +6,9 @@
 #include "api/listener.hpp"
 #include "api/server_state.hpp"
 #include "api/websocket_session.hpp"
+#include "core/file_descriptor.hpp"
 #include "core/paths.hpp"
+#include "core/private_file.hpp"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference" // see server_state.hpp
@@ -33,28 +35,11 @@ using detail::ServerState;
 
 namespace {
 
-std::string octal_mode(unsigned mode) {
-    char text[8];
-    std::snprintf(text, sizeof text, "%04o", mode & 07777);
-    return text;
-}
-
 // The socket's folder is what keeps other users off the socket (docs/api.md): refuse
 // to create it in a folder that is not ours alone.
 Result<void> check_private_folder(const fs::path& socket_path) {
-    const fs::path folder = socket_path.parent_path();
-    struct stat info {};
-    if (::lstat(folder.c_str(), &info) != 0)
-        return make_error(ErrorCode::internal, "cannot inspect the socket folder " +
-                                                   folder.string() + ": " + std::strerror(errno));
-    if (!S_ISDIR(info.st_mode) || info.st_uid != ::getuid() || (info.st_mode & 077) != 0)
-        return make_error(ErrorCode::forbidden,
-                          "the socket folder " + folder.string() +
-                              " must be a folder owned by you with mode 0700 (it has mode " +
-                              octal_mode(info.st_mode) + ", owner uid " +
-                              std::to_string(info.st_uid) + "); run `chmod 700 " +
-                              folder.string() + "` or remove it and start again");
-    return {};
+    return check_private(socket_path.parent_path(), PrivateKind::folder,
+                         {"the socket folder", "remove it and start again"});
 }
 
 std::string pid_file_text(const fs::path& pid_file) {
@@ -82,17 +67,17 @@ Result<void> remove_stale_socket(const fs::path& path, const fs::path& pid_file)
                           path.string() + " exists and is not a socket; handlerd will not "
                                           "remove it. Remove it yourself and start again");
 
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
+    FileDescriptor probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!probe.valid())
         return make_error(ErrorCode::internal,
                           std::string("cannot create a probe socket: ") + std::strerror(errno));
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     std::memcpy(address.sun_path, path.c_str(), path.native().size()); // length checked
     const int connected =
-        ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+        ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address);
     const int connect_error = errno;
-    ::close(fd);
+    probe.reset();
     // EAGAIN: a listener whose backlog is full, which is still a live daemon.
     if (connected == 0 || connect_error == EAGAIN || connect_error == EINPROGRESS)
         return make_error(ErrorCode::conflict, "handlerd already running (" +

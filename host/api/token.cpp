@@ -1,5 +1,8 @@
 #include "api/token.hpp"
 
+#include "core/file_descriptor.hpp"
+#include "core/private_file.hpp"
+
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
@@ -16,21 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Closes a file descriptor on every return path.
-class FileDescriptor {
-public:
-    explicit FileDescriptor(int fd) : fd_(fd) {}
-    FileDescriptor(const FileDescriptor&) = delete;
-    FileDescriptor& operator=(const FileDescriptor&) = delete;
-    ~FileDescriptor() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
 // A token is pasted into headers, cookies and shells: keep it to characters that need no
 // quoting anywhere. 32 is the shortest we accept from a hand-made file (128 bits as hex).
 constexpr std::size_t kMinimumTokenLength = 32;
@@ -41,32 +29,11 @@ bool is_token_character(char c) {
            c == '-' || c == '_';
 }
 
-std::string octal_mode(unsigned mode) {
-    char text[8];
-    std::snprintf(text, sizeof text, "%04o", mode & 07777);
-    return text;
-}
-
 Result<std::string> read_token(const fs::path& file, int fd) {
-    struct stat info {};
-    if (::fstat(fd, &info) != 0)
-        return make_error(ErrorCode::internal,
-                          "cannot inspect " + file.string() + ": " + std::strerror(errno));
-    if (!S_ISREG(info.st_mode))
-        return make_error(ErrorCode::forbidden,
-                          file.string() + " is not a regular file; remove it and start "
-                                          "handlerd again to make a new token");
-    if (info.st_uid != ::getuid())
-        return make_error(ErrorCode::forbidden,
-                          file.string() + " is owned by uid " + std::to_string(info.st_uid) +
-                              ", not by you (uid " + std::to_string(::getuid()) +
-                              "); remove it and start handlerd again to make a new token");
-    if ((info.st_mode & 077) != 0)
-        return make_error(ErrorCode::forbidden,
-                          "the API token file " + file.string() + " has mode " +
-                              octal_mode(info.st_mode) +
-                              ", so other users may read it; run `chmod 600 " + file.string() +
-                              "` (or delete it to make a new token) and start again");
+    if (auto mine = check_private(fd, file, PrivateKind::file,
+                                  {"the API token file", "remove it and start handlerd again to make a new token"});
+        !mine)
+        return mine.take_error();
 
     std::string contents(kMaximumTokenFileBytes + 1, '\0');
     std::size_t length = 0;

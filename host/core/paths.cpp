@@ -1,5 +1,8 @@
 #include "core/paths.hpp"
 
+#include "core/file_descriptor.hpp"
+#include "core/private_file.hpp"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -55,19 +58,15 @@ Result<void> ensure_private_dir(const fs::path& dir, unsigned mode) {
     if (error)
         return make_error(ErrorCode::internal,
                           "cannot create folder " + dir.string() + ": " + error.message());
+    // The mode is ours to set; type and owner are not.
+    if (auto owned = check_owned(dir, PrivateKind::folder,
+                                 {"", "remove it (or set XDG_RUNTIME_DIR to a private folder) and try again"});
+        !owned)
+        return owned;
     struct stat info {};
-    if (::lstat(dir.c_str(), &info) != 0)
+    if (::stat(dir.c_str(), &info) != 0)
         return make_error(ErrorCode::internal,
                           "cannot inspect folder " + dir.string() + ": " + std::strerror(errno));
-    if (!S_ISDIR(info.st_mode))
-        return make_error(ErrorCode::forbidden,
-                          dir.string() + " exists and is not a folder (a symbolic link?); "
-                                         "remove it and try again");
-    if (info.st_uid != ::getuid())
-        return make_error(ErrorCode::forbidden,
-                          dir.string() + " is owned by uid " + std::to_string(info.st_uid) +
-                              ", not by you (uid " + std::to_string(::getuid()) +
-                              "); remove it or set XDG_RUNTIME_DIR to a private folder");
     if ((info.st_mode & 07777) != mode && ::chmod(dir.c_str(), mode) != 0)
         return make_error(ErrorCode::internal,
                           "cannot set mode of " + dir.string() + ": " + std::strerror(errno));
@@ -76,27 +75,27 @@ Result<void> ensure_private_dir(const fs::path& dir, unsigned mode) {
 
 Result<void> write_file_atomic(const fs::path& path, std::string_view contents, unsigned mode) {
     const fs::path temporary = path.string() + ".tmp-" + std::to_string(::getpid());
-    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-                          mode);
-    if (fd < 0)
+    FileDescriptor fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                             mode));
+    if (!fd.valid())
         return make_error(ErrorCode::internal,
                           "cannot write " + temporary.string() + ": " + std::strerror(errno));
     // open() applies the umask; set the mode we promised explicitly.
-    ::fchmod(fd, mode);
+    ::fchmod(fd.get(), mode);
     std::size_t written = 0;
     while (written < contents.size()) {
-        const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
+        const ssize_t n = ::write(fd.get(), contents.data() + written, contents.size() - written);
         if (n < 0) {
             if (errno == EINTR) continue;
             const std::string reason = std::strerror(errno);
-            ::close(fd);
+            fd.reset();
             ::unlink(temporary.c_str());
             return make_error(ErrorCode::internal,
                               "cannot write " + temporary.string() + ": " + reason);
         }
         written += static_cast<std::size_t>(n);
     }
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    if (::fsync(fd.get()) != 0 || fd.close() != 0) {
         const std::string reason = std::strerror(errno);
         ::unlink(temporary.c_str());
         return make_error(ErrorCode::internal, "cannot write " + path.string() + ": " + reason);

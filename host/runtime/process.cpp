@@ -1,5 +1,7 @@
 #include "runtime/process.hpp"
 
+#include "core/file_descriptor.hpp"
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -15,37 +17,9 @@ extern char** environ;
 namespace handler::runtime {
 namespace {
 
-// Owns a file descriptor; closes it once.
-class Fd {
-public:
-    Fd() = default;
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() { reset(); }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-    Fd& operator=(Fd&& other) noexcept {
-        if (this != &other) {
-            reset();
-            fd_ = other.fd_;
-            other.fd_ = -1;
-        }
-        return *this;
-    }
-
-    int get() const { return fd_; }
-    void reset() {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-private:
-    int fd_ = -1;
-};
-
 struct Pipe {
-    Fd read_end;
-    Fd write_end;
+    FileDescriptor read_end;
+    FileDescriptor write_end;
 };
 
 Result<Pipe> make_pipe() {
@@ -54,7 +28,7 @@ Result<Pipe> make_pipe() {
     if (::pipe2(fds, O_CLOEXEC) != 0)
         return make_error(ErrorCode::internal,
                           std::string("could not create a pipe: ") + std::strerror(errno));
-    return Pipe{Fd(fds[0]), Fd(fds[1])};
+    return Pipe{FileDescriptor(fds[0]), FileDescriptor(fds[1])};
 }
 
 std::string quote(const std::string& word) {
@@ -189,7 +163,7 @@ Result<CommandResult> SystemCommandRunner::run(const CommandRequest& request) {
     while (out->read_end.get() >= 0 || err->read_end.get() >= 0) {
         pollfd fds[3];
         nfds_t count = 0;
-        auto add = [&](const Fd& fd, short events) {
+        auto add = [&](const FileDescriptor& fd, short events) {
             if (fd.get() >= 0) fds[count++] = pollfd{fd.get(), events, 0};
         };
         add(out->read_end, POLLIN);
@@ -223,7 +197,7 @@ Result<CommandResult> SystemCommandRunner::run(const CommandRequest& request) {
                     in->write_end.reset();
                 continue;
             }
-            Fd& source = fds[i].fd == out->read_end.get() ? out->read_end : err->read_end;
+            FileDescriptor& source = fds[i].fd == out->read_end.get() ? out->read_end : err->read_end;
             std::string& sink = &source == &out->read_end ? result.stdout_text : result.stderr_text;
             ssize_t n = ::read(source.get(), buffer, sizeof buffer);
             if (n > 0) {

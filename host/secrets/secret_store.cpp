@@ -1,6 +1,8 @@
 #include "secrets/secret_store.hpp"
 
+#include "core/file_descriptor.hpp"
 #include "core/paths.hpp"
+#include "core/private_file.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -22,26 +24,20 @@ Result<void> SecretStore::put(std::int64_t account_id, std::string_view value) {
 
 Result<std::optional<std::string>> SecretStore::get(std::int64_t account_id) const {
     const fs::path path = file(account_id);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
+    const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid()) {
         if (errno == ENOENT) return std::optional<std::string>();
         return make_error(ErrorCode::internal, "cannot open " + path.string() + ": " + std::strerror(errno));
     }
-    struct stat status {};
+    if (auto mine = check_private(fd.get(), path, PrivateKind::file,
+                                  {"the key file", "replace the key with `handler account set-key` (until "
+                                                   "then it is not used, and it may have leaked)"});
+        !mine)
+        return mine.take_error();
     std::string value;
-    const bool stat_ok = ::fstat(fd, &status) == 0;
-    if (stat_ok && status.st_uid == ::geteuid() && (status.st_mode & 077) == 0) {
-        char buffer[4096];
-        ssize_t got;
-        while ((got = ::read(fd, buffer, sizeof buffer)) > 0) value.append(buffer, static_cast<std::size_t>(got));
-    }
-    ::close(fd);
-    if (!stat_ok || status.st_uid != ::geteuid() || (status.st_mode & 077) != 0)
-        return make_error(ErrorCode::forbidden,
-                          path.string() + " is readable by others or not yours, so its key is not "
-                                          "used (it may have leaked: replace it with "
-                                          "`handler account set-key`, then `chmod 600 " +
-                              path.string() + "`)");
+    char buffer[4096];
+    ssize_t got;
+    while ((got = ::read(fd.get(), buffer, sizeof buffer)) > 0) value.append(buffer, static_cast<std::size_t>(got));
     return std::optional<std::string>(std::move(value));
 }
 

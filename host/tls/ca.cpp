@@ -1,6 +1,8 @@
 #include "tls/ca.hpp"
 
+#include "core/file_descriptor.hpp"
 #include "core/paths.hpp"
+#include "core/private_file.hpp"
 
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
@@ -344,57 +346,34 @@ bool something_at(const fs::path& path) {
 // The key file is opened without following links and checked on the open descriptor,
 // so what is checked is what is read.
 Result<std::string> read_private_key_file(const fs::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
+    const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid())
         return make_error(ErrorCode::internal,
                           "cannot open the CA key " + path.string() + ": " +
                               std::strerror(errno) +
                               (errno == ELOOP ? " (it is a symbolic link; replace it with the "
                                                 "file itself)"
                                               : ""));
-    const auto fail = [&](ErrorCode code, const std::string& message) {
-        ::close(fd);
-        return make_error(code, message);
-    };
-    struct stat info {};
-    if (::fstat(fd, &info) != 0)
-        return fail(ErrorCode::internal,
-                    "cannot inspect the CA key " + path.string() + ": " + std::strerror(errno));
-    if (!S_ISREG(info.st_mode))
-        return fail(ErrorCode::forbidden,
-                    "the CA key " + path.string() + " is not a regular file; remove it and " +
-                        path.parent_path().string() + " to make a new CA");
-    if (info.st_uid != ::getuid())
-        return fail(ErrorCode::forbidden,
-                    "the CA key " + path.string() + " is owned by uid " +
-                        std::to_string(info.st_uid) + ", not by you (uid " +
-                        std::to_string(::getuid()) + "); whoever owns it can mint certificates "
-                        "your sessions trust. Remove " + path.parent_path().string() +
-                        " to make a new CA");
-    if ((info.st_mode & 077) != 0) {
-        char mode[8];
-        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
-        return fail(ErrorCode::forbidden,
-                    "the CA key " + path.string() + " has mode " + mode +
-                        ", so other users can read or change it; run `chmod 600 " +
-                        path.string() + "` (and if someone may have copied it, remove " +
-                        path.parent_path().string() + " to make a new CA)");
-    }
+    // Whoever owns or has copied the key can mint certificates the sessions trust.
+    const std::string fix = "remove " + path.parent_path().string() +
+                            " to make a new CA (whoever owns or may have copied the key can mint "
+                            "certificates your sessions trust)";
+    if (auto mine = check_private(fd.get(), path, PrivateKind::file, {"the CA key", fix}); !mine)
+        return mine.take_error();
     std::string contents;
     char buffer[4096];
     while (true) {
-        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
         if (n == 0) break;
         if (n < 0) {
             if (errno == EINTR) continue;
             OPENSSL_cleanse(buffer, sizeof buffer);
-            return fail(ErrorCode::internal,
-                        "cannot read the CA key " + path.string() + ": " + std::strerror(errno));
+            return make_error(ErrorCode::internal,
+                              "cannot read the CA key " + path.string() + ": " + std::strerror(errno));
         }
         contents.append(buffer, static_cast<std::size_t>(n));
     }
     OPENSSL_cleanse(buffer, sizeof buffer);
-    ::close(fd);
     return contents;
 }
 
