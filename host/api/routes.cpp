@@ -511,11 +511,11 @@ Result<std::optional<store::NetworkMode>> read_network_mode(const BodyReader& re
     auto text = reader.optional_string("network_mode");
     if (!text) return text.take_error();
     if (!*text) return std::optional<store::NetworkMode>();
-    auto mode = store::parse_network_mode(**text);
+    auto mode = network::parse_mode(**text, network::ModeHolder::agent);
     if (!mode)
         return make_error(ErrorCode::invalid_argument,
-                          "field 'network_mode' must be 'none', 'filtered' or 'open', got '" +
-                              **text + "'");
+                          "field 'network_mode' must be " + network::mode_list(network::ModeHolder::agent) +
+                              ", got '" + **text + "'");
     return mode;
 }
 

@@ -177,7 +177,7 @@ json::object to_json(const store::Agent& agent) {
             {"goal", agent.goal},
             {"instructions", agent.instructions},
             {"account", nullable(agent.account)},
-            {"network_mode", to_string(agent.network_mode)},
+            {"network_mode", network::to_string(agent.network_mode)},
             {"allowed_hosts", strings(agent.allowed_hosts)},
             {"addons", strings(agent.addons)},
             {"created_at", agent.created_at},
@@ -204,7 +204,7 @@ json::object to_json(const store::Session& session) {
             {"image", session.image},
             {"container", nullable(session.container_id)},
             {"message", nullable(session.message)},
-            {"network_mode", nullable(session.network_mode)},
+            {"network_mode", session.network_mode ? json::value(to_string(*session.network_mode)) : json::value(nullptr)},
             {"learn_until", nullable(session.learn_until)},
             // What the session may reach beyond its agent's and project's lists: its
             // harness's model hosts, and what its addons (and plugins, while it runs) added.

@@ -4,6 +4,7 @@
 #include "cli/output.hpp"
 #include "cli/permissions.hpp"
 #include "cli/terminal.hpp"
+#include "network/network_mode.hpp"
 #include "secrets/account_kinds.hpp"
 #include "setup/setup.hpp"
 #include "store/validation.hpp"
@@ -182,7 +183,7 @@ Tree define(CLI::App& app, Options& options) {
                                "Standing instructions");
     tree.agent_add->add_option("--account", options.account, "Account it runs on");
     tree.agent_add->add_option("--network", options.network, "none, filtered or open")
-        ->check(CLI::IsMember({"none", "filtered", "open"}));
+        ->check(CLI::IsMember(network::mode_names(network::ModeHolder::agent)));
     tree.agent_add->add_option("--allow", options.allow_hosts,
                                "Allowed host (repeat): host, *.domain, optional :port");
     tree.agent_add->add_option("--addon", options.addons, "Enable an addon plugin (repeat)");
@@ -209,7 +210,7 @@ Tree define(CLI::App& app, Options& options) {
     tree.agent_edit->add_option("--account", options.account, "Account it runs on");
     tree.agent_edit->add_flag("--no-account", options.clear_account, "Run on no account");
     tree.agent_edit->add_option("--network", options.network, "none, filtered or open")
-        ->check(CLI::IsMember({"none", "filtered", "open"}));
+        ->check(CLI::IsMember(network::mode_names(network::ModeHolder::agent)));
     tree.agent_edit->add_option("--allow", options.allow_hosts, "Add an allowed host (repeat)");
     tree.agent_edit->add_option("--disallow", options.remove_hosts,
                                 "Remove an allowed host (repeat)");
@@ -243,7 +244,7 @@ Tree define(CLI::App& app, Options& options) {
     tree.run->add_option("--network", options.session_network,
                          "This session's network: none, filtered, open, or learn (15 minutes "
                          "open, recording what filtered would refuse)")
-        ->check(CLI::IsMember({"none", "filtered", "open", "learn"}));
+        ->check(CLI::IsMember(network::mode_names(network::ModeHolder::session)));
     tree.run->add_option("-m,--model", options.session_model,
                          "The model for this session, as the harness names it (claude: sonnet, "
                          "opus; codex: gpt-5.1-codex; pi: anthropic/claude-sonnet-4-5)");

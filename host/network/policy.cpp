@@ -40,22 +40,6 @@ std::string authority(const Target& target) {
 
 } // namespace
 
-std::string_view to_string(Mode mode) {
-    switch (mode) {
-    case Mode::none: return "none";
-    case Mode::filtered: return "filtered";
-    case Mode::open: return "open";
-    case Mode::learn: return "learn";
-    }
-    return "unknown";
-}
-
-std::optional<Mode> parse_mode(std::string_view text) {
-    for (Mode mode : {Mode::none, Mode::filtered, Mode::open, Mode::learn})
-        if (text == to_string(mode)) return mode;
-    return std::nullopt;
-}
-
 Result<Target> parse_target(std::string_view host_text, std::uint16_t port) {
     if (port == 0) return make_error(ErrorCode::invalid_argument, "port 0 is not a destination");
     std::string host = lower_ascii(host_text);

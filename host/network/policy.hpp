@@ -11,6 +11,7 @@
 
 #include "core/result.hpp"
 #include "network/host_rule.hpp"
+#include "network/network_mode.hpp"
 
 #include <array>
 #include <cstdint>
@@ -21,15 +22,6 @@
 
 namespace handler::network {
 
-enum class Mode {
-    none = 1, // only the harness's model-provider hosts
-    filtered, // those plus the allow-list
-    open,     // anything public
-    learn,    // open until learn_until, recording what filtered would have refused
-};
-
-std::string_view to_string(Mode mode);
-std::optional<Mode> parse_mode(std::string_view text);
 
 struct Policy {
     Mode mode = Mode::filtered;

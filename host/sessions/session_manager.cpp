@@ -207,14 +207,12 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
             if (auto found = store.get_agent(*session->agent_id)) agent = *found;
         if (agent) {
             policy.agent = agent->name;
-            policy.mode = network::parse_mode(store::to_string(agent->network_mode))
-                              .value_or(network::Mode::filtered);
+            policy.mode = agent->network_mode;
             allow(agent->allowed_hosts, false);
         }
         if (auto project = store.get_project(session->project_id)) allow(project->allowed_hosts, false);
         allow(session->addon_hosts, true);
-        if (session->network_mode)
-            policy.mode = network::parse_mode(*session->network_mode).value_or(policy.mode);
+        if (session->network_mode) policy.mode = *session->network_mode;
         policy.learn_until_ms = session->learn_until.value_or(0);
         return policy;
     }
@@ -1306,12 +1304,13 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     record.tty = request.prompt.empty();
     record.image = impl.options.default_image;
     if (request.network) {
-        if (!network::parse_mode(*request.network))
+        const auto mode = network::parse_mode(*request.network, network::ModeHolder::session);
+        if (!mode)
             return make_error(ErrorCode::invalid_argument,
-                              "network mode '" + *request.network +
-                                  "' is not one of none, filtered, open, learn");
-        record.network_mode = *request.network;
-        if (*request.network == "learn")
+                              "network mode '" + *request.network + "' is not one of " +
+                                  network::mode_list(network::ModeHolder::session));
+        record.network_mode = *mode;
+        if (*mode == network::Mode::learn)
             record.learn_until = impl.clock.now_ms() + impl.options.learn_window.count();
     }
 
@@ -1329,12 +1328,11 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
     // Taken at launch: a harness's permission mode cannot change under it, so a later
     // change of the agent's network mode applies to its network at once and to its
     // permissions from its next session.
-    const std::string effective_network =
-        record.network_mode ? *record.network_mode
-                            : std::string(agent ? store::to_string(agent->network_mode) : "filtered");
-    launch_request.start_mode = effective_network == "none"   ? plugins::StartMode::locked_down
-                                : effective_network == "open" ? plugins::StartMode::open
-                                                              : plugins::StartMode::guarded;
+    const network::Mode effective_network =
+        record.network_mode.value_or(agent ? agent->network_mode : network::Mode::filtered);
+    launch_request.start_mode = effective_network == network::Mode::none   ? plugins::StartMode::locked_down
+                                : effective_network == network::Mode::open ? plugins::StartMode::open
+                                                                           : plugins::StartMode::guarded;
     launch_request.session_id = id;
     launch_request.project_path = project->path;
     launch_request.prompt = request.prompt;

@@ -2,6 +2,8 @@
 // resolves names and joins, so callers never see foreign keys they would have to look up.
 #pragma once
 
+#include "network/network_mode.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,12 +12,9 @@
 
 namespace handler::store {
 
-// How far an agent's container may reach. Zero is not a value, so a zeroed struct reads
-// as invalid (STYLE.md).
-enum class NetworkMode { none = 1, filtered, open };
-
-std::string_view to_string(NetworkMode mode);
-std::optional<NetworkMode> parse_network_mode(std::string_view text);
+// How far an agent's container may reach: network::Mode, of which an agent holds none,
+// filtered or open (learn is a session's).
+using NetworkMode = network::Mode;
 
 enum class SessionState {
     starting = 1, // recorded before anything is started, so a crash leaves a trace
@@ -86,7 +85,7 @@ struct Session {
     bool tty = true;                         // a terminal, or separate stdout/stderr
     std::string image;
     std::optional<std::string> message; // why it failed or was lost
-    std::optional<std::string> network_mode; // none|filtered|open|learn; unset: the agent's
+    std::optional<NetworkMode> network_mode; // any, learn included; unset: the agent's
     std::optional<TimeMs> learn_until;
     std::vector<std::string> model_hosts; // the harness's, as rules
     std::vector<std::string> addon_hosts; // what its agent's addons asked for, as rules
@@ -222,7 +221,7 @@ struct NewSession {
     std::string mode = "interactive";
     bool tty = true;
     std::string image;
-    std::optional<std::string> network_mode;
+    std::optional<NetworkMode> network_mode;
     std::optional<TimeMs> learn_until;
 };
 

@@ -15,21 +15,6 @@ namespace handler::store {
 namespace fs = std::filesystem;
 using sqlite::Transaction;
 
-std::string_view to_string(NetworkMode mode) {
-    switch (mode) {
-    case NetworkMode::none: return "none";
-    case NetworkMode::filtered: return "filtered";
-    case NetworkMode::open: return "open";
-    }
-    return "filtered";
-}
-
-std::optional<NetworkMode> parse_network_mode(std::string_view text) {
-    for (auto mode : {NetworkMode::none, NetworkMode::filtered, NetworkMode::open})
-        if (text == to_string(mode)) return mode;
-    return std::nullopt;
-}
-
 std::string_view to_string(SessionState state) {
     switch (state) {
     case SessionState::starting: return "starting";
@@ -107,7 +92,7 @@ Agent read_agent(const sqlite::Statement& row) {
     agent.instructions = row.text(5);
     agent.account = row.optional_text(6);
     // The CHECK constraint keeps this column to the three known values.
-    agent.network_mode = parse_network_mode(row.text(7)).value_or(NetworkMode::none);
+    agent.network_mode = network::parse_mode(row.text(7), network::ModeHolder::agent).value_or(NetworkMode::none);
     agent.created_at = row.integer(8);
     agent.updated_at = row.integer(9);
     agent.addons = split_lines(row.text(10));
@@ -130,7 +115,7 @@ Session read_session(const sqlite::Statement& row) {
     session.tty = row.integer(10) != 0;
     session.image = row.text(11);
     session.message = row.optional_text(12);
-    session.network_mode = row.optional_text(13);
+    if (const auto mode = row.optional_text(13)) session.network_mode = network::parse_mode(*mode);
     session.learn_until = row.optional_integer(14);
     session.model_hosts = split_lines(row.text(15));
     session.addon_hosts = split_lines(row.text(16));
@@ -176,10 +161,9 @@ std::string context_phrase(const std::optional<std::string>& context) {
 
 // A zero-filled NetworkMode is no mode at all (STYLE.md: zero is never valid).
 Result<void> check_network_mode(NetworkMode mode) {
-    if (mode == NetworkMode::none || mode == NetworkMode::filtered || mode == NetworkMode::open)
-        return {};
+    if (network::may_hold(network::ModeHolder::agent, mode)) return {};
     return make_error(ErrorCode::invalid_argument,
-                      "network_mode must be 'none', 'filtered' or 'open'");
+                      "network_mode must be " + network::mode_list(network::ModeHolder::agent));
 }
 
 std::int64_t count(sqlite::Database& db, std::string_view query, std::int64_t id) {
@@ -871,7 +855,9 @@ Result<Session> Store::create_session(const NewSession& session) {
                 "VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?6, ?7, ?8, ?9, ?10, ?11)",
                 id, session.agent_id, session.project_id, session.harness,
                 to_string(SessionState::starting), now, session.mode,
-                std::int64_t{session.tty ? 1 : 0}, session.image, session.network_mode,
+                std::int64_t{session.tty ? 1 : 0}, session.image,
+                session.network_mode ? std::optional<std::string>(to_string(*session.network_mode))
+                                     : std::nullopt,
                 session.learn_until);
             if (!insert) return insert.take_error();
             if (auto done = insert->run(); !done) return done.take_error();

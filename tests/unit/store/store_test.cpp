@@ -612,6 +612,8 @@ TEST_F(StoreTest, InvalidAgentsLeaveNoRow) {
         {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"Playwright"}}, ErrorCode::invalid_argument},
         {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"playwright", "playwright"}},
          ErrorCode::invalid_argument},
+        // Learning is a session's mode (handler run --network learn), never an agent's.
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::learn, {}, {}}, ErrorCode::invalid_argument},
     };
     for (const auto& c : cases) {
         auto made = store_->create_agent(c.agent);
