@@ -316,6 +316,29 @@ Result<std::vector<std::string>> PodmanRuntime::run_command(const ContainerSpec&
     if (spec.init) argv.emplace_back("--init");
 
     std::set<fs::path> destinations = {project_inside};
+    if (auto mounted = add_mounts(spec, destinations, argv); !mounted) return mounted.take_error();
+
+    argv.push_back("--workdir=" + workdir.string());
+    if (spec.tty) argv.emplace_back("--tty");
+    if (spec.interactive) argv.emplace_back("--interactive");
+    // HOME first so a spec's own HOME (a later --env of the same name) still wins.
+    argv.push_back("--env=HOME=" + options_.container_home);
+    for (const EnvEntry& entry : spec.env) {
+        if (!valid_env_name(entry.name))
+            return make_error(ErrorCode::invalid_argument,
+                              "environment variable name '" + entry.name + "' is not valid");
+        argv.push_back("--env=" + entry.name + "=" + entry.value);
+    }
+    argv.push_back(spec.image);
+    argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+    return argv;
+}
+
+// Every mount but the project's: read-only folders, the session's control folder (and
+// the trust bundle in it), the helper programs and the account's state. `destinations`
+// holds the mount points taken so far; two mounts at one point are refused.
+Result<void> PodmanRuntime::add_mounts(const ContainerSpec& spec, std::set<fs::path>& destinations,
+                                       std::vector<std::string>& argv) const {
     for (const ReadOnlyMount& mount : spec.read_only_mounts) {
         auto source = check_mount_source(mount.host_path, "read-only mount");
         if (!source) return source.take_error();
@@ -391,20 +414,7 @@ Result<std::vector<std::string>> PodmanRuntime::run_command(const ContainerSpec&
         argv.push_back("--volume=" + state.string() + ":" + kAccountStateMountPoint + ":rw");
     }
 
-    argv.push_back("--workdir=" + workdir.string());
-    if (spec.tty) argv.emplace_back("--tty");
-    if (spec.interactive) argv.emplace_back("--interactive");
-    // HOME first so a spec's own HOME (a later --env of the same name) still wins.
-    argv.push_back("--env=HOME=" + options_.container_home);
-    for (const EnvEntry& entry : spec.env) {
-        if (!valid_env_name(entry.name))
-            return make_error(ErrorCode::invalid_argument,
-                              "environment variable name '" + entry.name + "' is not valid");
-        argv.push_back("--env=" + entry.name + "=" + entry.value);
-    }
-    argv.push_back(spec.image);
-    argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
-    return argv;
+    return {};
 }
 
 Result<std::string> PodmanRuntime::create_and_start(const ContainerSpec& spec) {

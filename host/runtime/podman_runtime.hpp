@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +66,8 @@ private:
                                  std::optional<std::string> stdin_data = std::nullopt);
     Result<std::filesystem::path> check_mount_source(const std::filesystem::path& path,
                                                      std::string_view what) const;
+    Result<void> add_mounts(const ContainerSpec& spec, std::set<std::filesystem::path>& destinations,
+                            std::vector<std::string>& argv) const;
 
     CommandRunner& runner_;
     PodmanOptions options_;
