@@ -8,6 +8,7 @@
 #include "daemon/process.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/registry.hpp"
+#include "plugins/registry_harness_catalog.hpp"
 #include "runtime/image_builder.hpp"
 #include "runtime/podman_runtime.hpp"
 #include "runtime/process.hpp"
@@ -23,7 +24,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/json/parse.hpp>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -33,23 +33,6 @@
 
 namespace handler::daemon {
 
-namespace {
-
-// A harness plugin's parser of one session's output, as the session service sees it.
-class PluginEvents final : public sessions::EventParser {
-public:
-    explicit PluginEvents(std::unique_ptr<plugins::EventStream> stream) : stream_(std::move(stream)) {}
-    Result<plugins::ParsedEvents> feed(std::string_view bytes) override { return stream_->feed(bytes); }
-    Result<plugins::ParsedEvents> answer(std::string_view request, std::string_view answer) override {
-        return stream_->answer(request, answer);
-    }
-    Result<plugins::ParsedEvents> prompt(std::string_view prompt) override { return stream_->prompt(prompt); }
-
-private:
-    std::unique_ptr<plugins::EventStream> stream_;
-};
-
-} // namespace
 namespace {
 
 bool logging_ready = false;
@@ -187,6 +170,7 @@ int run_daemon(const DaemonOptions& options) {
     session_options.control_root = paths->runtime_dir / "sessions";
     session_options.output_root = paths->data_dir / "sessions";
     session_options.helper_dir = builtin_helper_dir();
+    session_options.home_dir = info.home_dir;
     session_options.log_limit_bytes = config.sessions.log_limit_bytes;
     session_options.headless_timeout = std::chrono::minutes(config.sessions.headless_timeout_minutes);
     session_options.proxy_port = config.network.proxy_port;
@@ -210,63 +194,11 @@ int run_daemon(const DaemonOptions& options) {
     session_image = session_options.default_image;
     for (const auto& dir : {session_options.control_root, session_options.output_root})
         if (auto made = ensure_private_dir(dir); !made) return refuse(readiness, made.error().message);
-    sessions::Launcher launcher = [&registry](std::string_view harness,
-                                              const plugins::LaunchRequest& request)
-        -> Result<plugins::LaunchSpec> {
-        auto found = registry.harness(harness);
-        if (!found) return found.take_error();
-        return (*found)->launch(request);
-    };
-    sessions::HarnessCheck harness_exists = [&registry](std::string_view harness) {
-        return registry.harness(harness).ok();
-    };
-    session_options.contribute_addon = [&registry](std::string_view addon,
-                                                   const plugins::LaunchRequest& request)
-        -> Result<plugins::LaunchSpec> {
-        auto found = registry.addon(addon);
-        if (!found) return found.take_error();
-        return (*found)->contribute(request);
-    };
-    session_options.open_events = [&registry](std::string_view harness, std::string_view session_id)
-        -> Result<sessions::OpenedEvents> {
-        auto found = registry.harness(harness);
-        if (!found) return found.take_error();
-        auto stream = (*found)->open_events(session_id);
-        if (!stream) return stream.take_error();
-        sessions::OpenedEvents opened;
-        opened.parser = std::make_unique<PluginEvents>(std::move(*stream));
-        // The plugin says in describe() whether its stdout is JSON for machines, and
-        // whether its stdin is a protocol of its own.
-        if (auto described = (*found)->describe()) {
-            boost::system::error_code error;
-            auto value = boost::json::parse(*described, error);
-            if (!error && value.is_object()) {
-                if (const auto* kind = value.as_object().if_contains("events"); kind && kind->is_string())
-                    opened.mode = std::string(kind->as_string());
-                if (const auto* input = value.as_object().if_contains("stdin"); input && input->is_string())
-                    opened.owns_input = input->as_string() == "protocol";
-            }
-        }
-        return opened;
-    };
-    session_options.harness_recipe = [&registry](std::string_view harness)
-        -> Result<std::optional<runtime::LayerRecipe>> {
-        auto found = registry.harness(harness);
-        if (!found) return found.take_error();
-        auto recipe = (*found)->image_recipe();
-        if (!recipe) return recipe.take_error();
-        if (recipe->run_steps.empty() && recipe->env.empty()) return std::optional<runtime::LayerRecipe>();
-        runtime::LayerRecipe layer;
-        layer.name = (*found)->id();
-        layer.version = (*found)->version();
-        for (const auto& variable : recipe->env) layer.env.emplace_back(variable.name, variable.value);
-        layer.run_steps = recipe->run_steps;
-        return std::optional<runtime::LayerRecipe>(std::move(layer));
-    };
     session_options.image_build_dir = runtime::default_build_dir([](const char* name) { return std::getenv(name); });
     session_options.account_state_root = paths->data_dir / runtime::kAccountStateFolder;
-    sessions::SessionManager session_manager(io, **store, container_runtime, launcher,
-                                             harness_exists, events, clock, session_options);
+    plugins::RegistryHarnessCatalog harnesses(registry);
+    sessions::SessionManager session_manager(io, **store, container_runtime, harnesses, events, clock,
+                                             session_options);
     info.sessions = &session_manager;
     info.secrets = &secret_store;
     // Plugins' network and secret services act on the sessions that use them. Taken back
