@@ -49,6 +49,7 @@ namespace handler::sessions {
 // the manager's insides (and a later owner, a conversation, can be one too).
 class ChannelOwner {
 public:
+    virtual ~ChannelOwner() = default;
     virtual const Clock& clock() const = 0;
     // Stores events a session's harness produced; returns them numbered (and published).
     virtual std::vector<store::SessionEvent> store_events(const std::string& id,
@@ -66,9 +67,6 @@ public:
     virtual Result<void> request_stop(const std::string& id) = 0;
     // A client of this channel is gone (its attach id no longer names anything).
     virtual void client_gone(std::uint64_t attach_id) = 0;
-
-protected:
-    ~ChannelOwner() = default;
 };
 
 struct ChannelOptions {

@@ -7,6 +7,7 @@
 #include "sessions/session_keys.hpp"
 #include "sessions/start_plan.hpp"
 #include "store/validation.hpp"
+#include "sessions/audit_batch.hpp"
 #include "sessions/channel.hpp"
 #include "sessions/launch.hpp"
 #include "sessions/output_log.hpp"
@@ -33,11 +34,9 @@
 #include <array>
 #include <atomic>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <utility>
 
 namespace handler::sessions {
@@ -55,7 +54,7 @@ bool is_live(SessionState state) {
 
 } // namespace
 
-struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::AuditSink, ChannelOwner {
+struct SessionManager::Impl : std::enable_shared_from_this<Impl>, ChannelOwner {
     Impl(net::io_context& io_context, store::Store& session_store,
          runtime::ContainerRuntime& container_runtime, HarnessCatalog& harness_catalog,
          api::EventHub& hub, const Clock& time, SessionManagerOptions manager_options)
@@ -64,82 +63,6 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
           options(std::move(manager_options)),
           resolver(network::make_system_resolver(io_context, options.resolve, options.resolve_endpoints)),
           own_addresses(network::own_addresses()) {}
-
-    // ---- AuditSink: the proxy's decisions go to the store ----------------------------
-    // Batched: decisions and ends collect in memory and go to SQLite in one transaction
-    // at most kAuditFlush later (and at shut-down). A transaction per decision cost more
-    // than the proxy's own work (about 100 µs per connection, measured), on the one io
-    // thread every session's proxy shares. Ids are handed out here, in order, so the log
-    // reads the same as before; it is just up to kAuditFlush behind.
-    static constexpr std::chrono::milliseconds kAuditFlush{20};
-
-    std::int64_t record(const network::AuditEntry& entry) override {
-        if (next_network_id == 0) {
-            auto last = store.last_network_entry_id();
-            if (!last) {
-                spdlog::error("session {}: cannot record a network decision: {}", entry.session_id,
-                              last.error().message);
-                return 0;
-            }
-            next_network_id = *last + 1;
-        }
-        store::NetworkEntry row;
-        row.id = next_network_id++;
-        row.session_id = entry.session_id;
-        row.at = entry.at_ms;
-        row.host = entry.host;
-        row.port = entry.port;
-        row.method = entry.method;
-        row.path = entry.path;
-        row.verdict = entry.verdict == network::Verdict::allow    ? "allow"
-                      : entry.verdict == network::Verdict::learned ? "learned"
-                                                                   : "deny";
-        row.rule = entry.rule;
-        row.reason = entry.reason;
-        row.secret = entry.secret;
-        if (entry.verdict == network::Verdict::deny)
-            spdlog::info("session {}: refused {}:{}: {}", entry.session_id, entry.host, entry.port,
-                         entry.reason);
-        pending_index[row.id] = pending_entries.size();
-        pending_entries.push_back(std::move(row));
-        schedule_audit_flush();
-        return next_network_id - 1;
-    }
-    void finish(std::int64_t id, std::uint64_t up, std::uint64_t down,
-                const std::string& reason) override {
-        if (id == 0) return;
-        if (auto found = pending_index.find(id); found != pending_index.end()) {
-            auto& row = pending_entries[found->second];
-            row.bytes_up = static_cast<std::int64_t>(up);
-            row.bytes_down = static_cast<std::int64_t>(down);
-            if (!reason.empty()) row.reason = reason;
-            row.ended_at = clock_.now_ms();
-        } else {
-            pending_finishes.push_back(
-                {id, static_cast<std::int64_t>(up), static_cast<std::int64_t>(down), reason, clock_.now_ms()});
-        }
-        schedule_audit_flush();
-    }
-    void schedule_audit_flush() {
-        if (audit_flush_armed) return;
-        audit_flush_armed = true;
-        audit_timer.expires_after(kAuditFlush);
-        audit_timer.async_wait([weak = weak_from_this()](const boost::system::error_code& error) {
-            auto self = weak.lock();
-            if (!self) return;
-            self->audit_flush_armed = false;
-            if (!error) self->flush_audit();
-        });
-    }
-    void flush_audit() {
-        if (pending_entries.empty() && pending_finishes.empty()) return;
-        if (auto written = store.write_network_batch(pending_entries, pending_finishes); !written)
-            spdlog::error("cannot record {} network decisions: {}", pending_entries.size() + pending_finishes.size(),
-                          written.error().message);
-        pending_entries.clear();
-        pending_finishes.clear();
-        pending_index.clear();
-    }
 
     // The live policy of a session: read at every connection, so an edit of its agent or
     // project applies to the next one (and reevaluate() cuts what is now refused). The
@@ -268,28 +191,6 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
     StartSettings start_settings() const;
     Result<store::Session> stop_session(std::string_view id);
 
-    // handler's CA, and the system's CAs plus it, for the container to trust. Read-only
-    // inside (the control folder is mounted so), and written before it starts.
-    Result<void> write_trust_files(const fs::path& control_dir) {
-        std::string bundle;
-        if (std::ifstream system(options.system_ca_bundle, std::ios::binary); system) {
-            std::ostringstream text;
-            text << system.rdbuf();
-            bundle = text.str();
-            if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
-        }
-        bundle += options.ca_certificate_pem;
-        using File = std::pair<const char*, const std::string*>;
-        for (const auto& [name, text] : {File{kCaCertificateName, &options.ca_certificate_pem},
-                                         File{kTrustBundleName, &bundle}}) {
-            std::ofstream out(control_dir / name, std::ios::binary | std::ios::trunc);
-            out << *text;
-            if (!out.flush())
-                return make_error(ErrorCode::internal,
-                                  "cannot write " + (control_dir / name).string() + " for the session");
-        }
-        return {};
-    }
     void finish(const std::string& id, std::optional<std::int64_t> exit_code, SessionState state,
                 std::optional<std::string> message);
     void remove_container_later(std::string container_id);
@@ -359,13 +260,7 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, network::Audit
     std::unique_ptr<network::Resolver> resolver;
     const std::vector<network::Address> own_addresses;
     std::uint64_t agent_events = 0; // the EventHub subscription that re-decides tunnels
-    // The audit batch (record/finish above).
-    std::int64_t next_network_id = 0; // 0: not read from the store yet
-    std::vector<store::NetworkEntry> pending_entries;
-    std::map<std::int64_t, std::size_t> pending_index; // id -> position in pending_entries
-    std::vector<store::NetworkFinish> pending_finishes;
-    net::steady_timer audit_timer{io};
-    bool audit_flush_armed = false;
+    AuditBatch audit{io, store, clock_}; // the proxies' decisions, on their way to the store
 };
 
 // ---- Impl -----------------------------------------------------------------------------
@@ -385,7 +280,7 @@ SessionProxy SessionManager::Impl::make_proxy(const std::string& id, const fs::p
     }
     made.proxy = std::make_unique<network::EgressProxy>(
         io, proxy_options, [this, id] { return policy_for(id); },
-        network::ProxyServices{session_resolver, this, made.keys.get(), options.tls},
+        network::ProxyServices{session_resolver, &audit, made.keys.get(), options.tls},
         [this] { return clock_.now_ms(); }, own_addresses);
     return made;
 }
@@ -574,7 +469,7 @@ SessionManager::~SessionManager() {
     // runtime, which the daemon destroys after us.
     impl_->builder.join(); // a build under way finishes (its podman is not ours to kill)
     impl_->worker.join();
-    impl_->flush_audit();
+    impl_->audit.flush();
 }
 
 void SessionManager::shut_down() {
@@ -585,8 +480,8 @@ void SessionManager::shut_down() {
     impl_->channels.clear();
     for (auto& [id, channel] : channels) channel->close("handlerd is stopping; the session keeps running");
     impl_->attachments.clear();
-    impl_->audit_timer.cancel();
-    impl_->flush_audit(); // the proxies' last decisions and ends, written before we go
+    impl_->audit.cancel();
+    impl_->audit.flush(); // the proxies' last decisions and ends, written before we go
 }
 
 void SessionManager::reconcile(std::function<void()> done) {
@@ -758,7 +653,7 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
         if (auto given = (*channel)->start_input(std::move(container->launch.input), plan->prompt_payload); !given)
             return fail(given.error());
     if (context.trust_ca)
-        if (auto written = impl.write_trust_files(context.control_dir); !written) return fail(written.error());
+        if (auto written = write_trust_files(context.control_dir, impl.options.ca_certificate_pem, impl.options.system_ca_bundle); !written) return fail(written.error());
     std::optional<runtime::LayerRecipe> recipe;
     if (container->build_image) {
         auto found = impl.harnesses.image_recipe(plan->record.harness);
