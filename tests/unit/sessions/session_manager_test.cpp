@@ -856,6 +856,21 @@ TEST_F(SessionManagerTest, RefusesWhatItCannotResolve) {
     EXPECT_TRUE(store_->list_sessions()->empty()) << "nothing is recorded for a refused request";
 }
 
+// The harness's own description is checked before anything is recorded or launched.
+TEST_F(SessionManagerTest, AThinkingLevelTheHarnessDoesNotListIsRefusedBeforeAnythingIsRecorded) {
+    catalog_.harnesses["shell"].description.thinking_levels = {"low", "high"};
+    api::StartRequest request;
+    request.harness = "shell";
+    request.thinking = "max";
+    request.directory = (dir_ / "project").string();
+    auto refused = manager_->start(request);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
+    EXPECT_EQ(refused.error().message, "harness 'shell' has no thinking level 'max'; its levels are low, high");
+    EXPECT_TRUE(requests_.empty()) << "the plugin was not asked";
+    EXPECT_TRUE(store_->list_sessions()->empty());
+}
+
 TEST_F(SessionManagerTest, AManagerToldToRefuseStartsNothing) {
     make_manager("handlerd runs as root");
     api::StartRequest request;
