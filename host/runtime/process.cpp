@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,9 +117,29 @@ std::string describe_command(const std::vector<std::string>& argv) {
     return line;
 }
 
+SystemCommandRunner::SystemCommandRunner()
+    : stopping_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+SystemCommandRunner::~SystemCommandRunner() {
+    if (stopping_fd_ >= 0) ::close(stopping_fd_);
+}
+
+void SystemCommandRunner::abandon_reads() {
+    stopping_ = true;
+    const std::uint64_t one = 1;
+    if (stopping_fd_ >= 0) {
+        [[maybe_unused]] auto written = ::write(stopping_fd_, &one, sizeof one);
+    }
+}
+
 Result<CommandResult> SystemCommandRunner::run(const CommandRequest& request) {
     if (request.argv.empty() || request.argv.front().empty())
         return make_error(ErrorCode::invalid_argument, "no program to run (empty argv)");
+    const auto abandoned = [&request] {
+        return make_error(ErrorCode::unavailable, "`" + describe_command(request.argv) +
+                                                      "` was abandoned: handlerd is stopping");
+    };
+    if (request.abandon_when_stopping && stopping_) return abandoned();
 
     auto out = make_pipe();
     if (!out) return out.take_error();
@@ -186,8 +207,9 @@ Result<CommandResult> SystemCommandRunner::run(const CommandRequest& request) {
         std::chrono::steady_clock::now() + std::chrono::milliseconds(request.timeout_ms);
     char buffer[16 * 1024];
 
+    const int stopping_fd = request.abandon_when_stopping ? stopping_fd_ : -1;
     while (out->read_end.get() >= 0 || err->read_end.get() >= 0) {
-        pollfd fds[3];
+        pollfd fds[4];
         nfds_t count = 0;
         auto add = [&](const Fd& fd, short events) {
             if (fd.get() >= 0) fds[count++] = pollfd{fd.get(), events, 0};
@@ -195,6 +217,7 @@ Result<CommandResult> SystemCommandRunner::run(const CommandRequest& request) {
         add(out->read_end, POLLIN);
         add(err->read_end, POLLIN);
         if (in) add(in->write_end, POLLOUT);
+        if (stopping_fd >= 0) fds[count++] = pollfd{stopping_fd, POLLIN, 0};
 
         auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
                              deadline - std::chrono::steady_clock::now())
@@ -214,6 +237,13 @@ Result<CommandResult> SystemCommandRunner::run(const CommandRequest& request) {
         }
         for (nfds_t i = 0; i < count; ++i) {
             if (fds[i].revents == 0) continue;
+            // Our pipe ends close on return; the program is left to exit by itself, and
+            // is collected if it already has.
+            if (fds[i].fd == stopping_fd) {
+                int status = 0;
+                ::waitpid(pid, &status, WNOHANG);
+                return abandoned();
+            }
             if (in && fds[i].fd == in->write_end.get()) {
                 const std::string& data = *request.stdin_data;
                 ssize_t n = ::write(fds[i].fd, data.data() + written, data.size() - written);
