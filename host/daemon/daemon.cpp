@@ -220,9 +220,15 @@ int run_daemon(const DaemonOptions& options) {
                  HD_ABI_MAJOR, HD_ABI_MINOR);
     for (const auto& note : setup->loaded.notes) spdlog::info("{}", note);
 
-    // After detaching: flock belongs to the open file, which the daemon process keeps.
-    if (auto locked = take_instance_lock(paths.runtime_dir / "handlerd.lock", paths.pid_file()); !locked)
-        return refuse(readiness, locked.error().message);
+    // After detaching: flock belongs to the open file, which the daemon process keeps. A
+    // daemon still stopping is waited for; declared first, the lock goes last.
+    InstanceWait instance_wait;
+    instance_wait.report = [](const std::string& line) { spdlog::info("{}", line); };
+    auto locked = take_instance_lock(
+        {paths.runtime_dir / "handlerd.lock", paths.pid_file(), paths.socket_file()},
+        instance_wait);
+    if (!locked) return refuse(readiness, locked.error().message);
+    const InstanceLock instance_lock = std::move(*locked);
 
     SystemClock clock;
     auto store = store::Store::open(paths.database_file(), clock);
@@ -281,6 +287,8 @@ int run_daemon(const DaemonOptions& options) {
         spdlog::info("signal {}: stopping (session containers keep running)", signal_number);
         server.stop();
         session_manager.shut_down();
+        // A podman ps or inspect under way is not waited for: nobody reads its answer now.
+        command_runner.abandon_reads();
     });
 
     std::string ready = "handlerd " HANDLER_VERSION " ready on " + paths.socket_file().string();

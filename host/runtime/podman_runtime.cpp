@@ -218,6 +218,19 @@ Result<CommandResult> PodmanRuntime::podman(std::vector<std::string> arguments,
     request.argv.insert(request.argv.begin(), options_.program);
     request.timeout_ms = timeout_ms > 0 ? timeout_ms : options_.command_timeout_ms;
     request.stdin_data = std::move(stdin_data);
+    return run_request(std::move(request));
+}
+
+Result<CommandResult> PodmanRuntime::query(std::vector<std::string> arguments) {
+    CommandRequest request;
+    request.argv = std::move(arguments);
+    request.argv.insert(request.argv.begin(), options_.program);
+    request.timeout_ms = options_.command_timeout_ms;
+    request.abandon_when_stopping = true;
+    return run_request(std::move(request));
+}
+
+Result<CommandResult> PodmanRuntime::run_request(CommandRequest request) {
     auto result = runner_.run(request);
     if (!result) {
         Error error = result.take_error();
@@ -500,7 +513,7 @@ Result<ContainerInfo> PodmanRuntime::inspect(const std::string& id) {
     if (!valid_container_ref(id))
         return make_error(ErrorCode::invalid_argument, "container id '" + id + "' is malformed");
     std::vector<std::string> arguments = {"container", "inspect", "--format=json", id};
-    auto result = podman(arguments);
+    auto result = query(arguments);
     if (!result) return result.take_error();
     if (result->exit_code != 0) {
         arguments.insert(arguments.begin(), options_.program);
@@ -516,7 +529,7 @@ Result<std::vector<ContainerInfo>> PodmanRuntime::list(const std::string& select
     std::vector<std::string> arguments = {"ps", "--all", "--format=json",
                                           "--filter=label=" + std::string(kManagedSelector)};
     if (selector != kManagedSelector) arguments.push_back("--filter=label=" + selector);
-    auto result = podman(arguments);
+    auto result = query(arguments);
     if (!result) return result.take_error();
     if (result->exit_code != 0) {
         arguments.insert(arguments.begin(), options_.program);
@@ -530,7 +543,7 @@ Result<bool> PodmanRuntime::image_exists(const std::string& reference) {
         return make_error(ErrorCode::invalid_argument,
                           "image reference '" + reference + "' is empty or malformed");
     std::vector<std::string> arguments = {"image", "exists", reference};
-    auto result = podman(arguments);
+    auto result = query(arguments);
     if (!result) return result.take_error();
     if (result->exit_code == 0) return true;
     if (result->exit_code == 1) return false;
@@ -584,7 +597,7 @@ Result<std::vector<std::string>> PodmanRuntime::image_tags(const std::string& re
     if (!valid_image_ref(repository) || repository.find(':') != std::string::npos)
         return make_error(ErrorCode::invalid_argument, "image repository '" + repository + "' is empty or malformed");
     std::vector<std::string> arguments = {"images", "--format=json", "--filter=reference=" + repository};
-    auto result = podman(arguments);
+    auto result = query(arguments);
     if (!result) return result.take_error();
     if (result->exit_code != 0) {
         arguments.insert(arguments.begin(), options_.program);

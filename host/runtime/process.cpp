@@ -8,6 +8,7 @@
 #include <optional>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -117,7 +118,27 @@ std::string describe_command(const std::vector<std::string>& argv) {
     return line;
 }
 
+SystemCommandRunner::SystemCommandRunner()
+    : stopping_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+SystemCommandRunner::~SystemCommandRunner() {
+    if (stopping_fd_ >= 0) ::close(stopping_fd_);
+}
+
+void SystemCommandRunner::abandon_reads() {
+    stopping_ = true;
+    const std::uint64_t one = 1;
+    if (stopping_fd_ >= 0) {
+        [[maybe_unused]] auto written = ::write(stopping_fd_, &one, sizeof one);
+    }
+}
+
 namespace {
+
+Error abandoned(const CommandRequest& request) {
+    return make_error(ErrorCode::unavailable,
+                      "`" + describe_command(request.argv) + "` was abandoned: handlerd is stopping");
+}
 
 // The child's three standard streams, handlerd's ends of them.
 struct ChildPipes {
@@ -189,8 +210,9 @@ Error timed_out(pid_t pid, const CommandRequest& request) {
 }
 
 // Feeds the child its stdin and collects its stdout and stderr until both are closed,
-// within the deadline and the output limit (past either the child is killed).
-Result<void> exchange(pid_t pid, const CommandRequest& request, ChildPipes& pipes,
+// within the deadline and the output limit (past either the child is killed). Once
+// `stopping_fd` (-1: none) is readable, the exchange is abandoned.
+Result<void> exchange(pid_t pid, const CommandRequest& request, ChildPipes& pipes, int stopping_fd,
                       std::chrono::steady_clock::time_point deadline, CommandResult& result) {
     Fd& out = pipes.out.read_end;
     Fd& err = pipes.err.read_end;
@@ -199,7 +221,7 @@ Result<void> exchange(pid_t pid, const CommandRequest& request, ChildPipes& pipe
     char buffer[16 * 1024];
 
     while (out.get() >= 0 || err.get() >= 0) {
-        pollfd fds[3];
+        pollfd fds[4];
         nfds_t count = 0;
         auto add = [&](const Fd& fd, short events) {
             if (fd.get() >= 0) fds[count++] = pollfd{fd.get(), events, 0};
@@ -207,6 +229,7 @@ Result<void> exchange(pid_t pid, const CommandRequest& request, ChildPipes& pipe
         add(out, POLLIN);
         add(err, POLLIN);
         if (in) add(in->write_end, POLLOUT);
+        if (stopping_fd >= 0) fds[count++] = pollfd{stopping_fd, POLLIN, 0};
 
         auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
                              deadline - std::chrono::steady_clock::now())
@@ -221,6 +244,13 @@ Result<void> exchange(pid_t pid, const CommandRequest& request, ChildPipes& pipe
         }
         for (nfds_t i = 0; i < count; ++i) {
             if (fds[i].revents == 0) continue;
+            // Our pipe ends close on return; the program is left to exit by itself, and
+            // is collected if it already has.
+            if (fds[i].fd == stopping_fd) {
+                int status = 0;
+                ::waitpid(pid, &status, WNOHANG);
+                return abandoned(request);
+            }
             if (in && fds[i].fd == in->write_end.get()) {
                 const std::string& data = *request.stdin_data;
                 ssize_t n = ::write(fds[i].fd, data.data() + written, data.size() - written);
@@ -270,6 +300,7 @@ Result<int> wait_for_exit(pid_t pid, const CommandRequest& request,
 Result<CommandResult> SystemCommandRunner::run(const CommandRequest& request) {
     if (request.argv.empty() || request.argv.front().empty())
         return make_error(ErrorCode::invalid_argument, "no program to run (empty argv)");
+    if (request.abandon_when_stopping && stopping_) return abandoned(request);
     auto pipes = make_child_pipes(request);
     if (!pipes) return pipes.take_error();
     auto pid = spawn(request, *pipes);
@@ -292,7 +323,8 @@ Result<CommandResult> SystemCommandRunner::run(const CommandRequest& request) {
     CommandResult result;
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(request.timeout_ms);
-    if (auto exchanged = exchange(*pid, request, *pipes, deadline, result); !exchanged)
+    const int stopping_fd = request.abandon_when_stopping ? stopping_fd_ : -1;
+    if (auto exchanged = exchange(*pid, request, *pipes, stopping_fd, deadline, result); !exchanged)
         return exchanged.take_error();
     // Whatever stdin was not taken by now never will be; an open pipe would keep a
     // program that reads to EOF waiting until the deadline.
