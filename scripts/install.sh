@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job on a fresh Debian 12 machine: install the packages, build Handler,
-# install it under /usr/local and leave handlerd running, answering `handler status`.
+# The main job on a fresh Debian 12 machine: install the packages, make /dev/net/tun
+# usable (scripts/prepare-machine.sh), build Handler, install it under /usr/local and
+# leave handlerd running, answering `handler status`.
 #
 #   scripts/install.sh            # as a normal user with sudo: handlerd runs as you
 #   sudo scripts/install.sh       # same, for the user who ran sudo
@@ -19,6 +20,9 @@ build_dir=${BUILD_DIR:-$here/build/release}
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 "$here/scripts/install-deps.sh"
+# Devices as distributions ship them (/dev/net/tun 0666, kept by a udev rule): harness
+# images cannot be built without it. Says what it did.
+"$here/scripts/prepare-machine.sh"
 
 echo "install: building in $build_dir"
 cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \

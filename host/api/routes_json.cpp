@@ -214,17 +214,39 @@ json::object to_json(const store::Session& session) {
             {"updated_at", session.updated_at}};
 }
 
+json::object to_json(const plugins::HarnessDescription& harness) {
+    json::array models, credentials, modes;
+    for (const auto& model : harness.models) models.push_back(json::object{{"id", model.id}, {"label", model.label}});
+    for (const auto& credential : harness.credentials)
+        credentials.push_back(
+            json::object{{"kind", credential.kind}, {"env", credential.env}, {"label", credential.label}});
+    for (const auto& mode : harness.modes) modes.push_back(json::object{{"id", mode.id}, {"label", mode.label}});
+    const auto strings = [](const std::vector<std::string>& list) { return json::array(list.begin(), list.end()); };
+    return {{"models", std::move(models)},
+            {"credentials", std::move(credentials)},
+            {"thinking_levels", strings(harness.thinking_levels)},
+            {"modes", std::move(modes)},
+            {"default_hosts", strings(harness.default_hosts)},
+            {"launch_modes", strings(harness.launch_modes)},
+            {"events", harness.events},
+            {"stdin", harness.stdin_protocol ? "protocol" : "input"}};
+}
+
 json::object to_json(const plugins::PluginRecord& plugin) {
-    return {{"id", plugin.id},
-            {"kind", plugin.kind},
-            {"version", plugin.version},
-            {"abi", plugin.abi},
-            {"name", plugin.name},
-            {"state", plugins::to_string(plugin.state)},
-            {"message", plugin.message},
-            {"library", plugin.library},
-            {"manifest", plugin.manifest},
-            {"source", plugin.source}};
+    json::object out{{"id", plugin.id},
+                     {"kind", plugin.kind},
+                     {"version", plugin.version},
+                     {"abi", plugin.abi},
+                     {"name", plugin.name},
+                     {"state", plugins::to_string(plugin.state)},
+                     {"message", plugin.message},
+                     {"library", plugin.library},
+                     {"manifest", plugin.manifest},
+                     {"source", plugin.source}};
+    // A loaded harness: what it said of itself, or why that could not be read.
+    if (plugin.harness) out["harness"] = to_json(*plugin.harness);
+    else if (!plugin.description_error.empty()) out["harness_error"] = plugin.description_error;
+    return out;
 }
 
 std::string event_json(std::string_view type, json::object data, std::int64_t at_ms) {

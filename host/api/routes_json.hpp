@@ -70,6 +70,10 @@ boost::json::object to_json(const store::Session& session);
 // {"session","seq","at","kind","payload":{...}}; a payload that is not JSON (never
 // stored by handlerd, but the database is a file) becomes {}.
 boost::json::object to_json(const store::SessionEvent& event);
+// A loaded harness's record carries "harness": its description (models, credentials,
+// thinking levels, modes, default hosts, launch modes, events, stdin), or
+// "harness_error" when its describe() could not be read.
+boost::json::object to_json(const plugins::HarnessDescription& harness);
 boost::json::object to_json(const plugins::PluginRecord& plugin);
 
 // {"type":TYPE,"data":DATA,"at":MS}, serialized, for the EventHub.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cli/api_client.hpp"
+#include "cli/time_format.hpp"
 #include "setup/system_probe.hpp"
 
 #include <CLI/CLI.hpp>
@@ -47,6 +48,12 @@ struct CliContext {
     // unset: to `out`.
     std::function<void(std::string_view)> write_out;
     std::function<void(std::string_view)> write_err;
+    // $HOME: `handler project add` refuses it and the folders above it, so an error
+    // never suggests registering one of those. Empty when unknown.
+    std::filesystem::path home_dir;
+    // What "now" and the local zone are when times are shown to people.
+    const Clock* clock = &system_clock();
+    const TimeZone* time_zone = &local_time_zone();
 };
 
 // Builds the command tree without running anything: also the source of the shell

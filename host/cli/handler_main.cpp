@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <string_view>
 
 namespace {
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
     using namespace handler;
     std::error_code error;
     auto current = std::filesystem::current_path(error);
+    const char* home = std::getenv("HOME");
     cli::CliContext context{
         [] () -> std::unique_ptr<cli::ApiClient> {
             auto paths = Paths::from_process_environment();
@@ -47,6 +49,8 @@ int main(int argc, char** argv) {
         [] { return setup::make_system_probe(); },
         STDIN_FILENO,
         [](std::string_view bytes) { write_all(STDOUT_FILENO, bytes); },
-        [](std::string_view bytes) { write_all(STDERR_FILENO, bytes); }};
+        [](std::string_view bytes) { write_all(STDERR_FILENO, bytes); },
+        home != nullptr && *home == '/' ? std::filesystem::path(home) : std::filesystem::path(),
+        &cli::system_clock(), &cli::local_time_zone()};
     return cli::run_cli(std::vector<std::string>(argv + 1, argv + argc), context);
 }

@@ -61,6 +61,25 @@ std::string display(const json::value& value) {
     return json::serialize(value);
 }
 
+void show_times(json::object& record, std::initializer_list<std::string_view> fields,
+                const Clock& clock, const TimeZone& zone, TimeStyle style) {
+    for (const std::string_view field : fields) {
+        auto* value = record.if_contains(field);
+        if (value == nullptr || !value->is_int64()) continue;
+        const std::int64_t at_ms = value->as_int64();
+        *value = style == TimeStyle::age ? format_age(at_ms, clock.now_ms())
+                                         : format_when(at_ms, clock, zone);
+    }
+}
+
+void show_name(json::object& record, std::string_view field,
+               const std::map<std::int64_t, std::string>& names) {
+    auto* value = record.if_contains(field);
+    if (value == nullptr || !value->is_int64()) return;
+    if (const auto found = names.find(value->as_int64()); found != names.end())
+        *value = found->second;
+}
+
 void print_table(std::ostream& out, const json::array& rows,
                  const std::vector<std::string>& columns) {
     if (rows.empty()) {

@@ -2,12 +2,18 @@
 // --json the answer's JSON, pretty-printed, so scripts need no table parsing.
 #pragma once
 
+#include "cli/time_format.hpp"
+
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <cstdint>
+#include <initializer_list>
 #include <iosfwd>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace handler::cli {
@@ -17,6 +23,18 @@ void print_table(std::ostream& out, const boost::json::array& rows,
                  const std::vector<std::string>& columns);
 void print_record(std::ostream& out, const boost::json::object& record);
 void print_status(std::ostream& out, const boost::json::object& status);
+
+// The API's times (milliseconds since the Unix epoch) among `fields` of `record`, as a
+// person reads them: in a table their age, in a record the local time and the age. A
+// field that is absent or not a number is left as it is.
+enum class TimeStyle { age, local_time };
+void show_times(boost::json::object& record, std::initializer_list<std::string_view> fields,
+                const Clock& clock, const TimeZone& zone, TimeStyle style);
+
+// The id in `field` of `record` replaced by its name from `names`; an id not there, or
+// null, is left as it is.
+void show_name(boost::json::object& record, std::string_view field,
+               const std::map<std::int64_t, std::string>& names);
 
 // A JSON scalar as a person reads it: strings unquoted, null as "-", arrays joined.
 std::string display(const boost::json::value& value);

@@ -8,6 +8,7 @@
 #include "daemon/process.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/registry.hpp"
+#include "plugins/registry_harness_catalog.hpp"
 #include "runtime/image_builder.hpp"
 #include "runtime/podman_runtime.hpp"
 #include "runtime/process.hpp"
@@ -23,7 +24,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/json/parse.hpp>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -33,23 +33,6 @@
 
 namespace handler::daemon {
 
-namespace {
-
-// A harness plugin's parser of one session's output, as the session service sees it.
-class PluginEvents final : public sessions::EventParser {
-public:
-    explicit PluginEvents(std::unique_ptr<plugins::EventStream> stream) : stream_(std::move(stream)) {}
-    Result<plugins::ParsedEvents> feed(std::string_view bytes) override { return stream_->feed(bytes); }
-    Result<plugins::ParsedEvents> answer(std::string_view request, std::string_view answer) override {
-        return stream_->answer(request, answer);
-    }
-    Result<plugins::ParsedEvents> prompt(std::string_view prompt) override { return stream_->prompt(prompt); }
-
-private:
-    std::unique_ptr<plugins::EventStream> stream_;
-};
-
-} // namespace
 namespace {
 
 bool logging_ready = false;
@@ -88,211 +71,214 @@ int refuse(Readiness& readiness, const std::string& message) {
 
 } // namespace
 
+namespace {
+
+// Settings and the folders they live in, read before anything is started or written: a
+// broken file must stop us first.
+struct Setup {
+    Paths paths;
+    settings::Loaded loaded;
+};
+
+Result<Setup> read_setup() {
+    auto paths = Paths::from_process_environment();
+    if (!paths) return paths.take_error();
+    for (const auto& dir : {paths->config_dir, paths->data_dir, paths->runtime_dir})
+        if (auto made = ensure_private_dir(dir); !made) return made.take_error();
+    auto loaded = settings::load(paths->config_file());
+    if (!loaded) return loaded.take_error();
+    return Setup{std::move(*paths), std::move(*loaded)};
+}
+
+std::filesystem::path home_dir() {
+    const char* home = std::getenv("HOME");
+    return home != nullptr ? std::filesystem::path(home) : std::filesystem::path();
+}
+
+// The plugins, loaded once, and the session service's port to them.
+struct Plugins {
+    Plugins(store::Store& store, const Paths& paths, const settings::Settings& config)
+        : services(store, spdlog::default_logger()), registry(services), harnesses(registry) {
+        registry.load(plugins::default_search_path(paths), config.plugins.disabled);
+    }
+    plugins::HostServices services;
+    plugins::PluginRegistry registry;
+    plugins::RegistryHarnessCatalog harnesses;
+};
+
+// Keys: their files, the CA whose leaves the proxy shows for the hosts they go to, and
+// the TLS contexts built from it (docs/network.md, "Keys").
+struct Keys {
+    secrets::SecretStore secret_store;
+    std::unique_ptr<tls::CertificateAuthority> authority;
+    std::unique_ptr<network::TlsContexts> tls;
+};
+
+Result<std::unique_ptr<Keys>> open_keys(const Paths& paths, const Clock& clock) {
+    auto keys = std::make_unique<Keys>(Keys{secrets::SecretStore(paths.data_dir / "secrets"), nullptr, nullptr});
+    auto authority = tls::CertificateAuthority::load_or_create(paths.data_dir / "tls", clock);
+    if (!authority) return authority.take_error();
+    keys->authority = std::move(*authority);
+    auto contexts = network::TlsContexts::create(*keys->authority);
+    if (!contexts) return contexts.take_error();
+    keys->tls = std::move(*contexts);
+    return keys;
+}
+
+Result<sessions::SessionManagerOptions> session_options(const Paths& paths, const settings::Settings& config,
+                                                        Keys& keys) {
+    sessions::SessionManagerOptions options;
+    options.secret_store = &keys.secret_store;
+    options.tls = keys.tls.get();
+    options.ca_certificate_pem = keys.authority->certificate_pem();
+    options.control_root = paths.runtime_dir / "sessions";
+    options.output_root = paths.data_dir / "sessions";
+    options.helper_dir = builtin_helper_dir();
+    options.home_dir = home_dir();
+    options.log_limit_bytes = config.sessions.log_limit_bytes;
+    options.headless_timeout = std::chrono::minutes(config.sessions.headless_timeout_minutes);
+    options.proxy_port = config.network.proxy_port;
+    for (const auto& [name, address] : config.network.resolve) {
+        if (name.find(':') == std::string::npos)
+            options.resolve[name] = {*network::parse_address(address)};
+        else
+            options.resolve_endpoints[name] = *network::parse_endpoint(address, false);
+    }
+    options.default_image = config.sessions.image;
+    if (options.default_image.empty()) {
+        auto reference = runtime::base_image_ref(runtime::default_base_recipe());
+        if (reference) options.default_image = *reference;
+        else spdlog::warn("no base image reference: {}", reference.error().message);
+    }
+    if (::geteuid() == 0)
+        options.refuse_sessions =
+            "handlerd runs as root, and sessions never do (rootless podman is the isolation, "
+            "and it does not work as root here); run handlerd as a normal user, e.g. the one "
+            "scripts/install.sh creates: su - handler -c 'handler run'";
+    options.image_build_dir = runtime::default_build_dir([](const char* name) { return std::getenv(name); });
+    options.account_state_root = paths.data_dir / runtime::kAccountStateFolder;
+    for (const auto& dir : {options.control_root, options.output_root})
+        if (auto made = ensure_private_dir(dir); !made) return made.take_error();
+    return options;
+}
+
+// The body of GET /api/v1/status.
+boost::json::object status_of(const plugins::PluginRegistry& registry, const Paths& paths,
+                              const settings::Settings& config, std::int64_t started_at,
+                              const std::string& session_image, const api::Server* server) {
+    std::size_t loaded_count = 0, refused_count = 0, failed_count = 0, disabled_count = 0;
+    for (const auto& record : registry.list()) {
+        switch (record.state) {
+        case plugins::PluginState::loaded: ++loaded_count; break;
+        case plugins::PluginState::refused: ++refused_count; break;
+        case plugins::PluginState::failed: ++failed_count; break;
+        case plugins::PluginState::disabled: ++disabled_count; break;
+        }
+    }
+    boost::json::object status{
+        {"version", HANDLER_VERSION},
+        {"abi", std::to_string(HD_ABI_MAJOR) + "." + std::to_string(HD_ABI_MINOR)},
+        {"pid", ::getpid()},
+        {"started_at", started_at},
+        {"socket", paths.socket_file().string()},
+        {"sessions", {{"image", session_image}}},
+        {"settings_format", settings::kCurrentFormat},
+        {"plugins",
+         {{"loaded", loaded_count}, {"refused", refused_count}, {"failed", failed_count}, {"disabled", disabled_count}}}};
+    if (server != nullptr && config.api.tcp)
+        status["tcp"] = {{"address", config.api.address}, {"port", server->tcp_port()}};
+    else
+        status["tcp"] = nullptr;
+    return status;
+}
+
+api::ServerOptions server_options(const Paths& paths, const settings::Settings& config, std::string token) {
+    api::ServerOptions options;
+    options.socket_path = paths.socket_file();
+    options.pid_file = paths.pid_file();
+    options.tcp_enabled = config.api.tcp;
+    options.tcp_address = config.api.address;
+    options.tcp_port = config.api.port;
+    options.token = std::move(token);
+    options.body_limit_bytes = config.api.body_limit_bytes;
+    options.read_timeout_ms = config.api.read_timeout_ms;
+    return options;
+}
+
+} // namespace
+
 int run_daemon(const DaemonOptions& options) {
     Readiness no_parent;
-    auto paths = Paths::from_process_environment();
-    if (!paths) return refuse(no_parent, paths.error().message);
-
-    for (const auto& dir : {paths->config_dir, paths->data_dir, paths->runtime_dir})
-        if (auto made = ensure_private_dir(dir); !made) return refuse(no_parent, made.error().message);
-
-    // Settings first: a broken file must stop us before anything is started or written.
-    auto loaded = settings::load(paths->config_file());
-    if (!loaded) return refuse(no_parent, loaded.error().message);
-    const settings::Settings& config = loaded->settings;
+    auto setup = read_setup();
+    if (!setup) return refuse(no_parent, setup.error().message);
+    const Paths& paths = setup->paths;
+    const settings::Settings& config = setup->loaded.settings;
 
     Readiness readiness = options.detach ? detach() : Readiness();
-    set_up_logging(*paths, config, options);
+    set_up_logging(paths, config, options);
     spdlog::info("handlerd {} starting (pid {}, plugin ABI {}.{})", HANDLER_VERSION, ::getpid(),
                  HD_ABI_MAJOR, HD_ABI_MINOR);
-    for (const auto& note : loaded->notes) spdlog::info("{}", note);
+    for (const auto& note : setup->loaded.notes) spdlog::info("{}", note);
 
-    // After detaching: flock belongs to the open file, which the daemon process keeps.
-    if (auto locked = take_instance_lock(paths->runtime_dir / "handlerd.lock", paths->pid_file());
-        !locked)
-        return refuse(readiness, locked.error().message);
+    // After detaching: flock belongs to the open file, which the daemon process keeps. A
+    // daemon still stopping is waited for; declared first, the lock goes last.
+    InstanceWait instance_wait;
+    instance_wait.report = [](const std::string& line) { spdlog::info("{}", line); };
+    auto locked = take_instance_lock(
+        {paths.runtime_dir / "handlerd.lock", paths.pid_file(), paths.socket_file()},
+        instance_wait);
+    if (!locked) return refuse(readiness, locked.error().message);
+    const InstanceLock instance_lock = std::move(*locked);
 
     SystemClock clock;
-    auto store = store::Store::open(paths->database_file(), clock);
+    auto store = store::Store::open(paths.database_file(), clock);
     if (!store) return refuse(readiness, store.error().message);
-    spdlog::info("database {} at schema version {}", paths->database_file().string(),
-                 (*store)->schema_version());
+    spdlog::info("database {} at schema version {}", paths.database_file().string(), (*store)->schema_version());
 
-    plugins::HostServices services(**store, spdlog::default_logger());
-    plugins::PluginRegistry registry(services);
-    registry.load(plugins::default_search_path(*paths), config.plugins.disabled);
+    Plugins plugins(**store, paths, config);
     std::string token;
     if (config.api.tcp) {
-        auto made = api::load_or_create_token(paths->token_file());
+        auto made = api::load_or_create_token(paths.token_file());
         if (!made) return refuse(readiness, made.error().message);
         token = std::move(*made);
     }
 
+    // Sessions: podman through the CLI, one container per session (docs/containers.md).
     boost::asio::io_context io;
     api::EventHub events;
-    api::Server* server_ptr = nullptr;
-    const std::int64_t started_at = clock.now_ms();
-
-    std::string session_image; // set below, before the API answers
-    api::DaemonInfo info;
-    info.home_dir = [] {
-        const char* home = std::getenv("HOME");
-        return home != nullptr ? std::filesystem::path(home) : std::filesystem::path();
-    }();
-    info.plugins = [&registry] { return registry.list(); };
-    info.status = [&] {
-        std::size_t loaded_count = 0, refused_count = 0, failed_count = 0, disabled_count = 0;
-        for (const auto& record : registry.list()) {
-            switch (record.state) {
-            case plugins::PluginState::loaded: ++loaded_count; break;
-            case plugins::PluginState::refused: ++refused_count; break;
-            case plugins::PluginState::failed: ++failed_count; break;
-            case plugins::PluginState::disabled: ++disabled_count; break;
-            }
-        }
-        boost::json::object status{
-            {"version", HANDLER_VERSION},
-            {"abi", std::to_string(HD_ABI_MAJOR) + "." + std::to_string(HD_ABI_MINOR)},
-            {"pid", ::getpid()},
-            {"started_at", started_at},
-            {"socket", paths->socket_file().string()},
-            {"sessions", {{"image", session_image}}},
-            {"settings_format", settings::kCurrentFormat},
-            {"plugins",
-             {{"loaded", loaded_count},
-              {"refused", refused_count},
-              {"failed", failed_count},
-              {"disabled", disabled_count}}}};
-        if (server_ptr != nullptr && config.api.tcp)
-            status["tcp"] = {{"address", config.api.address}, {"port", server_ptr->tcp_port()}};
-        else
-            status["tcp"] = nullptr;
-        return status;
-    };
-    // Sessions: podman through the CLI, one container per session (docs/containers.md).
     runtime::SystemCommandRunner command_runner;
-    runtime::PodmanRuntime container_runtime(
-        command_runner, runtime::PodmanOptions::for_user(info.home_dir, *paths, ::getuid()));
-    // Keys: their files, the CA whose leaves the proxy shows for the hosts they go to,
-    // and the TLS contexts built from it (docs/network.md, "Keys").
-    secrets::SecretStore secret_store(paths->data_dir / "secrets");
-    auto authority = tls::CertificateAuthority::load_or_create(paths->data_dir / "tls", clock);
-    if (!authority) return refuse(readiness, authority.error().message);
-    auto tls_contexts = network::TlsContexts::create(**authority);
-    if (!tls_contexts) return refuse(readiness, tls_contexts.error().message);
-    sessions::SessionManagerOptions session_options;
-    session_options.secret_store = &secret_store;
-    session_options.tls = tls_contexts->get();
-    session_options.ca_certificate_pem = (*authority)->certificate_pem();
-    session_options.control_root = paths->runtime_dir / "sessions";
-    session_options.output_root = paths->data_dir / "sessions";
-    session_options.helper_dir = builtin_helper_dir();
-    session_options.log_limit_bytes = config.sessions.log_limit_bytes;
-    session_options.headless_timeout = std::chrono::minutes(config.sessions.headless_timeout_minutes);
-    session_options.proxy_port = config.network.proxy_port;
-    for (const auto& [name, address] : config.network.resolve) {
-        if (name.find(':') == std::string::npos)
-            session_options.resolve[name] = {*network::parse_address(address)};
-        else
-            session_options.resolve_endpoints[name] = *network::parse_endpoint(address, false);
-    }
-    session_options.default_image = config.sessions.image;
-    if (session_options.default_image.empty()) {
-        auto reference = runtime::base_image_ref(runtime::default_base_recipe());
-        if (reference) session_options.default_image = *reference;
-        else spdlog::warn("no base image reference: {}", reference.error().message);
-    }
-    if (::geteuid() == 0)
-        session_options.refuse_sessions =
-            "handlerd runs as root, and sessions never do (rootless podman is the isolation, "
-            "and it does not work as root here); run handlerd as a normal user, e.g. the one "
-            "scripts/install.sh creates: su - handler -c 'handler run'";
-    session_image = session_options.default_image;
-    for (const auto& dir : {session_options.control_root, session_options.output_root})
-        if (auto made = ensure_private_dir(dir); !made) return refuse(readiness, made.error().message);
-    sessions::Launcher launcher = [&registry](std::string_view harness,
-                                              const plugins::LaunchRequest& request)
-        -> Result<plugins::LaunchSpec> {
-        auto found = registry.harness(harness);
-        if (!found) return found.take_error();
-        return (*found)->launch(request);
-    };
-    sessions::HarnessCheck harness_exists = [&registry](std::string_view harness) {
-        return registry.harness(harness).ok();
-    };
-    session_options.contribute_addon = [&registry](std::string_view addon,
-                                                   const plugins::LaunchRequest& request)
-        -> Result<plugins::LaunchSpec> {
-        auto found = registry.addon(addon);
-        if (!found) return found.take_error();
-        return (*found)->contribute(request);
-    };
-    session_options.open_events = [&registry](std::string_view harness, std::string_view session_id)
-        -> Result<sessions::OpenedEvents> {
-        auto found = registry.harness(harness);
-        if (!found) return found.take_error();
-        auto stream = (*found)->open_events(session_id);
-        if (!stream) return stream.take_error();
-        sessions::OpenedEvents opened;
-        opened.parser = std::make_unique<PluginEvents>(std::move(*stream));
-        // The plugin says in describe() whether its stdout is JSON for machines, and
-        // whether its stdin is a protocol of its own.
-        if (auto described = (*found)->describe()) {
-            boost::system::error_code error;
-            auto value = boost::json::parse(*described, error);
-            if (!error && value.is_object()) {
-                if (const auto* kind = value.as_object().if_contains("events"); kind && kind->is_string())
-                    opened.mode = std::string(kind->as_string());
-                if (const auto* input = value.as_object().if_contains("stdin"); input && input->is_string())
-                    opened.owns_input = input->as_string() == "protocol";
-            }
-        }
-        return opened;
-    };
-    session_options.harness_recipe = [&registry](std::string_view harness)
-        -> Result<std::optional<runtime::LayerRecipe>> {
-        auto found = registry.harness(harness);
-        if (!found) return found.take_error();
-        auto recipe = (*found)->image_recipe();
-        if (!recipe) return recipe.take_error();
-        if (recipe->run_steps.empty() && recipe->env.empty()) return std::optional<runtime::LayerRecipe>();
-        runtime::LayerRecipe layer;
-        layer.name = (*found)->id();
-        layer.version = (*found)->version();
-        for (const auto& variable : recipe->env) layer.env.emplace_back(variable.name, variable.value);
-        layer.run_steps = recipe->run_steps;
-        return std::optional<runtime::LayerRecipe>(std::move(layer));
-    };
-    session_options.image_build_dir = runtime::default_build_dir([](const char* name) { return std::getenv(name); });
-    session_options.account_state_root = paths->data_dir / runtime::kAccountStateFolder;
-    sessions::SessionManager session_manager(io, **store, container_runtime, launcher,
-                                             harness_exists, events, clock, session_options);
-    info.sessions = &session_manager;
-    info.secrets = &secret_store;
+    runtime::PodmanRuntime container_runtime(command_runner,
+                                             runtime::PodmanOptions::for_user(home_dir(), paths, ::getuid()));
+    auto keys = open_keys(paths, clock);
+    if (!keys) return refuse(readiness, keys.error().message);
+    auto session_settings = session_options(paths, config, **keys);
+    if (!session_settings) return refuse(readiness, session_settings.error().message);
+    const auto& session_options = *session_settings;
+    sessions::SessionManager session_manager(io, **store, container_runtime, plugins.harnesses, events, clock,
+                                             session_options);
     // Plugins' network and secret services act on the sessions that use them. Taken back
     // before the manager goes: plugins' own threads may still call until they are unloaded.
-    services.set_sessions(&session_manager);
+    plugins.services.set_sessions(&session_manager);
     struct SessionsUnset {
         plugins::HostServices& services;
         ~SessionsUnset() { services.set_sessions(nullptr); }
-    } const sessions_unset{services};
-    api::Routes routes(**store, events, clock, info);
+    } const sessions_unset{plugins.services};
 
-    api::ServerOptions server_options;
-    server_options.socket_path = paths->socket_file();
-    server_options.pid_file = paths->pid_file();
-    server_options.tcp_enabled = config.api.tcp;
-    server_options.tcp_address = config.api.address;
-    server_options.tcp_port = config.api.port;
-    server_options.token = token;
-    server_options.body_limit_bytes = config.api.body_limit_bytes;
-    server_options.read_timeout_ms = config.api.read_timeout_ms;
-    api::Server server(io, server_options, routes, events, &session_manager);
+    api::Server* server_ptr = nullptr;
+    api::DaemonInfo info;
+    info.home_dir = home_dir();
+    info.plugins = [&plugins] { return plugins.registry.list(); };
+    info.status = [&, started_at = clock.now_ms()] {
+        return status_of(plugins.registry, paths, config, started_at, session_options.default_image, server_ptr);
+    };
+    info.sessions = &session_manager;
+    info.secrets = &(*keys)->secret_store;
+    api::Routes routes(**store, events, clock, info);
+    api::Server server(io, server_options(paths, config, token), routes, events, &session_manager);
     if (auto started = server.start(); !started) return refuse(readiness, started.error().message);
     server_ptr = &server;
 
-    if (auto written = write_file_atomic(paths->pid_file(), std::to_string(::getpid()) + "\n", 0644);
-        !written)
+    if (auto written = write_file_atomic(paths.pid_file(), std::to_string(::getpid()) + "\n", 0644); !written)
         spdlog::warn("{}", written.error().message);
 
     boost::asio::signal_set signals(io, SIGTERM, SIGINT);
@@ -301,9 +287,11 @@ int run_daemon(const DaemonOptions& options) {
         spdlog::info("signal {}: stopping (session containers keep running)", signal_number);
         server.stop();
         session_manager.shut_down();
+        // A podman ps or inspect under way is not waited for: nobody reads its answer now.
+        command_runner.abandon_reads();
     });
 
-    std::string ready = "handlerd " HANDLER_VERSION " ready on " + paths->socket_file().string();
+    std::string ready = "handlerd " HANDLER_VERSION " ready on " + paths.socket_file().string();
     if (config.api.tcp)
         ready += " and http://" + config.api.address + ":" + std::to_string(server.tcp_port()) + "/";
     spdlog::info("{}", ready);
@@ -315,7 +303,7 @@ int run_daemon(const DaemonOptions& options) {
     io.run();
 
     std::error_code ignored;
-    std::filesystem::remove(paths->pid_file(), ignored);
+    std::filesystem::remove(paths.pid_file(), ignored);
     spdlog::info("handlerd stopped");
     return 0;
 }

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <thread>
 #include <cstdlib>
 #include <fcntl.h>
 #include <string>
@@ -31,27 +33,74 @@ void Readiness::send(char verdict, std::string_view message) {
     fd_ = -1;
 }
 
-Result<void> take_instance_lock(const std::filesystem::path& lock_file,
-                                const std::filesystem::path& pid_file) {
-    const int fd = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+InstanceLock::~InstanceLock() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+namespace {
+
+// The pid the holder wrote, empty when there is no pid file (yet, or any more).
+std::string holder_pid(const std::filesystem::path& pid_file) {
+    auto text = read_file(pid_file);
+    if (!text || text->empty()) return {};
+    return text->substr(0, text->find('\n'));
+}
+
+std::string duration_text(std::chrono::milliseconds duration) {
+    return duration.count() < 1000 ? std::to_string(duration.count()) + " ms"
+                                   : std::to_string(duration.count() / 1000) + " s";
+}
+
+bool socket_present(const std::filesystem::path& socket_file) {
+    struct stat info {};
+    return ::lstat(socket_file.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
+}
+
+} // namespace
+
+Result<InstanceLock> take_instance_lock(const InstanceFiles& files, const InstanceWait& wait) {
+    const int fd = ::open(files.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
-        return make_error(ErrorCode::internal, "cannot open " + lock_file.string() + ": " +
+        return make_error(ErrorCode::internal, "cannot open " + files.lock_file.string() + ": " +
                                                    std::strerror(errno));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    InstanceLock lock(fd);
+    const auto started = std::chrono::steady_clock::now();
+    bool waiting = false;
+    for (;;) {
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            if (waiting && wait.report)
+                wait.report("the other handlerd let go of " + files.lock_file.string() +
+                            " after " +
+                            duration_text(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - started)));
+            return lock;
+        }
         const int error = errno;
-        ::close(fd);
         if (error != EWOULDBLOCK)
-            return make_error(ErrorCode::internal, "cannot lock " + lock_file.string() + ": " +
-                                                       std::strerror(error));
-        std::string pid = "unknown";
-        if (auto text = read_file(pid_file); text && !text->empty())
-            pid = text->substr(0, text->find('\n'));
-        return make_error(ErrorCode::conflict,
-                          "handlerd already running (pid " + pid + ", lock " +
-                              lock_file.string() + "); stop it first or use it: handler status");
+            return make_error(ErrorCode::internal, "cannot lock " + files.lock_file.string() +
+                                                       ": " + std::strerror(error));
+        const std::string pid = holder_pid(files.pid_file);
+        if (!pid.empty() && socket_present(files.socket_file))
+            return make_error(ErrorCode::conflict,
+                              "handlerd already running (pid " + pid + ", lock " +
+                                  files.lock_file.string() +
+                                  "); stop it first or use it: handler status");
+        const auto waited = std::chrono::steady_clock::now() - started;
+        const std::string holder = "another handlerd (pid " + (pid.empty() ? "unknown" : pid) + ")";
+        if (waited >= wait.limit)
+            return make_error(ErrorCode::conflict,
+                              holder + " has held " + files.lock_file.string() + " for " +
+                                  duration_text(wait.limit) +
+                                  " without serving, so it seems stuck; end it (" +
+                                  (pid.empty() ? "ps -C handlerd shows it" : "kill " + pid) +
+                                  "), then start handlerd again");
+        if (!waiting && wait.report)
+            wait.report(holder + " holds " + files.lock_file.string() +
+                        " but does not serve: it is stopping (or starting); waiting up to " +
+                        duration_text(wait.limit) + " for it");
+        waiting = true;
+        std::this_thread::sleep_for(wait.poll_interval);
     }
-    // Deliberately never closed: the lock lives exactly as long as this process.
-    return {};
 }
 
 Readiness detach() {

@@ -5,7 +5,10 @@
 
 #include "core/result.hpp"
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
+#include <string>
 #include <string_view>
 
 namespace handler::daemon {
@@ -27,11 +30,45 @@ private:
     int fd_ = -1;
 };
 
-// One handlerd per user: an exclusive flock on `lock_file`, held (fd left open) for the
-// life of the process. The socket check alone has a window in which two daemons that
-// start at the same instant both find the socket stale.
-Result<void> take_instance_lock(const std::filesystem::path& lock_file,
-                                const std::filesystem::path& pid_file);
+// One handlerd per user: an exclusive flock on the lock file, held for the life of the
+// daemon. The socket check alone has a window in which two daemons that start at the
+// same instant both find the socket stale.
+struct InstanceFiles {
+    std::filesystem::path lock_file;
+    std::filesystem::path pid_file;    // written once the daemon serves, removed as it ends
+    std::filesystem::path socket_file; // created as it starts serving, removed as it stops
+};
+
+// The lock, released when this goes (the daemon keeps it until everything it wrote is
+// closed).
+class InstanceLock {
+public:
+    InstanceLock() = default;
+    explicit InstanceLock(int fd) : fd_(fd) {}
+    InstanceLock(InstanceLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+    InstanceLock& operator=(InstanceLock&&) = delete;
+    ~InstanceLock();
+
+private:
+    int fd_ = -1;
+};
+
+// How long a start waits for a daemon that holds the lock without serving. Under
+// `handler setup`'s 30 s for `handlerd --detach`, so setup hears why it gave up.
+inline constexpr std::chrono::milliseconds kInstanceWait{25'000};
+
+struct InstanceWait {
+    std::chrono::milliseconds limit = kInstanceWait;
+    std::chrono::milliseconds poll_interval{10};
+    // Told, in a sentence, when the wait begins and when it ends well.
+    std::function<void(const std::string&)> report;
+};
+
+// Takes the lock. A holder that serves (its pid file and its socket are there) is
+// refused at once, naming its pid. A holder without both is stopping (it removes its
+// socket first and its pid file after its loop) or still starting: that one is waited
+// for, up to `wait.limit`, until it lets go or starts serving.
+Result<InstanceLock> take_instance_lock(const InstanceFiles& files, const InstanceWait& wait = {});
 
 // Double-forks into a new session with stdio on /dev/null. Returns in the daemon
 // process only; the original process waits for the daemon's verdict, prints its

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
+#include <optional>
+#include <variant>
 
 namespace handler::plugins {
 namespace fs = std::filesystem;
@@ -154,53 +156,48 @@ std::vector<PluginCandidate> scan_plugin_dir(const PluginDir& dir) {
     return found;
 }
 
-LoadOutcome load_plugin(const PluginCandidate& candidate, HostServices& services,
-                        const ClaimedBy& claimed_by, const IsDisabled& is_disabled) {
-    spdlog::logger& log = *services.logger();
-    if (candidate.manifest.empty())
-        return refuse_without_manifest(
-            candidate, absolute_path(candidate.library).string() +
-                           " has no plugin.toml beside it, so it was not loaded: a plugin is a "
-                           "folder <plugins>/<name>/ holding plugin.toml and the .so it names "
-                           "(docs/plugin-authoring.md)",
-            log);
+namespace {
 
-    // 1. The manifest, before any code.
-    auto manifest = read_manifest(candidate.manifest);
-    if (!manifest) {
-        PluginRecord record;
-        record.id = candidate.manifest.parent_path().filename().string();
-        record.manifest = absolute_path(candidate.manifest).string();
-        record.source = candidate.source;
-        record.state = PluginState::refused;
-        record.message = "plugin '" + record.id + "' has an unusable manifest: " + manifest.error().message;
-        log.warn("refused {}", record.message);
-        return LoadOutcome{std::move(record), nullptr, nullptr};
-    }
-    Attempt attempt(*manifest, candidate, log);
-    if (is_disabled && is_disabled(manifest->id)) return attempt.disable();
+// A stage of loading either hands on what the next stage needs, or ends the attempt
+// with its outcome (a refusal or a failure).
+template <class T>
+using Staged = std::variant<T, LoadOutcome>;
 
-    // 2. Its ABI.
-    if (auto problem = sdk::abi_incompatibility(manifest->abi_major, manifest->abi_minor))
+LoadOutcome refuse_manifest(const PluginCandidate& candidate, const Error& error, spdlog::logger& log) {
+    PluginRecord record;
+    record.id = candidate.manifest.parent_path().filename().string();
+    record.manifest = absolute_path(candidate.manifest).string();
+    record.source = candidate.source;
+    record.state = PluginState::refused;
+    record.message = "plugin '" + record.id + "' has an unusable manifest: " + error.message;
+    log.warn("refused {}", record.message);
+    return LoadOutcome{std::move(record), nullptr, nullptr};
+}
+
+// Stages 2 and 3, and the library the manifest names: all before any code.
+std::optional<LoadOutcome> check_manifest(const Manifest& manifest, Attempt& attempt,
+                                          const ClaimedBy& claimed_by) {
+    if (auto problem = sdk::abi_incompatibility(manifest.abi_major, manifest.abi_minor))
         return attempt.refuse("was " + *problem + " (abi in " + attempt.record().manifest + ")");
-
-    // 3. Its id.
-    if (const PluginRecord* first = claimed_by(manifest->id))
+    if (const PluginRecord* first = claimed_by(manifest.id))
         return attempt.refuse("has the same id as " + first->library + " (" + first->source +
                               "), which came first on the plugin search path; remove one of them "
                               "or give this one another id");
-
     std::error_code exists_error;
-    if (!fs::is_regular_file(manifest->library, exists_error))
+    if (!fs::is_regular_file(manifest.library, exists_error))
         return attempt.refuse("is missing: " + attempt.record().manifest + " names library '" +
-                              manifest->library.filename().string() +
+                              manifest.library.filename().string() +
                               "', which is not in its folder; reinstall the plugin");
+    return std::nullopt;
+}
 
-    // 4. The code. dlerror() still holds the reason right after the failed dlopen (and
-    // it is per thread), which is more useful than Boost's generic error code.
+// Stage 4: the code, and what its entry point says about itself.
+Staged<const hd_plugin_info*> load_code(const Manifest& manifest, Attempt& attempt) {
+    // dlerror() still holds the reason right after the failed dlopen (and it is per
+    // thread), which is more useful than Boost's generic error code.
     std::error_code load_error;
     boost::dll::shared_library library(
-        manifest->library, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, load_error);
+        manifest.library, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, load_error);
     if (load_error || !library.is_loaded()) {
         const char* reason = ::dlerror();
         return attempt.refuse("could not be loaded: " +
@@ -227,34 +224,38 @@ LoadOutcome load_plugin(const PluginCandidate& candidate, HostServices& services
         return attempt.refuse(std::string(HD_ENTRY_SYMBOL) + " returned NULL: the plugin says it "
                               "cannot work with plugin ABI " +
                               sdk::abi_string(HD_ABI_MAJOR, HD_ABI_MINOR));
+    return raw_info;
+}
 
-    // 5. What the code says about itself, read as sdk.h rule 3 says.
-    const hd_plugin_info info = sdk::read_struct(raw_info);
+// Stage 5: what the code says about itself (read as sdk.h rule 3 says) agrees with the
+// manifest; its vtable is copied into the instance's parts.
+Staged<PluginInstance> check_info(const hd_plugin_info& info, const Manifest& manifest, Attempt& attempt,
+                                  spdlog::logger& log) {
     if (info.struct_size < offsetof(hd_plugin_info, kind))
         return attempt.refuse("returned an hd_plugin_info of " + std::to_string(info.struct_size) +
                               " bytes, too small to hold its ABI version; rebuild it with the SDK");
-    if (info.abi_major != manifest->abi_major || info.abi_minor != manifest->abi_minor) {
+    if (info.abi_major != manifest.abi_major || info.abi_minor != manifest.abi_minor) {
         const std::string code_abi = sdk::abi_string(info.abi_major, info.abi_minor);
         if (auto problem = sdk::abi_incompatibility(info.abi_major, info.abi_minor))
             return attempt.refuse("was " + *problem + " (its code says " + code_abi + ", though " +
-                                  attempt.record().manifest + " says " + manifest->abi + ")");
-        return attempt.refuse("says ABI " + manifest->abi + " in " + attempt.record().manifest +
+                                  attempt.record().manifest + " says " + manifest.abi + ")");
+        return attempt.refuse("says ABI " + manifest.abi + " in " + attempt.record().manifest +
                               " but its code was built for " + code_abi +
                               "; rebuild it so the two agree");
     }
     attempt.record().abi = sdk::abi_string(info.abi_major, info.abi_minor);
     const std::string code_id = info_string(info.id);
-    if (code_id != manifest->id)
-        return attempt.refuse("is called '" + code_id + "' by its code but '" + manifest->id + "' by " +
+    if (code_id != manifest.id)
+        return attempt.refuse("is called '" + code_id + "' by its code but '" + manifest.id + "' by " +
                               attempt.record().manifest + "; make the manifest's id and the id in "
                               "HD_HARNESS_PLUGIN/HD_ADDON_PLUGIN the same");
-    if (kind_name(info.kind) != manifest->kind)
-        return attempt.refuse("is a " + kind_name(info.kind) + " by its code but a " + manifest->kind +
+    if (kind_name(info.kind) != manifest.kind)
+        return attempt.refuse("is a " + kind_name(info.kind) + " by its code but a " + manifest.kind +
                               " by " + attempt.record().manifest + "; make them agree");
     const std::string code_version = info_string(info.version);
-    if (code_version != manifest->version) {
+    if (code_version != manifest.version) {
         log.warn("{}: plugin.toml says version {} but the code says {}; listing the code's",
-                     attempt.who(), manifest->version, code_version);
+                 attempt.who(), manifest.version, code_version);
         attempt.record().version = code_version;
     }
     if (const std::string name = info_string(info.name); !name.empty()) attempt.record().name = name;
@@ -267,8 +268,8 @@ LoadOutcome load_plugin(const PluginCandidate& candidate, HostServices& services
                               "plugin is one kind, rebuild it with the SDK");
 
     PluginInstance parts;
-    parts.id = manifest->id;
-    parts.kind = manifest->kind;
+    parts.id = manifest.id;
+    parts.kind = manifest.kind;
     parts.version = attempt.record().version;
     parts.destroy = info.destroy;
     if (info.kind == HD_PLUGIN_KIND_HARNESS) {
@@ -283,9 +284,13 @@ LoadOutcome load_plugin(const PluginCandidate& candidate, HostServices& services
     }
     if (info.create == nullptr)
         return attempt.refuse("has no create function in its hd_plugin_info; rebuild it with the SDK");
+    return parts;
+}
 
-    // 6. The instance.
-    parts.host_api = services.make_api(manifest->id);
+// Stage 6: the instance, made with the plugin's host services.
+LoadOutcome create_instance(const hd_plugin_info& info, PluginInstance parts, Attempt& attempt,
+                            HostServices& services, spdlog::logger& log) {
+    parts.host_api = services.make_api(parts.id);
     sdk::StringSink error(LoadedPlugin::kMaxErrorBytes);
     void* instance = nullptr;
     hd_status status = HD_STATUS_FAILED;
@@ -307,8 +312,35 @@ LoadOutcome load_plugin(const PluginCandidate& candidate, HostServices& services
     attempt.record().state = PluginState::loaded;
     outcome.record = std::move(attempt.record());
     log.info("loaded {} plugin '{}' {} from {}", outcome.record.kind, outcome.record.id,
-                 outcome.record.version, outcome.record.library);
+             outcome.record.version, outcome.record.library);
     return outcome;
+}
+
+} // namespace
+
+LoadOutcome load_plugin(const PluginCandidate& candidate, HostServices& services,
+                        const ClaimedBy& claimed_by, const IsDisabled& is_disabled) {
+    spdlog::logger& log = *services.logger();
+    if (candidate.manifest.empty())
+        return refuse_without_manifest(
+            candidate, absolute_path(candidate.library).string() +
+                           " has no plugin.toml beside it, so it was not loaded: a plugin is a "
+                           "folder <plugins>/<name>/ holding plugin.toml and the .so it names "
+                           "(docs/plugin-authoring.md)",
+            log);
+
+    auto manifest = read_manifest(candidate.manifest); // 1. the manifest, before any code
+    if (!manifest) return refuse_manifest(candidate, manifest.error(), log);
+    Attempt attempt(*manifest, candidate, log);
+    if (is_disabled && is_disabled(manifest->id)) return attempt.disable();
+    if (auto refused = check_manifest(*manifest, attempt, claimed_by)) return std::move(*refused);
+
+    auto code = load_code(*manifest, attempt);
+    if (auto* ended = std::get_if<LoadOutcome>(&code)) return std::move(*ended);
+    const hd_plugin_info info = sdk::read_struct(std::get<const hd_plugin_info*>(code));
+    auto parts = check_info(info, *manifest, attempt, log);
+    if (auto* ended = std::get_if<LoadOutcome>(&parts)) return std::move(*ended);
+    return create_instance(info, std::move(std::get<PluginInstance>(parts)), attempt, services, log);
 }
 
 } // namespace handler::plugins

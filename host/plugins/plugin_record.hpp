@@ -2,6 +2,9 @@
 // and listed with its reason, never silently skipped (STYLE.md, after OBS and fcitx5).
 #pragma once
 
+#include "plugins/harness_description.hpp"
+
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,6 +30,10 @@ struct PluginRecord {
     std::string source;      // "builtin" | "user"
     PluginState state = PluginState::refused;
     std::string message;     // why refused/failed: names the file, versions and the fix
+    // A loaded harness's describe(), read once at load; when it could not be read,
+    // description_error says why (naming the plugin) and its sessions are refused.
+    std::optional<HarnessDescription> harness;
+    std::string description_error;
 };
 
 } // namespace handler::plugins

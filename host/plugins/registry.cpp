@@ -26,10 +26,20 @@ void PluginRegistry::load(const std::vector<PluginDir>& search_path,
     for (const PluginDir& dir : search_path) {
         for (const PluginCandidate& candidate : scan_plugin_dir(dir)) {
             LoadOutcome outcome = load_plugin(candidate, services_, claimed_by, is_disabled);
+            if (outcome.harness) describe(*outcome.harness, outcome.record);
             entries_.push_back(
                 Entry{std::move(outcome.record), std::move(outcome.harness), std::move(outcome.addon)});
         }
     }
+}
+
+// Parsed once, here: a plugin's description does not change while it is loaded.
+void PluginRegistry::describe(LoadedHarness& harness, PluginRecord& record) {
+    auto described = harness.describe();
+    auto parsed = described ? parse_harness_description(record.id, *described)
+                            : Result<HarnessDescription>(described.take_error());
+    if (parsed) record.harness = std::move(*parsed);
+    else record.description_error = parsed.error().message;
 }
 
 // A failed plugin keeps its id: its code is loaded, and a second copy of it (or an

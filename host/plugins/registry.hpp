@@ -61,6 +61,7 @@ private:
         std::shared_ptr<LoadedAddon> addon;
     };
 
+    static void describe(LoadedHarness& harness, PluginRecord& record);
     const Entry* find_loaded_or_failed(std::string_view id) const;
     Result<const Entry*> find_usable(std::string_view id, std::string_view kind) const;
 

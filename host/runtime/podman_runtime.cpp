@@ -218,6 +218,19 @@ Result<CommandResult> PodmanRuntime::podman(std::vector<std::string> arguments,
     request.argv.insert(request.argv.begin(), options_.program);
     request.timeout_ms = timeout_ms > 0 ? timeout_ms : options_.command_timeout_ms;
     request.stdin_data = std::move(stdin_data);
+    return run_request(std::move(request));
+}
+
+Result<CommandResult> PodmanRuntime::query(std::vector<std::string> arguments) {
+    CommandRequest request;
+    request.argv = std::move(arguments);
+    request.argv.insert(request.argv.begin(), options_.program);
+    request.timeout_ms = options_.command_timeout_ms;
+    request.abandon_when_stopping = true;
+    return run_request(std::move(request));
+}
+
+Result<CommandResult> PodmanRuntime::run_request(CommandRequest request) {
     auto result = runner_.run(request);
     if (!result) {
         Error error = result.take_error();
@@ -316,6 +329,29 @@ Result<std::vector<std::string>> PodmanRuntime::run_command(const ContainerSpec&
     if (spec.init) argv.emplace_back("--init");
 
     std::set<fs::path> destinations = {project_inside};
+    if (auto mounted = add_mounts(spec, destinations, argv); !mounted) return mounted.take_error();
+
+    argv.push_back("--workdir=" + workdir.string());
+    if (spec.tty) argv.emplace_back("--tty");
+    if (spec.interactive) argv.emplace_back("--interactive");
+    // HOME first so a spec's own HOME (a later --env of the same name) still wins.
+    argv.push_back("--env=HOME=" + options_.container_home);
+    for (const EnvEntry& entry : spec.env) {
+        if (!valid_env_name(entry.name))
+            return make_error(ErrorCode::invalid_argument,
+                              "environment variable name '" + entry.name + "' is not valid");
+        argv.push_back("--env=" + entry.name + "=" + entry.value);
+    }
+    argv.push_back(spec.image);
+    argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+    return argv;
+}
+
+// Every mount but the project's: read-only folders, the session's control folder (and
+// the trust bundle in it), the helper programs and the account's state. `destinations`
+// holds the mount points taken so far; two mounts at one point are refused.
+Result<void> PodmanRuntime::add_mounts(const ContainerSpec& spec, std::set<fs::path>& destinations,
+                                       std::vector<std::string>& argv) const {
     for (const ReadOnlyMount& mount : spec.read_only_mounts) {
         auto source = check_mount_source(mount.host_path, "read-only mount");
         if (!source) return source.take_error();
@@ -391,20 +427,7 @@ Result<std::vector<std::string>> PodmanRuntime::run_command(const ContainerSpec&
         argv.push_back("--volume=" + state.string() + ":" + kAccountStateMountPoint + ":rw");
     }
 
-    argv.push_back("--workdir=" + workdir.string());
-    if (spec.tty) argv.emplace_back("--tty");
-    if (spec.interactive) argv.emplace_back("--interactive");
-    // HOME first so a spec's own HOME (a later --env of the same name) still wins.
-    argv.push_back("--env=HOME=" + options_.container_home);
-    for (const EnvEntry& entry : spec.env) {
-        if (!valid_env_name(entry.name))
-            return make_error(ErrorCode::invalid_argument,
-                              "environment variable name '" + entry.name + "' is not valid");
-        argv.push_back("--env=" + entry.name + "=" + entry.value);
-    }
-    argv.push_back(spec.image);
-    argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
-    return argv;
+    return {};
 }
 
 Result<std::string> PodmanRuntime::create_and_start(const ContainerSpec& spec) {
@@ -490,7 +513,7 @@ Result<ContainerInfo> PodmanRuntime::inspect(const std::string& id) {
     if (!valid_container_ref(id))
         return make_error(ErrorCode::invalid_argument, "container id '" + id + "' is malformed");
     std::vector<std::string> arguments = {"container", "inspect", "--format=json", id};
-    auto result = podman(arguments);
+    auto result = query(arguments);
     if (!result) return result.take_error();
     if (result->exit_code != 0) {
         arguments.insert(arguments.begin(), options_.program);
@@ -506,7 +529,7 @@ Result<std::vector<ContainerInfo>> PodmanRuntime::list(const std::string& select
     std::vector<std::string> arguments = {"ps", "--all", "--format=json",
                                           "--filter=label=" + std::string(kManagedSelector)};
     if (selector != kManagedSelector) arguments.push_back("--filter=label=" + selector);
-    auto result = podman(arguments);
+    auto result = query(arguments);
     if (!result) return result.take_error();
     if (result->exit_code != 0) {
         arguments.insert(arguments.begin(), options_.program);
@@ -520,7 +543,7 @@ Result<bool> PodmanRuntime::image_exists(const std::string& reference) {
         return make_error(ErrorCode::invalid_argument,
                           "image reference '" + reference + "' is empty or malformed");
     std::vector<std::string> arguments = {"image", "exists", reference};
-    auto result = podman(arguments);
+    auto result = query(arguments);
     if (!result) return result.take_error();
     if (result->exit_code == 0) return true;
     if (result->exit_code == 1) return false;
@@ -574,7 +597,7 @@ Result<std::vector<std::string>> PodmanRuntime::image_tags(const std::string& re
     if (!valid_image_ref(repository) || repository.find(':') != std::string::npos)
         return make_error(ErrorCode::invalid_argument, "image repository '" + repository + "' is empty or malformed");
     std::vector<std::string> arguments = {"images", "--format=json", "--filter=reference=" + repository};
-    auto result = podman(arguments);
+    auto result = query(arguments);
     if (!result) return result.take_error();
     if (result->exit_code != 0) {
         arguments.insert(arguments.begin(), options_.program);

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,8 +64,14 @@ private:
     Result<CommandResult> podman(std::vector<std::string> arguments,
                                  std::int64_t timeout_ms = 0,
                                  std::optional<std::string> stdin_data = std::nullopt);
+    // A podman command that only asks (ps, inspect, image exists): a stopping handlerd
+    // does not wait for its answer (CommandRequest::abandon_when_stopping).
+    Result<CommandResult> query(std::vector<std::string> arguments);
+    Result<CommandResult> run_request(CommandRequest request);
     Result<std::filesystem::path> check_mount_source(const std::filesystem::path& path,
                                                      std::string_view what) const;
+    Result<void> add_mounts(const ContainerSpec& spec, std::set<std::filesystem::path>& destinations,
+                            std::vector<std::string>& argv) const;
 
     CommandRunner& runner_;
     PodmanOptions options_;

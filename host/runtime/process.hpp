@@ -5,6 +5,7 @@
 
 #include "core/result.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -25,6 +26,11 @@ struct CommandRequest {
     // More output than this on stdout or stderr kills the program: a runaway command must
     // not grow handlerd's memory without bound.
     std::size_t output_limit_bytes = 16 * 1024 * 1024;
+    // Set only for a command that changes nothing and whose answer only this handlerd
+    // wants (podman ps, inspect): once handlerd is stopping, the runner stops waiting for
+    // it and lets it finish on its own, so a stop is not held up by a question nobody
+    // will read the answer to. A command that changes something is always waited for.
+    bool abandon_when_stopping = false;
 };
 
 struct CommandResult {
@@ -49,7 +55,22 @@ public:
 // child starts with an empty signal mask and default dispositions.
 class SystemCommandRunner final : public CommandRunner {
 public:
+    SystemCommandRunner();
+    ~SystemCommandRunner() override;
+    SystemCommandRunner(const SystemCommandRunner&) = delete;
+    SystemCommandRunner& operator=(const SystemCommandRunner&) = delete;
+
     Result<CommandResult> run(const CommandRequest& request) override;
+
+    // handlerd is stopping (any thread, once or more): the runs under way whose request
+    // says abandon_when_stopping return an error at once, and later ones are not started.
+    // The programs themselves are not signalled; each finishes, finds its output pipe
+    // closed and exits. Other runs are unaffected.
+    void abandon_reads();
+
+private:
+    std::atomic<bool> stopping_ = false;
+    int stopping_fd_ = -1; // an eventfd, readable from abandon_reads() on: wakes the polls
 };
 
 // argv as one line for messages: elements with spaces or quotes are single-quoted.

@@ -1,6 +1,9 @@
 #include "sessions/launch.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -120,6 +123,26 @@ Result<void> merge_addon(std::string_view addon, const plugins::LaunchSpec& cont
         std::string rule = host.port == 0 ? host.pattern : host.pattern + ":" + std::to_string(host.port);
         if (std::find(addon_hosts.begin(), addon_hosts.end(), rule) == addon_hosts.end())
             addon_hosts.push_back(std::move(rule));
+    }
+    return {};
+}
+
+Result<void> write_trust_files(const std::filesystem::path& control_dir, const std::string& ca_certificate_pem,
+                               const std::filesystem::path& system_bundle) {
+    std::string bundle;
+    if (std::ifstream system(system_bundle, std::ios::binary); system) {
+        std::ostringstream text;
+        text << system.rdbuf();
+        bundle = text.str();
+        if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
+    }
+    bundle += ca_certificate_pem;
+    using File = std::pair<const char*, const std::string*>;
+    for (const auto& [name, text] : {File{kCaCertificateName, &ca_certificate_pem}, File{kTrustBundleName, &bundle}}) {
+        std::ofstream out(control_dir / name, std::ios::binary | std::ios::trunc);
+        out << *text;
+        if (!out.flush())
+            return make_error(ErrorCode::internal, "cannot write " + (control_dir / name).string() + " for the session");
     }
     return {};
 }

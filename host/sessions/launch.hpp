@@ -53,6 +53,12 @@ inline constexpr const char* kTrustBundleName = "ca-bundle.crt";
 Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
                                               const LaunchContext& context);
 
+// Writes handler's CA (kCaCertificateName) and the system's CAs from `system_bundle` plus
+// it (kTrustBundleName) into the session's control folder, for the container to trust.
+// Read-only inside (the control folder is mounted so), and written before it starts.
+Result<void> write_trust_files(const std::filesystem::path& control_dir, const std::string& ca_certificate_pem,
+                               const std::filesystem::path& system_bundle);
+
 // What addon `addon` contributes, added to the harness's `spec`: its variables, files
 // and keys join the harness's, and the hosts it needs go to `addon_hosts` as rules (they
 // join the session's allow-list; only the harness's own hosts pass in `none` mode). An

@@ -23,6 +23,7 @@
 #include "plugins/launch_spec.hpp"
 #include "runtime/container_runtime.hpp"
 #include "runtime/image_builder.hpp"
+#include "sessions/harness_catalog.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -52,57 +53,13 @@ class TlsContexts;
 
 namespace handler::sessions {
 
-// Asks harness plugin `harness` for the container of one session (the registry's
-// LoadedHarness::launch in handlerd; a lambda in tests). not_found: no such harness.
-using Launcher = std::function<Result<plugins::LaunchSpec>(std::string_view harness,
-                                                           const plugins::LaunchRequest& request)>;
-// Whether a loaded harness plugin has this id (to tell an agent's name from a harness's).
-using HarnessCheck = std::function<bool(std::string_view harness)>;
-// Asks addon plugin `addon` what it adds to one session (the registry's
-// LoadedAddon::contribute in handlerd). not_found: no such addon.
-using AddonContributor = std::function<Result<plugins::LaunchSpec>(std::string_view addon,
-                                                                   const plugins::LaunchRequest& request)>;
-
-// One headless session's event parser: the harness plugin's, behind the waist, in
-// handlerd. Fed the harness's stdout in pieces of any size; what it writes for the
-// harness's stdin goes there.
-class EventParser {
-public:
-    virtual ~EventParser() = default;
-    virtual Result<plugins::ParsedEvents> feed(std::string_view bytes) = 0;
-    // A client's answer to a permission request it emitted (`request`: that payload).
-    virtual Result<plugins::ParsedEvents> answer(std::string_view request, std::string_view answer) {
-        (void)request;
-        (void)answer;
-        return make_error(ErrorCode::unavailable, "this harness takes no answers to permission requests");
-    }
-    // A prompt (the user_prompt payload) in the protocol of a harness whose stdin is one.
-    virtual Result<plugins::ParsedEvents> prompt(std::string_view prompt) {
-        (void)prompt;
-        return plugins::ParsedEvents{};
-    }
-};
-struct OpenedEvents {
-    std::unique_ptr<EventParser> parser;
-    std::string mode = "text"; // "structured": stdout is the harness's JSON, for machines
-    // The harness's stdin is its protocol (Claude Code's stream-json), written by the
-    // parser only: clients' input is not passed on, it would break the protocol.
-    bool owns_input = false;
-};
-// A parser for a headless session of `harness`; unavailable: the harness has none.
-using EventsOpener = std::function<Result<OpenedEvents>(std::string_view harness, std::string_view session_id)>;
-// What harness `harness` adds to the base image; nullopt: nothing (sessions run the
-// base image). Called on the io thread, like every call into a plugin.
-using RecipeLookup = std::function<Result<std::optional<runtime::LayerRecipe>>(std::string_view harness)>;
-
-// The harness `handler run` uses in a project without agents.
-inline constexpr const char* kDefaultHarness = "shell";
-
 struct SessionManagerOptions {
     std::filesystem::path control_root; // <runtime>/sessions
     std::filesystem::path output_root;  // <data>/sessions
     std::filesystem::path helper_dir;   // the folder holding handler-shim
     std::string default_image;          // for harnesses that name no image
+    // The user's home folder, never a project: a start from there says what to do instead.
+    std::filesystem::path home_dir;
     std::size_t replay_bytes = std::size_t{1} << 20;
     std::uint64_t log_limit_bytes = std::uint64_t{64} << 20;
     // What a session's events may take in the database: the program inside writes them,
@@ -129,11 +86,6 @@ struct SessionManagerOptions {
     // Null/empty: sessions get no keys (a harness that asks for one is refused).
     secrets::SecretStore* secret_store = nullptr;
     network::TlsContexts* tls = nullptr;
-    // Null: a session of an agent with addons fails to start, saying so.
-    AddonContributor contribute_addon;
-    // Null: no events are parsed, and every harness runs the base image.
-    EventsOpener open_events;
-    RecipeLookup harness_recipe;
     std::filesystem::path image_build_dir; // private; where harness images are built
     // Where accounts keep their own state (a harness's login), a folder per account id,
     // mounted read-write into that account's sessions when the harness asks. Empty: none.
@@ -146,9 +98,8 @@ class SessionManager final : public api::SessionControl, public plugins::PluginS
 public:
     // Everything passed must outlive the manager.
     SessionManager(boost::asio::io_context& io, store::Store& store,
-                   runtime::ContainerRuntime& runtime, Launcher launcher,
-                   HarnessCheck harness_exists, api::EventHub& events,
-                   const Clock& clock, SessionManagerOptions options);
+                   runtime::ContainerRuntime& runtime, HarnessCatalog& harnesses,
+                   api::EventHub& events, const Clock& clock, SessionManagerOptions options);
     ~SessionManager() override;
     SessionManager(const SessionManager&) = delete;
     SessionManager& operator=(const SessionManager&) = delete;

@@ -356,24 +356,31 @@ Check check_subordinate_ids(SystemProbe& probe) {
     return check;
 }
 
+// What distributions ship and scripts/install.sh sets as root: the kernel still checks
+// the opener's rights in its own namespace, so 0666 grants nothing by itself.
+constexpr std::string_view kTunFix =
+    "sudo chmod 0666 /dev/net/tun && echo 'KERNEL==\"tun\", MODE=\"0666\"' | sudo tee "
+    "/etc/udev/rules.d/60-handler-tun.rules   (the udev rule keeps it after a reboot; "
+    "scripts/install.sh does both)";
+
 Check check_tun(SystemProbe& probe) {
     Check check{"tun", CheckStatus::ok, "", "", "", AutoFix::none};
-    check.explanation = "Agents with network `open` get their network from slirp4netns, "
-                        "which opens /dev/net/tun as you. `none` and `filtered` agents have "
-                        "only loopback and need no tun.";
+    check.explanation = "Harness images (built the first time a harness runs: podman "
+                        "build's RUN steps) and agents with network `open` get their "
+                        "network from slirp4netns, which opens /dev/net/tun as you. Only "
+                        "the base image and `none` or `filtered` sessions on it do without.";
+    check.needed_for_base_image = false;
     if (!probe.exists("/dev/net/tun")) {
-        check.status = CheckStatus::warn;
+        check.status = CheckStatus::problem;
         check.found = "/dev/net/tun does not exist";
         check.fix_command = "sudo modprobe tun";
         return check;
     }
     if (!probe.readable_and_writable("/dev/net/tun")) {
-        check.status = CheckStatus::warn;
+        check.status = CheckStatus::problem;
         check.found = "/dev/net/tun exists but " + probe.user_name() +
                       " cannot open it (its mode is 0600 on some VMs; distributions use 0666)";
-        check.fix_command = "sudo chmod 0666 /dev/net/tun   (until reboot; to keep it: echo "
-                            "'KERNEL==\"tun\", MODE=\"0666\"' | sudo tee "
-                            "/etc/udev/rules.d/60-tun.rules)";
+        check.fix_command = std::string(kTunFix);
         return check;
     }
     check.found = "/dev/net/tun is usable by " + probe.user_name();

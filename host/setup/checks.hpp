@@ -30,6 +30,9 @@ struct Check {
     std::string fix_command; // what to run; empty when nothing is to be done
     std::string explanation; // why it matters
     AutoFix auto_fix = AutoFix::none;
+    // Whether the base image's build (mmdebstrap and podman import, no RUN steps) needs
+    // what this check checks: setup builds it only while no such check is a problem.
+    bool needed_for_base_image = true;
 };
 
 // Where the user's container settings live: $XDG_CONFIG_HOME/containers, else

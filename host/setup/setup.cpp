@@ -88,15 +88,16 @@ private:
     SystemProbe& probe_;
 };
 
-bool checks_pass(const Outcome& outcome) {
-    return std::none_of(outcome.checks.begin(), outcome.checks.end(),
-                        [](const Check& check) { return check.status == CheckStatus::problem; });
+bool base_image_checks_pass(const Outcome& outcome) {
+    return std::none_of(outcome.checks.begin(), outcome.checks.end(), [](const Check& check) {
+        return check.status == CheckStatus::problem && check.needed_for_base_image;
+    });
 }
 
 // Only once podman is usable: a build on a machine with problems would fail for the
 // reason the checks already name, after a minute of downloading.
 void ensure_base_image(SetupContext& context, const SetupOptions& options, Outcome& outcome) {
-    if (!checks_pass(outcome)) {
+    if (!base_image_checks_pass(outcome)) {
         outcome.notes.push_back("the base image is built once the problems above are fixed");
         return;
     }

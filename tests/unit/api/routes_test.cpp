@@ -48,7 +48,22 @@ protected:
             record.kind = "harness";
             record.state = plugins::PluginState::refused;
             record.message = "wrong ABI";
-            return std::vector<plugins::PluginRecord>{record};
+            plugins::PluginRecord claude;
+            claude.id = "claude-code";
+            claude.kind = "harness";
+            claude.state = plugins::PluginState::loaded;
+            claude.harness = plugins::HarnessDescription{};
+            claude.harness->models = {{"sonnet", "Sonnet (latest)"}};
+            claude.harness->credentials = {{"anthropic-api-key", "ANTHROPIC_API_KEY", "Anthropic API key"}};
+            claude.harness->thinking_levels = {"low", "max"};
+            claude.harness->events = "structured";
+            claude.harness->stdin_protocol = true;
+            plugins::PluginRecord broken;
+            broken.id = "broken";
+            broken.kind = "harness";
+            broken.state = plugins::PluginState::loaded;
+            broken.description_error = "plugin 'broken': describe: \"models\" must be a list";
+            return std::vector<plugins::PluginRecord>{record, claude, broken};
         };
         info.home_dir = dir_ / "home/u";
         return info;
@@ -124,6 +139,24 @@ TEST_F(RoutesTest, StatusAndPluginsComeFromTheDaemon) {
     EXPECT_EQ(first.at("id").as_string(), "codex");
     EXPECT_EQ(first.at("state").as_string(), "refused");
     EXPECT_EQ(first.at("message").as_string(), "wrong ABI");
+    EXPECT_FALSE(first.as_object().contains("harness")) << "a refused plugin describes nothing";
+}
+
+// `handler plugins list --json` shows what each loaded harness says of itself.
+TEST_F(RoutesTest, PluginsListEachHarnesssModelsCredentialsAndThinkingLevels) {
+    const auto body = parse(call("GET", "/api/v1/plugins"));
+    const auto& list = body.at("plugins").as_array();
+    ASSERT_EQ(list.size(), 3u);
+    const auto& harness = list.at(1).at("harness");
+    EXPECT_EQ(harness.at("models"), json::parse(R"j([{"id":"sonnet","label":"Sonnet (latest)"}])j"));
+    EXPECT_EQ(harness.at("credentials"),
+              json::parse(R"([{"kind":"anthropic-api-key","env":"ANTHROPIC_API_KEY","label":"Anthropic API key"}])"));
+    EXPECT_EQ(harness.at("thinking_levels"), json::parse(R"(["low","max"])"));
+    EXPECT_EQ(harness.at("modes"), json::array());
+    EXPECT_EQ(harness.at("events").as_string(), "structured");
+    EXPECT_EQ(harness.at("stdin").as_string(), "protocol");
+    EXPECT_EQ(list.at(2).at("harness_error").as_string(), "plugin 'broken': describe: \"models\" must be a list");
+    EXPECT_FALSE(list.at(2).as_object().contains("harness"));
 }
 
 TEST_F(RoutesTest, StatusWithoutADaemonIs503) {

@@ -1,6 +1,7 @@
 #include "cli/cli.hpp"
 #include "cli/permissions.hpp"
 #include "support/fake_system_probe.hpp"
+#include "support/fakes.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -70,15 +71,28 @@ struct Run {
     std::string err;
 };
 
+// `adjust` changes the context before the run (its home folder, clock, time zone).
 Run run(FakeDaemon& daemon, const std::vector<std::string>& arguments,
-        std::filesystem::path current_dir = "/home/u/code/app/src") {
+        std::filesystem::path current_dir = "/home/u/code/app/src",
+        const std::function<void(CliContext&)>& adjust = {}) {
     std::ostringstream out, err;
     int daemon_runs = 0;
     CliContext context{[&] { return daemon.connect(); }, out, err, current_dir,
                        [&](const DaemonCommand&) { return ++daemon_runs, 0; }, false, {},
-                       -1, {}, {}};
+                       -1, {}, {}, {}, &system_clock(), &local_time_zone()};
+    if (adjust) adjust(context);
     const int code = run_cli(arguments, context);
     return {code, out.str(), err.str()};
+}
+
+// Times shown to people are fixed by these: now is 2023-11-14 22:13:20 UTC, and the
+// local zone is one hour east of UTC.
+const handler::testing::FakeClock kNow{1'700'000'000'000};
+const FixedTimeZone kZone{3600};
+
+void at_fixed_time(CliContext& context) {
+    context.clock = &kNow;
+    context.time_zone = &kZone;
 }
 
 const char* kProject =
@@ -96,7 +110,7 @@ TEST(Cli, RootIsPointedToTheUserThatRunsHandlerd) {
     FakeDaemon daemon;
     daemon.go_away();
     std::ostringstream out, err;
-    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true, {}, -1, {}, {}};
+    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true, {}, -1, {}, {}, {}, &system_clock(), &local_time_zone()};
     EXPECT_EQ(run_cli({"status"}, context), kExitUnavailable);
     EXPECT_NE(err.str().find("su - handler -c"), std::string::npos) << err.str();
     // and a normal user is not told about root
@@ -110,7 +124,7 @@ TEST(Cli, SetupCheckJsonReportsTheProbedMachineWithoutTheDaemon) {
         auto probe = std::make_unique<handler::testing::FakeSystemProbe>();
         probe->programs.erase("podman");
         return std::unique_ptr<setup::SystemProbe>(std::move(probe));
-    }, -1, {}, {}};
+    }, -1, {}, {}, {}, &system_clock(), &local_time_zone()};
     EXPECT_EQ(run_cli({"setup", "--check", "--json"}, context), 1) << err.str();
     auto parsed = json::parse(out.str()).as_object();
     EXPECT_FALSE(parsed.at("ok").as_bool());
@@ -131,7 +145,7 @@ TEST(Cli, SetupAsRootIsRefused) {
         auto probe = std::make_unique<handler::testing::FakeSystemProbe>();
         probe->user_id = 0;
         return std::unique_ptr<setup::SystemProbe>(std::move(probe));
-    }, -1, {}, {}};
+    }, -1, {}, {}, {}, &system_clock(), &local_time_zone()};
     EXPECT_EQ(run_cli({"setup"}, context), 1);
     EXPECT_NE(out.str().find("agents never run as root"), std::string::npos) << out.str();
     EXPECT_TRUE(daemon.calls.empty());
@@ -419,6 +433,7 @@ TEST(Completions, BashCompletesSubcommandsAndOptionsFromTheTree) {
     EXPECT_EQ(complete("handler agent e", 2), "edit\n");
     EXPECT_EQ(complete("handler agent add x --har", 4), "--harness\n");
     EXPECT_EQ(complete("handler plugins list --j", 3), "--json\n");
+    EXPECT_EQ(complete("handler network allow x --ses", 4), "--session\n");
 }
 
 TEST(Completions, ZshAndFishNameEveryCommand) {
@@ -579,5 +594,213 @@ TEST(Cli, RunSendsTheModelAndTheNetworkMode) {
     EXPECT_EQ(body.at("network").as_string(), "none");
     EXPECT_EQ(body.at("thinking").as_string(), "high");
 }
+
+namespace {
+
+// Defect 3: the home folder (or a folder above it) cannot be a project, so the error
+// there points to the project's own folder and --project instead of registering it.
+TEST(Cli, InTheHomeFolderTheErrorSuggestsTheProjectsOwnFolder) {
+    FakeDaemon daemon;
+    const auto home = [](CliContext& context) { context.home_dir = "/home/u/"; };
+    for (const char* folder : {"/home/u", "/home"}) {
+        daemon.answer(200, R"({"projects":[]})");
+        auto result = run(daemon, {"agent", "list"}, folder, home);
+        EXPECT_EQ(result.code, kExitRefused);
+        EXPECT_EQ(result.err.find(std::string("handler project add ") + folder), std::string::npos)
+            << result.err;
+        EXPECT_NE(result.err.find("handler project add PATH"), std::string::npos) << result.err;
+        EXPECT_NE(result.err.find("project's own folder"), std::string::npos) << result.err;
+        EXPECT_NE(result.err.find("--project PATH"), std::string::npos) << result.err;
+    }
+    // Below the home folder, registering the folder is still the suggestion.
+    daemon.answer(200, R"({"projects":[]})");
+    auto below = run(daemon, {"agent", "list"}, "/home/u/scratch", home);
+    EXPECT_NE(below.err.find("handler project add /home/u/scratch"), std::string::npos) << below.err;
+}
+
+const char* kAgents = R"({"agents":[{"id":3,"name":"reviewer","project":7}]})";
+
+// Defect 4: whose session it is and when it started, oldest first as the API lists
+// them; --json is the API's array as it came.
+TEST(Cli, SessionListShowsAgentProjectAndAgeOldestFirst) {
+    FakeDaemon daemon;
+    const char* sessions = R"({"sessions":[
+        {"id":"s_old","agent":3,"project":7,"harness":"shell","state":"exited","exit_code":0,
+         "mode":"terminal","message":null,"created_at":1699999820000,"updated_at":1699999830000},
+        {"id":"s_new","agent":null,"project":7,"harness":"codex","state":"running","exit_code":null,
+         "mode":"headless","message":null,"created_at":1699999995000,"updated_at":1699999995000}]})";
+    daemon.answer(200, sessions);
+    daemon.answer(200, kAgents);
+    daemon.answer(200, kProject);
+    auto result = run(daemon, {"session", "list"}, "/", at_fixed_time);
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    ASSERT_EQ(daemon.calls.size(), 3u);
+    EXPECT_EQ(daemon.calls[1].target, "/api/v1/agents");
+    EXPECT_EQ(daemon.calls[2].target, "/api/v1/projects");
+    std::istringstream lines(result.out);
+    std::string heading, first, second;
+    std::getline(lines, heading);
+    std::getline(lines, first);
+    std::getline(lines, second);
+    EXPECT_NE(heading.find("AGENT"), std::string::npos) << result.out;
+    EXPECT_NE(heading.find("PROJECT"), std::string::npos) << result.out;
+    EXPECT_NE(heading.find("STARTED"), std::string::npos) << result.out;
+    EXPECT_EQ(first.rfind("s_old  reviewer  app", 0), 0u) << result.out;
+    EXPECT_NE(first.find("3 min ago"), std::string::npos) << result.out;
+    EXPECT_EQ(second.rfind("s_new  -         app", 0), 0u) << result.out;
+    EXPECT_NE(second.find("5 s ago"), std::string::npos) << result.out;
+    EXPECT_EQ(result.out.find("1699999"), std::string::npos) << "no raw times: " << result.out;
+
+    daemon.answer(200, sessions);
+    auto as_json = run(daemon, {"session", "list", "--json"});
+    ASSERT_EQ(as_json.code, kExitOk) << as_json.err;
+    EXPECT_EQ(json::parse(as_json.out), json::parse(sessions).at("sessions"));
+    EXPECT_EQ(daemon.calls.size(), 4u) << "--json needs no names";
+}
+
+// Defect 5: `agent show` gives its project's name and local times; --json is unchanged.
+TEST(Cli, AgentShowGivesTheProjectNameAndLocalTimes) {
+    FakeDaemon daemon;
+    const char* agent = R"({"agents":[{"id":3,"name":"reviewer","project":7,"harness":"shell",
+        "created_at":1699992800000,"updated_at":1699999940000}]})";
+    daemon.answer(200, kProject);
+    daemon.answer(200, agent);
+    auto result = run(daemon, {"agent", "show", "reviewer"}, "/home/u/code/app", at_fixed_time);
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_NE(result.out.find("project:    app\n"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("created_at: 2023-11-14 21:13:20 (2 h ago)\n"), std::string::npos)
+        << result.out;
+    EXPECT_NE(result.out.find("updated_at: 2023-11-14 23:12:20 (1 min ago)\n"), std::string::npos)
+        << result.out;
+
+    daemon.answer(200, kProject);
+    daemon.answer(200, agent);
+    auto as_json = run(daemon, {"agent", "show", "reviewer", "--json"});
+    ASSERT_EQ(as_json.code, kExitOk) << as_json.err;
+    EXPECT_EQ(json::parse(as_json.out), json::parse(agent).at("agents").at(0));
+}
+
+// Defect 5: `session show` names its agent and project, and gives local times.
+TEST(Cli, SessionShowNamesItsAgentAndProject) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"id":"s_1","agent":3,"project":7,"state":"running",
+        "learn_until":1700000600000,"created_at":1699999400000})");
+    daemon.answer(200, kAgents);
+    daemon.answer(200, kProject);
+    auto result = run(daemon, {"session", "show", "s_1"}, "/", at_fixed_time);
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_NE(result.out.find("agent:       reviewer\n"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("project:     app\n"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("learn_until: 2023-11-14 23:23:20 (in 10 min)\n"), std::string::npos)
+        << result.out;
+    EXPECT_NE(result.out.find("created_at:  2023-11-14 23:03:20 (10 min ago)\n"), std::string::npos)
+        << result.out;
+}
+
+// Defect 5: first and last seen as ages, not epoch milliseconds; --json unchanged.
+TEST(Cli, NetworkLearnedShowsWhenAsAges) {
+    FakeDaemon daemon;
+    const char* learned = R"({"learned":[{"host":"pypi.org","port":443,"count":4,
+        "first_seen":1699999700000,"last_seen":1699999958000}]})";
+    daemon.answer(200, learned);
+    auto result = run(daemon, {"network", "learned", "s_1"}, "/", at_fixed_time);
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_EQ(daemon.calls.at(0).target, "/api/v1/sessions/s_1/learned");
+    EXPECT_NE(result.out.find("pypi.org  443   4      5 min ago   42 s ago"), std::string::npos)
+        << result.out;
+
+    daemon.answer(200, learned);
+    auto as_json = run(daemon, {"network", "learned", "s_1", "--json"});
+    EXPECT_EQ(json::parse(as_json.out), json::parse(learned).at("learned"));
+}
+
+TEST(TimeFormat, AgesAndLocalTimes) {
+    constexpr std::int64_t kAt = 1'700'000'000'000; // 2023-11-14 22:13:20 UTC
+    EXPECT_EQ(format_age(kAt, kAt + 400), "just now");
+    EXPECT_EQ(format_age(kAt, kAt + 59'999), "59 s ago");
+    EXPECT_EQ(format_age(kAt, kAt + 60'000), "1 min ago");
+    EXPECT_EQ(format_age(kAt, kAt + 47LL * 3'600'000), "47 h ago");
+    EXPECT_EQ(format_age(kAt, kAt + 49LL * 3'600'000), "2 d ago");
+    EXPECT_EQ(format_age(kAt + 720'000, kAt), "in 12 min");
+    EXPECT_EQ(format_local_time(kAt, 0), "2023-11-14 22:13:20");
+    EXPECT_EQ(format_local_time(kAt + 999, 2 * 3600), "2023-11-15 00:13:20");
+    EXPECT_EQ(format_local_time(kAt, -5 * 3600 - 1800), "2023-11-14 16:43:20");
+    EXPECT_EQ(format_local_time(-1, 0), "1969-12-31 23:59:59");
+    const handler::testing::FakeClock clock{kAt + 180'000};
+    EXPECT_EQ(format_when(kAt, clock, FixedTimeZone{3600}), "2023-11-14 23:13:20 (3 min ago)");
+}
+
+const char* kSessionOfReviewer = R"({"id":"s_1","agent":3,"project":7,"state":"exited"})";
+
+// Defect 6: `network allow HOST --session ID` works from any folder: the session names
+// the agent and the project.
+TEST(Cli, NetworkAllowWithASessionUsesItsAgentFromAnyFolder) {
+    FakeDaemon daemon;
+    daemon.answer(200, kSessionOfReviewer);
+    daemon.answer(200, R"({"id":7,"name":"app","path":"/home/u/code/app","allowed_hosts":[]})");
+    daemon.answer(200, R"({"id":3,"name":"reviewer","project":7,"allowed_hosts":["a.com"]})");
+    daemon.answer(200, R"({"id":3,"name":"reviewer","project":7,"allowed_hosts":["a.com","pypi.org"]})");
+    auto result = run(daemon, {"network", "allow", "pypi.org", "--session", "s_1"}, "/tmp/elsewhere");
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    ASSERT_EQ(daemon.calls.size(), 4u);
+    EXPECT_EQ(daemon.calls[0].target, "/api/v1/sessions/s_1");
+    EXPECT_EQ(daemon.calls[1].target, "/api/v1/projects/7");
+    EXPECT_EQ(daemon.calls[2].target, "/api/v1/agents/3");
+    EXPECT_EQ(daemon.calls[3].method, "PATCH");
+    EXPECT_EQ(daemon.calls[3].target, "/api/v1/agents/3");
+    EXPECT_EQ(daemon.calls[3].body, R"({"allowed_hosts":["a.com","pypi.org"]})");
+    EXPECT_NE(result.out.find("project:       app"), std::string::npos) << result.out;
+}
+
+// A session without an agent (a harness run directly): the host goes on its project's
+// list, and the output says so.
+TEST(Cli, NetworkAllowForASessionWithoutAgentAddsToItsProjectAndSaysSo) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"id":"s_2","agent":null,"project":7,"state":"exited"})");
+    daemon.answer(200, R"({"id":7,"name":"app","path":"/home/u/code/app","allowed_hosts":["a.com"]})");
+    daemon.answer(200, R"({"id":7,"name":"app","path":"/home/u/code/app","allowed_hosts":["a.com","pypi.org"]})");
+    auto result = run(daemon, {"network", "allow", "pypi.org", "--session", "s_2"}, "/");
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    ASSERT_EQ(daemon.calls.size(), 3u);
+    EXPECT_EQ(daemon.calls[2].method, "PATCH");
+    EXPECT_EQ(daemon.calls[2].target, "/api/v1/projects/7");
+    EXPECT_EQ(daemon.calls[2].body, R"({"allowed_hosts":["a.com","pypi.org"]})");
+    EXPECT_NE(result.out.find("Session s_2 has no agent"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("list of its project app, which every session in the project may reach"),
+              std::string::npos)
+        << result.out;
+}
+
+// Outside a project the error names both ways out; the words must fit the form used.
+TEST(Cli, NetworkAllowOutsideAProjectNamesProjectAndSession) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"projects":[]})");
+    auto outside = run(daemon, {"network", "allow", "reviewer", "pypi.org"}, "/tmp/elsewhere");
+    EXPECT_EQ(outside.code, kExitRefused);
+    EXPECT_NE(outside.err.find("--project PATH"), std::string::npos) << outside.err;
+    EXPECT_NE(outside.err.find("--session ID"), std::string::npos) << outside.err;
+
+    const auto calls = daemon.calls.size();
+    auto host_only = run(daemon, {"network", "allow", "pypi.org"});
+    EXPECT_EQ(host_only.code, kExitUsage);
+    EXPECT_NE(host_only.err.find("HOST --session ID"), std::string::npos) << host_only.err;
+    EXPECT_EQ(run(daemon, {"network", "allow", "reviewer", "pypi.org", "--session", "s_1"}).code,
+              kExitUsage);
+    EXPECT_EQ(run(daemon, {"network", "allow", "pypi.org", "--session", "s_1", "--project", "/x"}).code,
+              kExitUsage);
+    EXPECT_EQ(daemon.calls.size(), calls) << "usage errors ask handlerd nothing";
+}
+
+// The host names no harness's models: the plugins describe their own.
+TEST(Cli, RunHelpNamesNoHarnessModels) {
+    FakeDaemon daemon;
+    auto result = run(daemon, {"run", "--help"});
+    ASSERT_EQ(result.code, kExitOk);
+    for (const char* word : {"sonnet", "opus", "claude:", "codex:", "gpt-", "anthropic/"})
+        EXPECT_EQ(result.out.find(word), std::string::npos) << word << " in " << result.out;
+    EXPECT_NE(result.out.find("handler plugins list --json"), std::string::npos) << result.out;
+}
+
+} // namespace
 
 } // namespace handler::cli

@@ -423,6 +423,36 @@ TEST_F(PodmanRuntimeTest, ListFiltersOnTheManagedLabel) {
     EXPECT_TRUE(has(runner_.last_argv(), "--filter=label=io.handler.managed=1"));
 }
 
+// A stopping handlerd does not wait for podman's answers to questions (ps, inspect, image
+// exists, images), and always waits for a command that changes something.
+TEST_F(PodmanRuntimeTest, OnlyQuestionsAreAbandonedWhenStopping) {
+    PodmanRuntime runtime(runner_, options_);
+    auto last_abandonable = [this] { return runner_.requests.back().abandon_when_stopping; };
+    runner_.answer(0, "[]");
+    ASSERT_TRUE(runtime.list(kManagedSelector));
+    EXPECT_TRUE(last_abandonable()) << "ps";
+    runner_.answer(0, sample("inspect_running.json"));
+    ASSERT_TRUE(runtime.inspect("6e5a042cfa69"));
+    EXPECT_TRUE(last_abandonable()) << "inspect";
+    runner_.answer(0);
+    ASSERT_TRUE(runtime.image_exists("localhost/x:latest"));
+    EXPECT_TRUE(last_abandonable()) << "image exists";
+    runner_.answer(0, "[]");
+    ASSERT_TRUE(runtime.image_tags("localhost/handler-pi"));
+    EXPECT_TRUE(last_abandonable()) << "images";
+
+    ASSERT_TRUE(runtime.stop("6e5a042cfa69", std::chrono::milliseconds(1500)));
+    EXPECT_FALSE(last_abandonable()) << "stop";
+    ASSERT_TRUE(runtime.remove("6e5a042cfa69"));
+    EXPECT_FALSE(last_abandonable()) << "rm";
+    runner_.answer(0, "6e5a042cfa69\n");
+    ASSERT_TRUE(runtime.create_and_start(spec()));
+    EXPECT_FALSE(last_abandonable()) << "run";
+    runner_.answer(0);
+    ASSERT_TRUE(runtime.remove_image("localhost/handler-pi:111"));
+    EXPECT_FALSE(last_abandonable()) << "rmi";
+}
+
 TEST_F(PodmanRuntimeTest, ImageExistsAndImport) {
     PodmanRuntime runtime(runner_, options_);
     runner_.answer(0);

@@ -6,6 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -13,6 +18,7 @@ namespace handler::runtime {
 namespace {
 
 using handler::testing::contains;
+using handler::testing::TempDir;
 
 CommandRequest command(std::vector<std::string> argv) {
     CommandRequest request;
@@ -113,6 +119,47 @@ TEST(SystemCommandRunner, DoesNotLeakDescriptorsWithoutCloexec) {
     // 0, 1, 2 and the descriptor ls opened to read the folder; never `leaky`.
     EXPECT_FALSE(contains("\n" + result->stdout_text, "\n" + std::to_string(leaky) + "\n"))
         << result->stdout_text;
+}
+
+// A question under way when handlerd stops returns at once instead of holding up the
+// stop; it would otherwise run for 5 s and succeed.
+TEST(SystemCommandRunner, AbandonsAQuestionUnderWayWhenStopping) {
+    TempDir dir;
+    const auto started = dir / "started";
+    SystemCommandRunner runner;
+    CommandRequest request = command({"sh", "-c", "echo > '" + started.string() + "'; exec sleep 5"});
+    request.abandon_when_stopping = true;
+    request.timeout_ms = 20'000;
+    std::optional<Result<CommandResult>> result;
+    std::thread worker([&] { result.emplace(runner.run(request)); });
+    while (!std::filesystem::exists(started)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    runner.abandon_reads();
+    worker.join();
+    ASSERT_TRUE(result.has_value());
+    ASSERT_FALSE(*result) << "the question ran to its end: " << (*result)->stdout_text;
+    EXPECT_EQ(result->error().code, ErrorCode::unavailable);
+    EXPECT_TRUE(contains(result->error().message, "abandoned: handlerd is stopping"))
+        << result->error().message;
+}
+
+// After the stop began, a question is not started at all; a command that changes
+// something still runs to its end.
+TEST(SystemCommandRunner, AfterStoppingQuestionsDoNotStartAndChangesStillRun) {
+    TempDir dir;
+    SystemCommandRunner runner;
+    runner.abandon_reads();
+
+    CommandRequest question = command({"touch", (dir / "asked").string()});
+    question.abandon_when_stopping = true;
+    auto asked = runner.run(question);
+    ASSERT_FALSE(asked);
+    EXPECT_TRUE(contains(asked.error().message, "abandoned")) << asked.error().message;
+    EXPECT_FALSE(std::filesystem::exists(dir / "asked"));
+
+    auto change = runner.run(command({"sh", "-c", "sleep 0.2; touch '" + (dir / "changed").string() + "'; echo done"}));
+    ASSERT_TRUE(change) << change.error().message;
+    EXPECT_EQ(change->stdout_text, "done\n");
+    EXPECT_TRUE(std::filesystem::exists(dir / "changed"));
 }
 
 TEST(DescribeCommand, QuotesOnlyWhatNeedsIt) {

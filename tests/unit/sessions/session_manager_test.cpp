@@ -9,6 +9,7 @@
 
 #include "store/store.hpp"
 #include "support/fake_container_runtime.hpp"
+#include "support/fake_harness_catalog.hpp"
 #include "support/fakes.hpp"
 
 #include <handler/shim_protocol.hpp>
@@ -38,6 +39,7 @@ namespace fs = std::filesystem;
 using handler::testing::contains;
 using handler::testing::FakeClock;
 using handler::testing::FakeContainerRuntime;
+using handler::testing::FakeHarnessCatalog;
 using handler::testing::TempDir;
 using store::SessionState;
 
@@ -217,45 +219,26 @@ protected:
         // for the loopback itself as well (which an addon's rule never opens), and sets a
         // variable; one that tries to pick the image.
         options.resolve = {{"cdn.test", {*network::parse_address("127.0.0.1")}}};
-        options.contribute_addon = [](std::string_view addon, const plugins::LaunchRequest& request)
-            -> Result<plugins::LaunchSpec> {
+        catalog_.addons["local-cdn"] = [](const plugins::LaunchRequest& request) -> Result<plugins::LaunchSpec> {
             plugins::LaunchSpec spec;
-            if (addon == "local-cdn") {
-                spec.env = {{"CDN_SESSION", request.session_id}};
-                spec.allowed_hosts = {{"cdn.test", 0}, {"127.0.0.1", 0}};
-            } else if (addon == "greedy") {
-                spec.image = "elsewhere:latest";
-            } else {
-                return make_error(ErrorCode::not_found, "no addon plugin '" + std::string(addon) + "'");
-            }
+            spec.env = {{"CDN_SESSION", request.session_id}};
+            spec.allowed_hosts = {{"cdn.test", 0}, {"127.0.0.1", 0}};
+            return spec;
+        };
+        catalog_.addons["greedy"] = [](const plugins::LaunchRequest&) -> Result<plugins::LaunchSpec> {
+            plugins::LaunchSpec spec;
+            spec.image = "elsewhere:latest";
             return spec;
         };
         // "keyed" has an image recipe; "shell" output is parsed a line at a time, each line
-        // a message chunk, and a line "END" the result.
+        // a message chunk, and a line "END" the result; "asking" too, and its stdin is its
+        // protocol.
         options.image_build_dir = dir_ / "cache/build";
         options.account_state_root = dir_ / "data/account-state";
-        options.harness_recipe = [](std::string_view harness) -> Result<std::optional<runtime::LayerRecipe>> {
-            if (harness != "keyed") return std::optional<runtime::LayerRecipe>();
-            return std::optional<runtime::LayerRecipe>(
-                runtime::LayerRecipe{"keyed", "1.2.0", {{"KEYED_HOME", "/opt/keyed"}}, {"npm install -g keyed@1.2.0"}});
-        };
-        options.open_events = [](std::string_view harness, std::string_view) -> Result<OpenedEvents> {
-            if (harness != "shell" && harness != "asking") return make_error(ErrorCode::unavailable, "no events");
-            OpenedEvents opened;
-            opened.parser = std::make_unique<LineEvents>();
-            opened.mode = "structured";
-            opened.owns_input = harness == "asking"; // its stdin is its protocol
-            return opened;
-        };
-        fs::create_directories(options.helper_dir);
-        manager_.reset();
-        manager_ = std::make_unique<SessionManager>(
-            io_, *store_, runtime_,
-            [this](std::string_view harness, const plugins::LaunchRequest& request)
+        for (const char* harness : {"shell", "keyed", "stateful", "asking"}) {
+            FakeHarnessCatalog::Harness made;
+            made.launch = [harness = std::string(harness)](const plugins::LaunchRequest&)
                 -> Result<plugins::LaunchSpec> {
-                requests_.push_back(request);
-                if (harness != "shell" && harness != "keyed" && harness != "stateful" && harness != "asking")
-                    return make_error(ErrorCode::not_found, "no harness");
                 plugins::LaunchSpec spec;
                 spec.arguments = {"bash", "-l"};
                 if (harness == "asking") spec.input = "HELLO\n"; // its protocol's opening
@@ -265,12 +248,20 @@ protected:
                     spec.secret_env = {{"ANTHROPIC_API_KEY", "anthropic-api-key"}};
                 }
                 return spec;
-            },
-            [](std::string_view harness) {
-                return harness == "shell" || harness == "keyed" || harness == "stateful" || harness == "asking";
-            },
-            events_, clock_,
-            options);
+            };
+            if (std::string_view(harness) == "keyed")
+                made.recipe = runtime::LayerRecipe{"keyed", "1.2.0", {{"KEYED_HOME", "/opt/keyed"}},
+                                                   {"npm install -g keyed@1.2.0"}};
+            if (std::string_view(harness) == "shell" || std::string_view(harness) == "asking") {
+                made.parser = [] { return std::make_unique<LineEvents>(); };
+                made.description.events = "structured";
+                made.description.stdin_protocol = std::string_view(harness) == "asking";
+            }
+            catalog_.harnesses[harness] = std::move(made);
+        }
+        fs::create_directories(options.helper_dir);
+        manager_.reset();
+        manager_ = std::make_unique<SessionManager>(io_, *store_, runtime_, catalog_, events_, clock_, options);
     }
 
     // Runs the io_context (and so the worker's results) until `done` or 5 s.
@@ -342,7 +333,8 @@ protected:
     FakeContainerRuntime runtime_;
     api::EventHub events_;
     boost::asio::io_context io_;
-    std::vector<plugins::LaunchRequest> requests_;
+    FakeHarnessCatalog catalog_;
+    std::vector<plugins::LaunchRequest>& requests_ = catalog_.launches;
     std::unique_ptr<SessionManager> manager_;
 };
 
@@ -862,6 +854,21 @@ TEST_F(SessionManagerTest, RefusesWhatItCannotResolve) {
     ASSERT_FALSE(unknown.ok());
     EXPECT_EQ(unknown.error().code, ErrorCode::not_found);
     EXPECT_TRUE(store_->list_sessions()->empty()) << "nothing is recorded for a refused request";
+}
+
+// The harness's own description is checked before anything is recorded or launched.
+TEST_F(SessionManagerTest, AThinkingLevelTheHarnessDoesNotListIsRefusedBeforeAnythingIsRecorded) {
+    catalog_.harnesses["shell"].description.thinking_levels = {"low", "high"};
+    api::StartRequest request;
+    request.harness = "shell";
+    request.thinking = "max";
+    request.directory = (dir_ / "project").string();
+    auto refused = manager_->start(request);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
+    EXPECT_EQ(refused.error().message, "harness 'shell' has no thinking level 'max'; its levels are low, high");
+    EXPECT_TRUE(requests_.empty()) << "the plugin was not asked";
+    EXPECT_TRUE(store_->list_sessions()->empty());
 }
 
 TEST_F(SessionManagerTest, AManagerToldToRefuseStartsNothing) {

@@ -254,17 +254,25 @@ TEST(SetupChecks, TooFewSubordinateIdsIsAWarning) {
     EXPECT_EQ(check_subordinate_ids(probe).status, CheckStatus::warn);
 }
 
-TEST(SetupChecks, UnusableTunIsAWarningWithTheChmodFix) {
+// Issue 15: with tun at 0600 podman build's RUN steps fail (slirp4netns), so no harness
+// image can be built; setup must not say "Ready".
+TEST(SetupChecks, UnusableTunIsAProblemForHarnessImagesWithThePermanentFix) {
     FakeSystemProbe probe;
     EXPECT_EQ(check_tun(probe).status, CheckStatus::ok);
     probe.accessible.clear();
     Check check = check_tun(probe);
-    EXPECT_EQ(check.status, CheckStatus::warn);
+    EXPECT_EQ(check.status, CheckStatus::problem);
     EXPECT_TRUE(contains(check.found, "alice cannot open it")) << check.found;
-    EXPECT_TRUE(contains(check.fix_command, "sudo chmod 0666 /dev/net/tun"));
-    EXPECT_TRUE(contains(check.explanation, "`none` and `filtered` agents"));
+    EXPECT_TRUE(contains(check.fix_command, "sudo chmod 0666 /dev/net/tun")) << check.fix_command;
+    EXPECT_TRUE(contains(check.fix_command, "KERNEL==\"tun\", MODE=\"0666\"")) << check.fix_command;
+    EXPECT_TRUE(contains(check.fix_command, "/etc/udev/rules.d/60-handler-tun.rules")) << check.fix_command;
+    EXPECT_TRUE(contains(check.explanation, "Harness images")) << check.explanation;
+    EXPECT_TRUE(contains(check.explanation, "podman build's RUN steps")) << check.explanation;
+    EXPECT_TRUE(contains(check.explanation, "network `open`")) << check.explanation;
+    EXPECT_FALSE(check.needed_for_base_image);
     probe.paths.clear();
     check = check_tun(probe);
+    EXPECT_EQ(check.status, CheckStatus::problem);
     EXPECT_EQ(check.found, "/dev/net/tun does not exist");
     EXPECT_EQ(check.fix_command, "sudo modprobe tun");
 }
