@@ -271,8 +271,12 @@ void Channel::read(const std::shared_ptr<Link>& link) {
             if (!self || self->link_ != link) return;
             if (error) return self->drop_link("the shim disconnected");
             link->decoder.feed(std::string_view(link->buffer.data(), n));
-            while (auto frame = link->decoder.next())
+            while (auto frame = link->decoder.next()) {
                 if (!self->handle(*frame)) return self->drop_link("protocol error");
+                // An exit may have closed the channel (or a new shim replaced this one):
+                // what follows in the same read has no connection to act on.
+                if (self->link_ != link) return;
+            }
             if (link->decoder.failed())
                 return self->drop_link("oversized or unknown frame");
             self->read(link);

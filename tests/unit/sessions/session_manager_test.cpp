@@ -1012,6 +1012,30 @@ TEST_F(SessionManagerTest, AContainerThatDiesWithItsShimIsNoticed) {
     EXPECT_EQ(store_->get_session(id)->exit_code, 137);
 }
 
+// Anything in the container may connect to the control socket and write frames. An exit
+// closes the session's channel while the frames after it in the same read are still to
+// be decoded: they must find no connection, not a dangling one (this crashed handlerd).
+TEST_F(SessionManagerTest, FramesAfterAnExitInTheSameWriteAreIgnored) {
+    const std::string id = start_shell();
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    std::string frames = shim::encode_i32(shim::FrameType::exit, 3);
+    shim::append_output(frames, 0, shim::Stream::terminal, "after the exit");
+    shim::Hello hello;
+    hello.tty = true;
+    frames += shim::encode_hello(hello);
+    shim.send(frames);
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::exited; }));
+    EXPECT_EQ(store_->get_session(id)->exit_code, 3);
+    // Still serving: another session starts and its shim is resumed.
+    const std::string next = start_shell();
+    ShimDouble other;
+    EXPECT_EQ(connect_shim(other, next, 0), 0u);
+    auto log = manager_->log(id);
+    ASSERT_TRUE(log.ok());
+    EXPECT_EQ(log->text.find("after the exit"), std::string::npos);
+}
+
 TEST_F(SessionManagerTest, AMisbehavingShimIsDisconnectedNotBelieved) {
     const std::string id = start_shell();
     ShimDouble shim;
