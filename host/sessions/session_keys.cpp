@@ -34,7 +34,7 @@ Result<store::Account> account_for(store::Store& store, std::string_view kind,
     }
     std::vector<store::Account> usable;
     for (auto& account : *accounts)
-        if (account.kind == wanted && (!account.context || account.context == project.context))
+        if (account.kind == wanted && account.context == project.context)
             usable.push_back(std::move(account));
     if (usable.size() == 1) return std::move(usable.front());
     if (usable.empty())

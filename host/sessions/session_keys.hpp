@@ -28,8 +28,9 @@ class SecretStore;
 namespace handler::sessions {
 
 // The account whose `kind` key a session uses: its agent's account when it has one (which
-// must be of that kind), else the only account of that kind the project may use (one of
-// the project's context, or of none). The errors say which command fixes it.
+// must be of that kind), else the only account of that kind the project may use: one of
+// the project's context, untagged counting as a context of its own (docs/domain-model.md,
+// "Contexts"). The errors say which command fixes it.
 Result<store::Account> account_for(store::Store& store, std::string_view kind,
                                    const std::optional<store::Agent>& agent,
                                    const store::Project& project);

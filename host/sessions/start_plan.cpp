@@ -13,6 +13,11 @@
 namespace handler::sessions {
 namespace {
 
+// "context 'Work'", or "no context" for an untagged record.
+std::string context_phrase(const std::optional<std::string>& context) {
+    return context ? "context '" + *context + "'" : std::string("no context");
+}
+
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
@@ -254,10 +259,12 @@ Result<ContainerPlan> plan_container(const StartPlan& plan, const std::string& s
         // One folder per account, kept for the next session (a login the harness
         // refreshes); private to the user, and never shared across contexts.
         const auto& account = *plan.account;
-        if (account.context && plan.project.context && account.context != plan.project.context)
+        if (account.context != plan.project.context)
             return make_error(ErrorCode::invalid_argument,
-                              "account '" + account.name + "' belongs to context '" + *account.context +
-                                  "' and project '" + plan.project.name + "' to '" + *plan.project.context + "'");
+                              "account '" + account.name + "' belongs to " + context_phrase(account.context) +
+                                  " and project '" + plan.project.name + "' to " +
+                                  context_phrase(plan.project.context) +
+                                  "; pick an account of the project's context");
         if (settings.account_state_root.empty())
             return make_error(ErrorCode::unavailable, "this handlerd keeps no account state");
         context.account_state_dir = settings.account_state_root / std::to_string(account.id);

@@ -3,6 +3,9 @@
 // any other host is kept, and either way one exact host:port rule admits it.
 #include "sessions/session_keys.hpp"
 
+#include "store/store.hpp"
+#include "support/fakes.hpp"
+
 #include <gtest/gtest.h>
 
 namespace handler::sessions {
@@ -47,6 +50,36 @@ TEST(LocalServer, OnlyLocalKindsWithAnHttpUrlHaveOne) {
     store::Account none = account("ollama", "");
     none.base_url.reset();
     EXPECT_FALSE(local_server(none).ok());
+}
+
+// Without an agent's own account, the key comes from the one account of its kind in the
+// project's context; untagged is a context of its own, so an untagged key never serves a
+// Work project, nor a Work key an untagged one (docs/domain-model.md, "Contexts").
+TEST(AccountFor, AKeyIsTakenOnlyFromTheProjectsOwnContext) {
+    testing::FakeClock clock;
+    auto opened = store::Store::open_in_memory(clock);
+    ASSERT_TRUE(opened.ok()) << opened.error().message;
+    store::Store& store = **opened;
+    ASSERT_TRUE(store.create_context("Work").ok());
+    auto work = store.create_project({"work", "/work/app", "Work", {}});
+    auto untagged = store.create_project({"mine", "/work/mine", std::nullopt, {}});
+    ASSERT_TRUE(work.ok() && untagged.ok());
+    ASSERT_TRUE(store.create_account({"personal", "anthropic-api-key", std::nullopt, std::nullopt}).ok());
+
+    auto refused = account_for(store, "anthropic-api-key", std::nullopt, *work);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::not_found);
+    auto same = account_for(store, "anthropic-api-key", std::nullopt, *untagged);
+    ASSERT_TRUE(same.ok()) << same.error().message;
+    EXPECT_EQ(same->name, "personal");
+
+    ASSERT_TRUE(store.create_account({"office", "anthropic-api-key", "Work", std::nullopt}).ok());
+    auto office = account_for(store, "anthropic-api-key", std::nullopt, *work);
+    ASSERT_TRUE(office.ok()) << office.error().message;
+    EXPECT_EQ(office->name, "office");
+    auto still_personal = account_for(store, "anthropic-api-key", std::nullopt, *untagged);
+    ASSERT_TRUE(still_personal.ok()) << still_personal.error().message;
+    EXPECT_EQ(still_personal->name, "personal");
 }
 
 } // namespace

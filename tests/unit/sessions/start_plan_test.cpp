@@ -375,9 +375,16 @@ TEST_F(ContainerPlanTest, AnAccountsStateFolderIsItsOwnAndNeverAcrossContexts) {
     auto mismatch = plan_container(planned(in("/work/web")), "s_1", stateful, {}, settings_);
     ASSERT_FALSE(mismatch.ok());
     EXPECT_EQ(mismatch.error().code, ErrorCode::invalid_argument);
-    EXPECT_EQ(mismatch.error().message, "account 'login' belongs to context 'home' and project 'web' to 'work'");
-
+    EXPECT_EQ(mismatch.error().message, "account 'login' belongs to context 'home' and project 'web' to "
+                                        "context 'work'; pick an account of the project's context");
+    // Untagged is a context of its own (docs/domain-model.md), not a wildcard.
     snapshot_.accounts[0].context.reset();
+    auto untagged = plan_container(planned(in("/work/web")), "s_1", stateful, {}, settings_);
+    ASSERT_FALSE(untagged.ok());
+    EXPECT_EQ(untagged.error().message, "account 'login' belongs to no context and project 'web' to "
+                                        "context 'work'; pick an account of the project's context");
+
+    snapshot_.accounts[0].context = "work";
     settings_.account_state_root.clear();
     auto no_root = plan_container(planned(in("/work/web")), "s_1", stateful, {}, settings_);
     ASSERT_FALSE(no_root.ok());
