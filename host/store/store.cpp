@@ -802,6 +802,23 @@ Result<Agent> Store::update_agent(std::int64_t id, const AgentChanges& changes) 
 Result<void> Store::delete_agent(std::int64_t id) {
     std::lock_guard lock(mutex_);
     return in_transaction(Transaction::Kind::write, [&]() -> Result<void> {
+        // A live session's policy is read from its agent at every connection; without the
+        // agent it would fall back to the project's list in filtered mode, which may be
+        // more than the agent allowed (a `none` agent's session would gain hosts).
+        auto live = collect(db_.prepare("SELECT id FROM sessions WHERE agent_id = ?1 AND state IN "
+                                        "('starting', 'running') ORDER BY created_at",
+                                        id),
+                            [](sqlite::Statement& row) { return row.text(0); });
+        if (!live) return live.take_error();
+        if (!live->empty()) {
+            std::string ids;
+            for (const auto& each : *live) ids += (ids.empty() ? "" : ", ") + each;
+            auto name = first(db_.prepare("SELECT name FROM agents WHERE id = ?1", id),
+                              [](sqlite::Statement& row) { return row.text(0); });
+            const std::string who = name && *name ? "agent '" + **name + "'" : "agent " + std::to_string(id);
+            return conflict(who + " has running sessions (" + ids +
+                            "); stop them first with `handler session stop ID`");
+        }
         auto remove = db_.prepare("DELETE FROM agents WHERE id = ?1", id);
         if (!remove) return remove.take_error();
         if (auto done = remove->run(); !done) return done.take_error();

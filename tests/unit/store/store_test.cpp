@@ -936,6 +936,26 @@ TEST_F(StoreTest, NetworkEntriesAreRecordedFinishedListedAndGoWithTheirSession) 
     EXPECT_TRUE(store_->network_log(session->id, 0, 100)->empty());
 }
 
+
+// A running session's policy comes from its agent; deleting the agent under it would
+// leave the session on the project's list in filtered mode, more than a `none` agent
+// allowed. So an agent with live sessions stays until they end.
+TEST_F(StoreTest, AnAgentWithRunningSessionsIsNotDeleted) {
+    auto p = project("/src/app");
+    auto agent = store_->create_agent({p.id, "locked", "shell", "", "", {}, NetworkMode::none, {}, {}});
+    ASSERT_TRUE(agent.ok()) << agent.error().message;
+    auto session = store_->create_session(session_of(agent->id, p.id, "shell"));
+    ASSERT_TRUE(session.ok());
+    auto refused = store_->delete_agent(agent->id);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::conflict);
+    EXPECT_EQ(refused.error().message, "agent 'locked' has running sessions (" + session->id +
+                                           "); stop them first with `handler session stop ID`");
+    EXPECT_TRUE(store_->get_agent(agent->id).ok());
+    ASSERT_TRUE(store_->update_session(session->id, exited_with(0)).ok());
+    EXPECT_TRUE(store_->delete_agent(agent->id).ok());
+}
+
 } // namespace
 } // namespace handler::store
 
