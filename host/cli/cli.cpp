@@ -284,13 +284,17 @@ int allow_for_session(Session& session, const Options& options, const std::strin
     if (agent_id == nullptr || agent_id->is_null()) {
         json::object body;
         put_list_changes(body, project->as_object(), "allowed_hosts", {host}, {});
-        session.context().out << "Session " << options.session_id
-                              << " has no agent (it ran a harness directly), so " << host
-                              << " goes on the list of its project "
-                              << display(project->as_object().at("name"))
-                              << ", which every session in the project may reach.\n";
+        // Said once the change is made, before the project as it now is.
         return patch_record(session, options, "/api/v1/projects/" + std::to_string(project_id),
-                            std::move(body), "network allow");
+                            std::move(body), "network allow", [&](std::ostream& out, json::object updated) {
+                                out << "Session " << options.session_id
+                                    << " has no agent (it ran a harness directly), so " << host
+                                    << " went on the list of its project " << display(updated.at("name"))
+                                    << ", which every session in the project may reach.\n";
+                                show_times(updated, {"created_at", "updated_at"}, session.clock(),
+                                           session.time_zone(), TimeStyle::local_time);
+                                print_record(out, updated);
+                            });
     }
     const std::string agent_path =
         "/api/v1/agents/" + std::to_string(agent_id->to_number<std::int64_t>());
@@ -312,6 +316,8 @@ int command_network_allow(Session& session, const Options& options) {
             return session.fail("--session names the agent and the project: give only HOST "
                                 "(`handler network allow HOST --session ID`)",
                                 kExitUsage);
+        if (options.name.empty())
+            return session.fail("give the HOST to allow: `handler network allow HOST --session ID`", kExitUsage);
         return allow_for_session(session, options, options.name);
     }
     if (!both)

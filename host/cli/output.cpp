@@ -47,9 +47,25 @@ void print_json(std::ostream& out, const json::value& value) {
     out << '\n';
 }
 
+std::string printable(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto byte = static_cast<unsigned char>(text[i]);
+        if (byte == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+            static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+            out.push_back(' ');
+            ++i;
+        } else {
+            out.push_back(byte < 0x20 || byte == 0x7f ? ' ' : text[i]);
+        }
+    }
+    return out;
+}
+
 std::string display(const json::value& value) {
     if (value.is_null()) return "-";
-    if (value.is_string()) return std::string(value.as_string());
+    if (value.is_string()) return printable(value.as_string());
     if (value.is_array()) {
         std::string joined;
         for (const auto& element : value.as_array()) {

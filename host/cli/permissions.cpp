@@ -74,13 +74,6 @@ Result<std::string> choose_option(const json::object& request, std::string_view 
                           " (or allow, always, reject, or an option's number)");
 }
 
-std::string printable(std::string_view text) {
-    std::string out(text);
-    for (char& c : out)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-    return out;
-}
-
 std::string describe_request(const json::object& request) {
     std::string title = text_at(request, "title");
     if (title.empty()) title = "tool call " + text_at(request, "toolCallId");

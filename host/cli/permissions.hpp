@@ -3,6 +3,8 @@
 // run goes on (docs/harnesses.md, "Permission requests").
 #pragma once
 
+#include "cli/output.hpp" // printable()
+
 #include "core/result.hpp"
 
 #include <boost/json/array.hpp>
@@ -34,9 +36,6 @@ Result<std::string> choose_option(const boost::json::object& request, std::strin
 // characters: the title comes from inside the container, and a question is no place for
 // an escape sequence the terminal would act on.
 std::string describe_request(const boost::json::object& request);
-
-// `text` with every control character (C0, DEL) shown as a space.
-std::string printable(std::string_view text);
 
 // Asks the person at the terminal, on a thread of its own so the session's output and
 // events keep flowing while they think; a request answered elsewhere meanwhile (the web

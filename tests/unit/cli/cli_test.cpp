@@ -714,6 +714,20 @@ TEST(Cli, NetworkLearnedShowsWhenAsAges) {
     EXPECT_EQ(json::parse(as_json.out), json::parse(learned).at("learned"));
 }
 
+// What a table prints may come from inside a container (the network log's paths, a
+// session's message): escape sequences reach the terminal as spaces, C1 ones included.
+TEST(Cli, TablesPrintNoControlCharactersFromTheirData) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"learned":[{"host":"evil\u001b]0;pwned\u0007.com","port":443,"count":1,
+        "first_seen":1699999700000,"last_seen":1699999958000}]})");
+    auto result = run(daemon, {"network", "learned", "s_1"}, "/", at_fixed_time);
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_EQ(result.out.find('\x1b'), std::string::npos) << result.out;
+    EXPECT_EQ(result.out.find('\x07'), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("evil ]0;pwned .com"), std::string::npos) << result.out;
+    EXPECT_EQ(printable("a\xc2\x9b" "31mb\xc2\xa0" "c"), "a 31mb\xc2\xa0" "c"); // CSI gone, NBSP kept
+}
+
 TEST(TimeFormat, AgesAndLocalTimes) {
     constexpr std::int64_t kAt = 1'700'000'000'000; // 2023-11-14 22:13:20 UTC
     EXPECT_EQ(format_age(kAt, kAt + 400), "just now");
@@ -769,6 +783,16 @@ TEST(Cli, NetworkAllowForASessionWithoutAgentAddsToItsProjectAndSaysSo) {
     EXPECT_NE(result.out.find("list of its project app, which every session in the project may reach"),
               std::string::npos)
         << result.out;
+
+    // Refused: nothing is said to have been added.
+    FakeDaemon refusing;
+    refusing.answer(200, R"({"id":"s_2","agent":null,"project":7,"state":"exited"})");
+    refusing.answer(200, R"({"id":7,"name":"app","path":"/home/u/code/app","allowed_hosts":[]})");
+    refusing.answer(400, R"({"error":{"code":"invalid_argument","message":"allowed_hosts[0] '1.2.3' is not a host pattern"}})");
+    auto refused = run(refusing, {"network", "allow", "1.2.3", "--session", "s_2"}, "/");
+    EXPECT_EQ(refused.code, kExitRefused);
+    EXPECT_EQ(refused.out.find("went on the list"), std::string::npos) << refused.out;
+    EXPECT_NE(refused.err.find("is not a host pattern"), std::string::npos) << refused.err;
 }
 
 // Outside a project the error names both ways out; the words must fit the form used.
@@ -788,6 +812,9 @@ TEST(Cli, NetworkAllowOutsideAProjectNamesProjectAndSession) {
               kExitUsage);
     EXPECT_EQ(run(daemon, {"network", "allow", "pypi.org", "--session", "s_1", "--project", "/x"}).code,
               kExitUsage);
+    auto no_host = run(daemon, {"network", "allow", "--session", "s_1"});
+    EXPECT_EQ(no_host.code, kExitUsage);
+    EXPECT_NE(no_host.err.find("give the HOST"), std::string::npos) << no_host.err;
     EXPECT_EQ(daemon.calls.size(), calls) << "usage errors ask handlerd nothing";
 }
 
