@@ -1,5 +1,6 @@
-// The `handler` command line (CLI11). Everything but `handler daemon` is a thin client
-// of handlerd's API, so the CLI, the web UI and editors see one truth.
+// The `handler` command line (CLI11). Every command but `daemon`, `setup` and
+// `completions` is a thin client of handlerd's API, so the CLI, the web UI and editors see
+// one truth.
 #pragma once
 
 #include "cli/api_client.hpp"

@@ -5,6 +5,11 @@
 // An empty list means "not declared", never "nothing allowed": a harness that names no
 // thinking levels or no credentials (the shell harness, most third-party plugins) gets
 // every request passed on to its own launch, which checks it as it always did.
+//
+// A description that cannot be read does not unload the plugin: the registry keeps the
+// error on its record (registry.cpp, `description_error`), `handler plugins list` shows
+// it as `harness_error` (api/routes_json.cpp), and every start of a session of that
+// harness is refused with it (RegistryHarnessCatalog::describe, then plan_start).
 #pragma once
 
 #include "core/result.hpp"

@@ -56,7 +56,8 @@ Result<sessions::OpenedEvents> RegistryHarnessCatalog::open_events(std::string_v
     sessions::OpenedEvents opened;
     opened.parser = std::make_unique<PluginEvents>(std::move(*stream));
     // The plugin says in describe() whether its stdout is JSON for machines, and whether
-    // its stdin is a protocol of its own.
+    // its stdin is a protocol of its own. One that cannot be read never gets this far:
+    // plan_start refuses its sessions.
     if (auto described = describe(harness)) {
         opened.mode = described->events;
         opened.owns_input = described->stdin_protocol;

@@ -65,9 +65,17 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, ChannelOwner {
           own_addresses(network::own_addresses()) {}
 
     // The live policy of a session: read at every connection, so an edit of its agent or
-    // project applies to the next one (and reevaluate() cuts what is now refused). The
-    // allow-list is the agent's, then the project's; a session without an agent gets the
-    // project's alone.
+    // project applies to the next one (and reevaluate() cuts what is now refused). Its
+    // sources:
+    //   - model hosts, kept with the session at start: the harness's own, its keys'
+    //     provider hosts and a local server's rule (plan_container, start_plan.cpp);
+    //   - the allow-list: the agent's, then the project's (a session without an agent
+    //     gets the project's alone; an agent with live sessions cannot be removed);
+    //   - addon hosts: what addons asked for at start (merge_addon, launch.cpp) and what
+    //     plugins add while it runs (add_plugin_host below);
+    //   - the mode: the session's own, else the agent's.
+    // What each mode lets through, and which rules may reach special addresses, is
+    // network/policy.cpp's decide() and check_address().
     network::Policy policy_for(const std::string& id) {
         if (const auto found = policies.find(id); found != policies.end()) return found->second;
         return policies.emplace(id, build_policy(id)).first->second;
