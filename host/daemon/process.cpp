@@ -16,25 +16,16 @@
 
 namespace handler::daemon {
 
-Readiness::~Readiness() {
-    if (fd_ >= 0) ::close(fd_);
-}
-
 void Readiness::ready(std::string_view message) { send('K', message); }
 void Readiness::failed(std::string_view message) { send('F', message); }
 
 void Readiness::send(char verdict, std::string_view message) {
-    if (fd_ < 0) return;
+    if (!fd_.valid()) return;
     std::string report(1, verdict);
     report.append(message);
     // The parent reads until EOF, so a short write would only shorten the message.
-    [[maybe_unused]] auto written = ::write(fd_, report.data(), report.size());
-    ::close(fd_);
-    fd_ = -1;
-}
-
-InstanceLock::~InstanceLock() {
-    if (fd_ >= 0) ::close(fd_);
+    [[maybe_unused]] auto written = ::write(fd_.get(), report.data(), report.size());
+    fd_.reset();
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // started: the parent waits until the child reports ready or failed.
 #pragma once
 
+#include "core/file_descriptor.hpp"
 #include "core/result.hpp"
 
 #include <chrono>
@@ -17,9 +18,6 @@ class Readiness {
 public:
     Readiness() = default;
     explicit Readiness(int fd) : fd_(fd) {}
-    Readiness(Readiness&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-    Readiness& operator=(Readiness&&) = delete;
-    ~Readiness();
 
     // Both are no-ops when not detached, and once one was called.
     void ready(std::string_view message);
@@ -27,7 +25,7 @@ public:
 
 private:
     void send(char verdict, std::string_view message);
-    int fd_ = -1;
+    FileDescriptor fd_; // the pipe to the waiting parent
 };
 
 // One handlerd per user: an exclusive flock on the lock file, held for the life of the
@@ -45,12 +43,9 @@ class InstanceLock {
 public:
     InstanceLock() = default;
     explicit InstanceLock(int fd) : fd_(fd) {}
-    InstanceLock(InstanceLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-    InstanceLock& operator=(InstanceLock&&) = delete;
-    ~InstanceLock();
 
 private:
-    int fd_ = -1;
+    FileDescriptor fd_; // the flocked lock file
 };
 
 // How long a start waits for a daemon that holds the lock without serving. Under
