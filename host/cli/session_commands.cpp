@@ -387,8 +387,10 @@ int command_session_list(Session& session, const Options& options) {
     // The API lists them oldest first, so the newest is at the bottom, by the prompt.
     if (!show_session_fields(session, sessions, TimeStyle::age)) return session.exit_code();
     for (auto& record : sessions)
-        if (const auto* created = record.as_object().if_contains("created_at"))
-            record.as_object()["started"] = *created;
+        if (const auto* created = record.as_object().if_contains("created_at")) {
+            json::value started = *created; // the insert below may move the object's storage
+            record.as_object()["started"] = std::move(started);
+        }
     print_table(session.context().out, sessions,
                 {"id", "agent", "project", "harness", "state", "exit_code", "mode", "started",
                  "message"});
