@@ -20,7 +20,8 @@ rule='KERNEL=="tun", MODE="0666"'
 dry_run=0
 [ "${1:-}" = --dry-run ] && dry_run=1
 if [ $dry_run = 0 ] && [ "$(id -u)" -ne 0 ]; then
-  exec sudo "$0" "$@"
+  # sudo resets the environment; the test settings below must reach the root run.
+  exec sudo --preserve-env=HANDLER_TUN_DEVICE,HANDLER_TUN_RULE "$0" "$@"
 fi
 say() { echo "prepare-machine: $*"; }
 run() { if [ $dry_run = 1 ]; then say "would run: $*"; else "$@"; fi; }
@@ -43,7 +44,7 @@ fi
 if [ -f "$rule_file" ] && grep -qxF "$rule" "$rule_file"; then
   say "$rule_file keeps it 0666 after a reboot already"
 else
-  say "writing $rule_file so $tun stays 0666 after a reboot"
+  say "writing $rule_file so udev keeps $tun 0666 after a reboot"
   if [ $dry_run = 1 ]; then
     say "would write: $rule"
   else
@@ -51,4 +52,11 @@ else
     printf '# Written by Handler (scripts/prepare-machine.sh): rootless podman needs tun.\n%s\n' \
       "$rule" > "$rule_file"
   fi
+fi
+
+# The rule is read by udev when it creates the device at boot. Where no udev runs (some
+# VMs and containers), nothing reads it, and the mode goes back after a reboot.
+if ! pgrep -x systemd-udevd >/dev/null 2>&1 && ! pgrep -x udevd >/dev/null 2>&1; then
+  say "no udev runs on this machine, so nothing applies that rule at boot: after a reboot," \
+      "run scripts/prepare-machine.sh again (handler setup says when tun is unusable)"
 fi

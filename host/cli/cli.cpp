@@ -5,6 +5,7 @@
 #include "cli/output.hpp"
 #include "cli/session_commands.hpp"
 #include "cli/terminal.hpp"
+#include "network/host_rule.hpp"
 #include "network/network_mode.hpp"
 #include "secrets/account_kinds.hpp"
 #include "setup/setup.hpp"
@@ -54,7 +55,14 @@ int command_context_add(Session& session, const Options& options) {
 
 // --allow and --disallow applied to the allowed_hosts of `record` (an agent or a project).
 void put_host_changes(json::object& body, const json::object& record, const Options& options) {
-    put_list_changes(body, record, "allowed_hosts", options.allow_hosts, options.remove_hosts);
+    // The list holds each rule as handlerd stores it (lower case, canonical addresses and
+    // ports), so a rule to remove is written that way before it is looked for there.
+    std::vector<std::string> remove;
+    for (const auto& rule : options.remove_hosts) {
+        auto parsed = network::parse_rule(rule);
+        remove.push_back(parsed ? parsed->text : rule);
+    }
+    put_list_changes(body, record, "allowed_hosts", options.allow_hosts, remove);
 }
 
 int command_project_add(Session& session, const Options& options) {

@@ -64,7 +64,7 @@ Result<void> ensure_private_dir(const fs::path& dir, unsigned mode) {
         !owned)
         return owned;
     struct stat info {};
-    if (::stat(dir.c_str(), &info) != 0)
+    if (::lstat(dir.c_str(), &info) != 0)
         return make_error(ErrorCode::internal,
                           "cannot inspect folder " + dir.string() + ": " + std::strerror(errno));
     if ((info.st_mode & 07777) != mode && ::chmod(dir.c_str(), mode) != 0)

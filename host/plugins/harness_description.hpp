@@ -21,7 +21,7 @@
 namespace handler::plugins {
 
 struct HarnessModel {
-    std::string id;    // what --model passes on ("sonnet")
+    std::string id;    // what --model passes on, in the harness's own words
     std::string label; // for people
     friend bool operator==(const HarnessModel&, const HarnessModel&) = default;
 };

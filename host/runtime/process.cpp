@@ -95,15 +95,11 @@ std::string describe_command(const std::vector<std::string>& argv) {
 SystemCommandRunner::SystemCommandRunner()
     : stopping_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
-SystemCommandRunner::~SystemCommandRunner() {
-    if (stopping_fd_ >= 0) ::close(stopping_fd_);
-}
-
 void SystemCommandRunner::abandon_reads() {
     stopping_ = true;
     const std::uint64_t one = 1;
-    if (stopping_fd_ >= 0) {
-        [[maybe_unused]] auto written = ::write(stopping_fd_, &one, sizeof one);
+    if (stopping_fd_.valid()) {
+        [[maybe_unused]] auto written = ::write(stopping_fd_.get(), &one, sizeof one);
     }
 }
 
@@ -297,7 +293,7 @@ Result<CommandResult> SystemCommandRunner::run(const CommandRequest& request) {
     CommandResult result;
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(request.timeout_ms);
-    const int stopping_fd = request.abandon_when_stopping ? stopping_fd_ : -1;
+    const int stopping_fd = request.abandon_when_stopping ? stopping_fd_.get() : -1;
     if (auto exchanged = exchange(*pid, request, *pipes, stopping_fd, deadline, result); !exchanged)
         return exchanged.take_error();
     // Whatever stdin was not taken by now never will be; an open pipe would keep a

@@ -3,6 +3,7 @@
 // tests/support/fake_command_runner.hpp records every argv and returns scripted results.
 #pragma once
 
+#include "core/file_descriptor.hpp"
 #include "core/result.hpp"
 
 #include <atomic>
@@ -56,7 +57,7 @@ public:
 class SystemCommandRunner final : public CommandRunner {
 public:
     SystemCommandRunner();
-    ~SystemCommandRunner() override;
+    ~SystemCommandRunner() override = default;
     SystemCommandRunner(const SystemCommandRunner&) = delete;
     SystemCommandRunner& operator=(const SystemCommandRunner&) = delete;
 
@@ -70,7 +71,7 @@ public:
 
 private:
     std::atomic<bool> stopping_ = false;
-    int stopping_fd_ = -1; // an eventfd, readable from abandon_reads() on: wakes the polls
+    FileDescriptor stopping_fd_; // an eventfd, readable from abandon_reads() on: wakes the polls
 };
 
 // argv as one line for messages: elements with spaces or quotes are single-quoted.

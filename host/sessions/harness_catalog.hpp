@@ -41,7 +41,7 @@ public:
 struct OpenedEvents {
     std::unique_ptr<EventParser> parser;
     std::string mode = "text"; // "structured": stdout is the harness's JSON, for machines
-    // The harness's stdin is its protocol (Claude Code's stream-json), written by the
+    // The harness's stdin is its protocol (its describe() says "stdin":"protocol"), written by the
     // parser only: clients' input is not passed on, it would break the protocol.
     bool owns_input = false;
 };

@@ -2,6 +2,7 @@
 
 #include "network/policy.hpp"
 #include "secrets/account_kinds.hpp"
+#include "store/store.hpp"
 #include "store/validation.hpp"
 
 #include <boost/json/object.hpp>
@@ -12,11 +13,6 @@
 
 namespace handler::sessions {
 namespace {
-
-// "context 'Work'", or "no context" for an untagged record.
-std::string context_phrase(const std::optional<std::string>& context) {
-    return context ? "context '" + *context + "'" : std::string("no context");
-}
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -194,13 +190,10 @@ Result<StartPlan> plan_start(const api::StartRequest& request, const StartSnapsh
     record.image = settings.default_image;
     if (request.network) {
         const auto mode = network::parse_mode(*request.network, network::ModeHolder::session);
-        if (!mode) {
-            std::string names;
-            for (const auto& name : network::mode_names(network::ModeHolder::session))
-                names += (names.empty() ? "" : ", ") + name;
-            return make_error(ErrorCode::invalid_argument,
-                              "network mode '" + *request.network + "' is not one of " + names);
-        }
+        if (!mode)
+            return make_error(ErrorCode::invalid_argument, "network mode '" + *request.network +
+                                                               "' is not one of " +
+                                                               network::mode_list(network::ModeHolder::session));
         record.network_mode = *mode;
         if (*mode == network::Mode::learn) record.learn_until = settings.now_ms + settings.learn_window.count();
     }
@@ -259,12 +252,7 @@ Result<ContainerPlan> plan_container(const StartPlan& plan, const std::string& s
         // One folder per account, kept for the next session (a login the harness
         // refreshes); private to the user, and never shared across contexts.
         const auto& account = *plan.account;
-        if (account.context != plan.project.context)
-            return make_error(ErrorCode::invalid_argument,
-                              "account '" + account.name + "' belongs to " + context_phrase(account.context) +
-                                  " and project '" + plan.project.name + "' to " +
-                                  context_phrase(plan.project.context) +
-                                  "; pick an account of the project's context");
+        if (auto same = store::Store::check_same_context(account, plan.project); !same) return same.take_error();
         if (settings.account_state_root.empty())
             return make_error(ErrorCode::unavailable, "this handlerd keeps no account state");
         context.account_state_dir = settings.account_state_root / std::to_string(account.id);

@@ -137,6 +137,11 @@ public:
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
 
+    // An account may serve a project only in the same context, untagged counting as a
+    // context of its own (docs/domain-model.md, "Contexts"); conflict otherwise. Also
+    // what the session service checks at start.
+    static Result<void> check_same_context(const Account& account, const Project& project);
+
 private:
     Store(sqlite::Database db, const Clock& clock, StoreOptions options);
     static Result<std::unique_ptr<Store>> finish_open(sqlite::Database db, const Clock& clock,
@@ -159,7 +164,6 @@ private:
     Result<std::vector<Agent>> query_agents(const AgentFilter& filter,
                                              std::optional<std::int64_t> id);
     Result<Session> load_session(std::string_view id);
-    Result<void> check_same_context(const Account& account, const Project& project);
     std::string new_session_id();
 
     sqlite::Database db_;

@@ -248,6 +248,20 @@ TEST(Cli, AgentEditMergesHostsAndPatchesById) {
               R"(["b.com","c.com"])");
 }
 
+// Rules are stored canonical (lower case, canonical addresses and ports); one to remove,
+// written another way, still finds its entry.
+TEST(Cli, DisallowFindsARuleWrittenAnotherWay) {
+    FakeDaemon daemon;
+    daemon.answer(200, kProject);
+    daemon.answer(200, R"({"agents":[{"id":3,"name":"r","allowed_hosts":["localhost:8080","[fd00::1]:443","b.com"]}]})");
+    daemon.answer(200, R"({"id":3,"name":"r","allowed_hosts":["b.com"]})");
+    auto result = run(daemon, {"agent", "edit", "r", "--disallow", "LocalHost:08080", "--disallow",
+                               "[FD00:0::1]:443"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    ASSERT_EQ(daemon.calls.size(), 3u);
+    EXPECT_EQ(json::serialize(json::parse(daemon.calls[2].body).at("allowed_hosts")), R"(["b.com"])");
+}
+
 TEST(Cli, AgentAddAndEditSendTheAgentsAddons) {
     FakeDaemon daemon;
     daemon.answer(200, kProject);

@@ -162,7 +162,7 @@ TEST_F(StartPlanTest, RefusesAProjectWithSeveralAgentsWhenNoneIsNamed) {
 TEST_F(StartPlanTest, RefusesANetworkModeThatIsNotOne) {
     auto request = in("/work/web");
     request.network = "wide";
-    expect_refused(plan(request), ErrorCode::invalid_argument, "'wide' is not one of none, filtered, open, learn");
+    expect_refused(plan(request), ErrorCode::invalid_argument, "'wide' is not one of 'none', 'filtered', 'open' or 'learn'");
 }
 
 TEST_F(StartPlanTest, RefusesAThinkingLevelTheHarnessDoesNotListInItsOwnWords) {
@@ -374,15 +374,16 @@ TEST_F(ContainerPlanTest, AnAccountsStateFolderIsItsOwnAndNeverAcrossContexts) {
     snapshot_.accounts[0].context = "home";
     auto mismatch = plan_container(planned(in("/work/web")), "s_1", stateful, {}, settings_);
     ASSERT_FALSE(mismatch.ok());
-    EXPECT_EQ(mismatch.error().code, ErrorCode::invalid_argument);
-    EXPECT_EQ(mismatch.error().message, "account 'login' belongs to context 'home' and project 'web' to "
-                                        "context 'work'; pick an account of the project's context");
+    EXPECT_EQ(mismatch.error().code, ErrorCode::conflict);
+    EXPECT_EQ(mismatch.error().message, "account 'login' belongs to context 'home' but project 'web' "
+                                        "belongs to 'work'; pick an account of the project's context");
     // Untagged is a context of its own (docs/domain-model.md), not a wildcard.
     snapshot_.accounts[0].context.reset();
     auto untagged = plan_container(planned(in("/work/web")), "s_1", stateful, {}, settings_);
     ASSERT_FALSE(untagged.ok());
-    EXPECT_EQ(untagged.error().message, "account 'login' belongs to no context and project 'web' to "
-                                        "context 'work'; pick an account of the project's context");
+    EXPECT_EQ(untagged.error().code, ErrorCode::conflict);
+    EXPECT_EQ(untagged.error().message, "account 'login' belongs to no context but project 'web' "
+                                        "belongs to 'work'; pick an account of the project's context");
 
     snapshot_.accounts[0].context = "work";
     settings_.account_state_root.clear();
