@@ -296,8 +296,8 @@ void StreamJsonParser::on_control_cancel(const json::object& message, std::vecto
 }
 
 void StreamJsonParser::on_result(const json::object& message, std::vector<Event>& out) {
-    // A headless run is one turn: with its input ended, Claude Code exits.
-    reply_.close = true;
+    // The turn is over. handlerd ends the input of a one-shot run (Claude Code then
+    // exits); a conversation's stays open for the next prompt.
     common::TurnResult turn;
     turn.stop_reason = stop_reason(message);
     // API failures arrive as subtype "success" with is_error set; the error_* subtypes

@@ -409,8 +409,8 @@ void AppServerParser::on_turn_completed(const json::object& params, std::vector<
     }
     out.push_back(common::result(turn));
     last_message_.clear();
-    // A headless run is one turn: with its input ended, the app server exits.
-    reply_.close = true;
+    // handlerd ends the input of a one-shot run after its result (the app server then
+    // exits); a conversation's stays open for the next turn/start.
 }
 
 } // namespace handler::codex

@@ -24,6 +24,8 @@ struct LaunchRequest {
     // A local model server (llama-cpp, ollama accounts) as the container reaches it.
     std::string account_base_url;
     std::string thinking_level; // empty: the harness's default
+    bool conversation = false;  // prompt after prompt (sdk.h, conversation)
+    std::string resume;         // the harness's own session id to continue; empty: new
     std::vector<std::string> extra_args; // `handler terminal AGENT -- ARGS`
 };
 
@@ -67,6 +69,9 @@ struct LaunchSpec {
     // Non-empty: mount the account's state folder read-write and set this env to where
     // it is inside (keep_account_state).
     std::string account_state_env;
+    // Non-empty: mount the session's own state folder read-write and set this env to
+    // where it is inside (keep_session_state).
+    std::string session_state_env;
     // Headless: what the program finds on its stdin at start, which then stays open for
     // the event parser's replies (add_input). Empty: the program's stdin is the clients'.
     std::string input;
@@ -91,6 +96,9 @@ enum class EventKind {
     result,
     error,
     permission_answer,
+    session_info,
+    available_commands,
+    usage,
 };
 
 // ACP's snake_case name for the kind (session/update's "sessionUpdate" values where ACP
@@ -108,6 +116,9 @@ inline const char* to_string(EventKind kind) {
     case EventKind::result: return "result";
     case EventKind::error: return "error";
     case EventKind::permission_answer: return "permission_answer";
+    case EventKind::session_info: return "session_info";
+    case EventKind::available_commands: return "available_commands";
+    case EventKind::usage: return "usage";
     }
     return "error";
 }

@@ -95,6 +95,11 @@ struct LaunchCollector {
         raw.add_input = [](void* c, hd_str bytes) noexcept {
             guard(c, [&](LaunchSpec& s) { s.input += to_view(bytes); });
         };
+        raw.keep_session_state = [](void* c, hd_str name) noexcept {
+            if (name.size == 0) return HD_STATUS_INVALID_ARGUMENT;
+            guard(c, [&](LaunchSpec& s) { s.session_state_env = to_view(name); });
+            return static_cast<LaunchCollector*>(c)->failed ? HD_STATUS_FAILED : HD_STATUS_OK;
+        };
         return raw;
     }
 };
@@ -144,7 +149,7 @@ struct EventCollector {
             auto* self = static_cast<EventCollector*>(c);
             const int number = static_cast<int>(kind);
             if (number < static_cast<int>(EventKind::user_prompt) ||
-                number > static_cast<int>(EventKind::permission_answer)) {
+                number > static_cast<int>(EventKind::usage)) {
                 ++self->unknown_kinds;
                 return;
             }
@@ -199,6 +204,8 @@ hd_launch_request to_raw(const LaunchRequest& request, std::vector<hd_str>& extr
     raw.extra_arg_count = extra_args.size();
     raw.account_base_url = to_str(request.account_base_url);
     raw.thinking_level = to_str(request.thinking_level);
+    raw.conversation = request.conversation ? 1 : 0;
+    raw.resume = to_str(request.resume);
     return raw;
 }
 
@@ -352,6 +359,23 @@ Result<ParsedEvents> EventStream::prompt(std::string_view prompt) {
     if (harness_->parts_.harness.events_prompt == nullptr) return ParsedEvents{};
     return call_parser("events_prompt", [&](const hd_event_sink* sink, hd_sink error) {
         return harness_->parts_.harness.events_prompt(parser_, to_str(prompt), sink, error);
+    });
+}
+
+Result<ParsedEvents> EventStream::cancel() {
+    if (harness_->parts_.harness.events_cancel == nullptr)
+        return make_error(ErrorCode::unavailable, "plugin '" + harness_->id() + "' cannot interrupt a turn");
+    return call_parser("events_cancel", [&](const hd_event_sink* sink, hd_sink error) {
+        return harness_->parts_.harness.events_cancel(parser_, sink, error);
+    });
+}
+
+Result<ParsedEvents> EventStream::set(std::string_view name, std::string_view value) {
+    if (harness_->parts_.harness.events_set == nullptr)
+        return make_error(ErrorCode::unavailable, "plugin '" + harness_->id() + "' cannot change its " +
+                                                      std::string(name) + " while it runs");
+    return call_parser("events_set", [&](const hd_event_sink* sink, hd_sink error) {
+        return harness_->parts_.harness.events_set(parser_, to_str(name), to_str(value), sink, error);
     });
 }
 

@@ -114,6 +114,11 @@ public:
     // A prompt (the user_prompt payload) for a harness whose stdin is its protocol;
     // nothing when the harness takes its prompt on its command line.
     Result<ParsedEvents> prompt(std::string_view prompt);
+    // Interrupts the running turn; unavailable when the harness cannot.
+    Result<ParsedEvents> cancel();
+    // Changes "model", "mode" or "thinking_level" of the live conversation; unavailable
+    // (or the plugin's UNSUPPORTED) when it cannot while it runs.
+    Result<ParsedEvents> set(std::string_view name, std::string_view value);
 
 private:
     friend class LoadedHarness;

@@ -14,6 +14,10 @@ public:
         return stream_->answer(request, answer);
     }
     Result<ParsedEvents> prompt(std::string_view prompt) override { return stream_->prompt(prompt); }
+    Result<ParsedEvents> cancel() override { return stream_->cancel(); }
+    Result<ParsedEvents> set(std::string_view name, std::string_view value) override {
+        return stream_->set(name, value);
+    }
 
 private:
     std::unique_ptr<EventStream> stream_;

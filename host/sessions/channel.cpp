@@ -93,7 +93,8 @@ void Channel::stop_at(std::int64_t deadline, std::chrono::milliseconds limit) {
     });
 }
 
-void Channel::parse_events(OpenedEvents opened) {
+void Channel::parse_events(OpenedEvents opened, bool conversation) {
+    conversation_ = conversation;
     parser_ = std::move(opened.parser);
     events_mode_ = parser_ ? std::move(opened.mode) : "none";
     owns_input_ = parser_ && opened.owns_input;
@@ -458,7 +459,11 @@ std::vector<std::pair<std::string, std::string>> Channel::options_of(const std::
 }
 
 void Channel::send_events(const std::vector<store::SessionEvent>& stored) {
-    for (const auto& event : stored) track_requests(event);
+    for (const auto& event : stored) {
+        track_requests(event);
+        // A one-shot run is one turn: with its input ended, the harness exits.
+        if (owns_input_ && !conversation_ && event.kind == "result") input_eof();
+    }
     for (const auto& event : stored)
         for (auto& [attach_id, client] : clients_)
             if (client.events)

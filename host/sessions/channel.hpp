@@ -100,8 +100,9 @@ public:
     // Stops the session at `deadline` (ms since the epoch; one already past stops it at
     // once), first telling its clients why in an error event.
     void stop_at(std::int64_t deadline, std::chrono::milliseconds limit);
-    // A headless run's events, parsed by the harness's parser.
-    void parse_events(OpenedEvents opened);
+    // A headless run's events, parsed by the harness's parser. A one-shot run's input
+    // ends after its result; a conversation's stays open for the next prompt.
+    void parse_events(OpenedEvents opened, bool conversation);
     // What the harness finds on its stdin at start, kept until the shim connects whatever
     // its size (the plugin wrote it, not a client): what its launch gives, then the
     // prompt in its protocol, for a harness whose stdin is one.
@@ -192,6 +193,7 @@ private:
     std::string pending_input_;
     bool pending_eof_ = false;
     bool owns_input_ = false;
+    bool conversation_ = false;
     bool warned_input_ = false;
     std::map<std::string, std::string> open_requests_; // tool call id -> its request's payload
     static constexpr std::size_t kPendingInputBytes = 64 * 1024;

@@ -36,6 +36,16 @@ public:
         (void)prompt;
         return plugins::ParsedEvents{};
     }
+    // Interrupts the running turn of a conversation; its result then says "cancelled".
+    virtual Result<plugins::ParsedEvents> cancel() {
+        return make_error(ErrorCode::unavailable, "this harness cannot interrupt a turn");
+    }
+    // Changes "model", "mode" or "thinking_level" of the live conversation.
+    virtual Result<plugins::ParsedEvents> set(std::string_view name, std::string_view value) {
+        (void)value;
+        return make_error(ErrorCode::unavailable, "this harness cannot change its " + std::string(name) +
+                                                      " while it runs");
+    }
 };
 
 struct OpenedEvents {

@@ -306,7 +306,7 @@ Result<std::shared_ptr<Channel>> SessionManager::Impl::open_channel(const store:
         // A parser re-opened after a restart starts mid-stream: a line the old one had
         // half of is lost (its bytes are still in the output log).
         auto opened = harnesses.open_events(session.harness, session.id);
-        if (opened) channel->parse_events(std::move(*opened));
+        if (opened) channel->parse_events(std::move(*opened), session.mode == "conversation");
         else if (opened.error().code != ErrorCode::unavailable)
             spdlog::warn("session {}: no events: {}", session.id, opened.error().message);
     }

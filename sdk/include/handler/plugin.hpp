@@ -288,6 +288,8 @@ struct LaunchRequest {
     std::vector<std::string_view> extra_args;
     std::string_view account_base_url; // local model servers only
     std::string_view thinking_level;   // empty: the harness's default
+    bool conversation = false;         // prompt after prompt (sdk.h, conversation)
+    std::string_view resume;           // the harness's own session id to continue
 
     bool interactive() const noexcept { return mode == HD_LAUNCH_INTERACTIVE; }
     bool headless() const noexcept { return mode == HD_LAUNCH_HEADLESS; }
@@ -304,6 +306,8 @@ struct LaunchRequest {
         request.account_kind = to_view(raw.account_kind);
         request.account_base_url = to_view(raw.account_base_url);
         request.thinking_level = to_view(raw.thinking_level);
+        request.conversation = raw.conversation != 0;
+        request.resume = to_view(raw.resume);
         if (raw.extra_args != nullptr)
             for (std::size_t i = 0; i < raw.extra_arg_count; ++i)
                 request.extra_args.push_back(to_view(raw.extra_args[i]));
@@ -379,6 +383,16 @@ public:
         const hd_status status = raw_.keep_account_state(raw_.context, to_str(env_name));
         if (status != HD_STATUS_OK)
             throw PluginError(status, "handlerd cannot keep this account's state for env " +
+                                          std::string(env_name) + " (" + status_name(status) + ")");
+        return *this;
+    }
+    // The session's own state folder (sdk.h, keep_session_state), its place inside in
+    // env `name`; fails the launch if the host refuses.
+    LaunchBuilder& session_state(std::string_view env_name) {
+        if (raw_.keep_session_state == nullptr) detail::missing("launch_builder.keep_session_state");
+        const hd_status status = raw_.keep_session_state(raw_.context, to_str(env_name));
+        if (status != HD_STATUS_OK)
+            throw PluginError(status, "handlerd cannot keep this session's state for env " +
                                           std::string(env_name) + " (" + status_name(status) + ")");
         return *this;
     }
@@ -461,6 +475,18 @@ public:
     virtual void prompt(std::string_view prompt, EventSink& sink) {
         (void)prompt;
         (void)sink;
+    }
+    // Interrupt the running turn (sdk.h, events_cancel); its result then says "cancelled".
+    virtual void cancel(EventSink& sink) {
+        (void)sink;
+        throw PluginError(HD_STATUS_UNSUPPORTED, "this harness cannot interrupt a turn");
+    }
+    // Change "model", "mode" or "thinking_level" of the live conversation (sdk.h, events_set).
+    virtual void set(std::string_view name, std::string_view value, EventSink& sink) {
+        (void)value;
+        (void)sink;
+        throw PluginError(HD_STATUS_UNSUPPORTED,
+                          "this harness cannot change its " + std::string(name) + " while it runs");
     }
 };
 
@@ -710,6 +736,18 @@ inline hd_status harness_events_prompt(void* parser, hd_str prompt, const hd_eve
                        [&](EventParser& events, EventSink& sink) { events.prompt(to_view(prompt), sink); });
 }
 
+inline hd_status harness_events_cancel(void* parser, const hd_event_sink* raw_sink, hd_sink out_error) noexcept {
+    return with_parser("events_cancel", parser, raw_sink, out_error,
+                       [&](EventParser& events, EventSink& sink) { events.cancel(sink); });
+}
+
+inline hd_status harness_events_set(void* parser, hd_str name, hd_str value, const hd_event_sink* raw_sink,
+                                    hd_sink out_error) noexcept {
+    return with_parser("events_set", parser, raw_sink, out_error, [&](EventParser& events, EventSink& sink) {
+        events.set(to_view(name), to_view(value), sink);
+    });
+}
+
 inline hd_status addon_contribute(void* instance, const hd_launch_request* raw_request,
                                   const hd_launch_builder* raw_builder, hd_sink out_error) noexcept {
     return guarded(out_error, [&] {
@@ -724,7 +762,8 @@ inline hd_status addon_contribute(void* instance, const hd_launch_request* raw_r
 inline constexpr hd_harness_vtable kHarnessVtable = {
     sizeof(hd_harness_vtable), &describe<Harness>,  &image_recipe<Harness>, &harness_launch,
     &harness_events_open,      &harness_events_feed, &harness_events_close,
-    &harness_events_answer,    &harness_events_prompt,
+    &harness_events_answer,    &harness_events_prompt, &harness_events_cancel,
+    &harness_events_set,
 };
 
 inline constexpr hd_addon_vtable kAddonVtable = {

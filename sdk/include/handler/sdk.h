@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define HD_ABI_MAJOR 1
-#define HD_ABI_MINOR 0
+#define HD_ABI_MINOR 1
 
 /* The one symbol a plugin exports. */
 #define HD_ENTRY_SYMBOL "hd_plugin_entry"
@@ -182,6 +182,16 @@ typedef struct hd_launch_request {
     /* How hard the model thinks, in the harness's own words (a word its describe()
      * lists under "thinking_levels"); empty: the harness's default. */
     hd_str thinking_level;
+    /* Minor 1. Non-zero: a conversation (headless only), which takes prompt after prompt:
+     * the program's stdin stays open after a turn's RESULT, each later prompt reaches the
+     * harness through events_prompt, and events_cancel interrupts a turn. Zero: a
+     * one-shot run, whose input handlerd closes after its RESULT. A harness offers
+     * conversations by listing "conversation" in its describe()'s "launch_modes". */
+    uint32_t conversation;
+    /* Minor 1. Non-empty: continue the harness's own conversation of this id (what its
+     * parser reported in a SESSION_INFO event's "harnessSessionId") in a new container,
+     * from the state kept by keep_session_state. */
+    hd_str resume;
 } hd_launch_request;
 
 /* How a plugin describes the container to start. Filled by the host; the plugin calls
@@ -210,6 +220,11 @@ typedef struct hd_launch_builder {
      * Calls concatenate. The program's stdin then stays open for the event parser's
      * answers (hd_event_sink.write_input) until the parser closes it. */
     void (*add_input)(void* context, hd_str bytes);
+    /* Minor 1. Keep the harness's own state of this session (its transcript, so that a
+     * later container can resume the conversation) in a folder of the host's, one per
+     * session, mounted read-write and deleted with the session; env `name` is set to
+     * where it is inside. Like the project, it is readable inside the container. */
+    hd_status (*keep_session_state)(void* context, hd_str env_name);
 } hd_launch_builder;
 
 /* How a plugin adds to its image. Steps run as shell commands in a build container. */
@@ -235,7 +250,14 @@ typedef enum hd_event_kind {
     HD_EVENT_ERROR = 10,
     /* A PERMISSION_REQUEST was answered. handlerd records it when a client answers; a
      * parser emits it when the harness withdraws a request itself. */
-    HD_EVENT_PERMISSION_ANSWER = 11
+    HD_EVENT_PERMISSION_ANSWER = 11,
+    /* Minor 1. What the harness says of the session: {"harnessSessionId":"..."} (the
+     * id its resume takes), {"title":"..."}; either key may be missing. */
+    HD_EVENT_SESSION_INFO = 12,
+    /* Minor 1. The harness's slash commands: {"availableCommands":[{"name","description"}]}. */
+    HD_EVENT_AVAILABLE_COMMANDS = 13,
+    /* Minor 1. The context in use: {"used":N,"size":N} (tokens), optional "cost". */
+    HD_EVENT_USAGE = 14
 } hd_event_kind;
 
 typedef struct hd_event_sink {
@@ -279,6 +301,16 @@ typedef struct hd_harness_vtable {
      * NULL: the harness takes its prompt on its command line. */
     hd_status (*events_prompt)(void* parser, hd_str prompt_json, const hd_event_sink* sink,
                                hd_sink out_error);
+    /* Minor 1. Interrupt the turn that runs (a client cancelled it), in the harness's own
+     * way, through sink->write_input. The turn's RESULT then says "cancelled". NULL: the
+     * harness cannot be interrupted (handlerd refuses a cancel). */
+    hd_status (*events_cancel)(void* parser, const hd_event_sink* sink, hd_sink out_error);
+    /* Minor 1. Change a setting of the live conversation: `name` "model", "mode" (one of
+     * describe()'s "modes") or "thinking_level", `value` in the harness's words. Writes
+     * through sink->write_input and emits MODE_CHANGED when the harness confirms.
+     * HD_STATUS_UNSUPPORTED: not while it runs (handlerd says it applies on resume). */
+    hd_status (*events_set)(void* parser, hd_str name, hd_str value, const hd_event_sink* sink,
+                            hd_sink out_error);
 } hd_harness_vtable;
 
 /* An addon: adds to the image and to every session it is enabled for. */

@@ -66,7 +66,7 @@ string(JSON state GET "${last_output}" plugins 0 state)
 string(JSON abi GET "${last_output}" plugins 0 abi)
 string(JSON first_argument GET "${last_output}" plugins 0 launch arguments 0)
 string(JSON default_host GET "${last_output}" plugins 0 describe default_hosts 0)
-if(NOT state STREQUAL "loaded" OR NOT abi STREQUAL "1.0" OR NOT first_argument STREQUAL "my-agent"
+if(NOT state STREQUAL "loaded" OR NOT abi STREQUAL "1.1" OR NOT first_argument STREQUAL "my-agent"
    OR NOT default_host STREQUAL "api.example.com")
   message(FATAL_ERROR "unexpected probe result: ${last_output}")
 endif()

@@ -269,7 +269,7 @@ TEST(ClaudeCodeStreamJson, AnAnswerIsAControlResponseOnItsStdin) {
     EXPECT_TRUE(parser.take_reply().input.empty()) << "a refused answer writes nothing";
 }
 
-TEST(ClaudeCodeStreamJson, TheResultEndsItsInputAndAWithdrawnQuestionIsClosed) {
+TEST(ClaudeCodeStreamJson, TheResultLeavesItsInputOpenAndAWithdrawnQuestionIsClosed) {
     StreamJsonParser parser;
     parser.feed(kAskBash);
     const auto cancelled = parser.feed(R"({"type":"control_cancel_request","request_id":"b7"})"
@@ -280,7 +280,8 @@ TEST(ClaudeCodeStreamJson, TheResultEndsItsInputAndAWithdrawnQuestionIsClosed) {
     EXPECT_FALSE(parser.take_reply().close);
     parser.feed(R"({"type":"result","subtype":"success","is_error":false,"result":"done"})"
                 "\n");
-    EXPECT_TRUE(parser.take_reply().close);
+    // handlerd ends a one-shot run's input itself; a conversation's stays open.
+    EXPECT_FALSE(parser.take_reply().close);
 }
 
 TEST(ClaudeCodeStreamJson, AnApiErrorIsAnErrorAndAFailedResult) {
@@ -561,7 +562,7 @@ TEST_F(ClaudeCodePlugin, APromptThatLooksLikeAnOptionIsNeverReadAsOne) {
 }
 
 // Through the plugin's waist, as handlerd drives it: the question is an event, the answer
-// goes to Claude Code's stdin, and the result ends it.
+// goes to Claude Code's stdin, and the result leaves the input to handlerd.
 TEST_F(ClaudeCodePlugin, ThePluginsParserAsksAndPassesTheAnswerOn) {
     auto stream = harness_->open_events("s_1");
     ASSERT_TRUE(stream) << stream.error().message;
@@ -580,7 +581,9 @@ TEST_F(ClaudeCodePlugin, ThePluginsParserAsksAndPassesTheAnswerOn) {
     auto ended = (*stream)->feed(R"({"type":"result","subtype":"success","is_error":false,"result":"ok"})"
                                  "\n");
     ASSERT_TRUE(ended);
-    EXPECT_TRUE(ended->close_input);
+    ASSERT_EQ(ended->events.size(), 1u);
+    EXPECT_EQ(ended->events[0].kind, handler::plugins::EventKind::result);
+    EXPECT_FALSE(ended->close_input);
 }
 
 TEST_F(ClaudeCodePlugin, ASubscriptionTokenGoesToItsOwnVariable) {

@@ -153,7 +153,7 @@ TEST(CodexAppServer, AskedAnsweredAndDone) {
     EXPECT_EQ(result.at("stopReason").as_string(), "end_turn");
     EXPECT_EQ(result.at("result").as_string(), "Done: wrote hello.txt \xe2\x80\x94 caf\xc3\xa9 \xf0\x9f\x98\x80");
     EXPECT_EQ(result.at("usage").at("totalTokens").as_int64(), 60);
-    EXPECT_TRUE(parser.take_reply().close) << "one turn, then its input ends";
+    EXPECT_FALSE(parser.take_reply().close) << "handlerd ends a one-shot run's input, not the parser";
 }
 
 TEST(CodexAppServer, GivesTheSameEventsWhereverTheOutputIsSplit) {
@@ -237,7 +237,7 @@ TEST(CodexAppServer, AFailedTurnIsAnErrorAndAFailedResult) {
     const auto result = payload(events[2]);
     EXPECT_TRUE(result.at("isError").as_bool());
     EXPECT_EQ(result.at("result").as_string(), "Connection failed: error sending request");
-    EXPECT_TRUE(parser.take_reply().close);
+    EXPECT_FALSE(parser.take_reply().close);
 }
 
 // Codex waits for an answer to each of its requests: those Handler does not take are
@@ -438,7 +438,9 @@ TEST_F(CodexPlugin, ThePluginsParserAsksAndPassesTheAnswerOn) {
                                "\n");
     auto ended = (*stream)->feed(kAfterTheAnswer);
     ASSERT_TRUE(ended);
-    EXPECT_TRUE(ended->close_input);
+    ASSERT_FALSE(ended->events.empty());
+    EXPECT_EQ(ended->events.back().kind, handler::plugins::EventKind::result);
+    EXPECT_FALSE(ended->close_input);
 }
 
 TEST_F(CodexPlugin, AThinkingLevelIsItsReasoningEffort) {

@@ -87,7 +87,7 @@ TEST_F(PluginLoader, GoodHarnessLoads) {
     EXPECT_EQ(r.message, "");
     EXPECT_EQ(r.kind, "harness");
     EXPECT_EQ(r.version, "1.2.3");
-    EXPECT_EQ(r.abi, "1.0");
+    EXPECT_EQ(r.abi, "1.1");
     EXPECT_EQ(r.name, "Good fixture");
     EXPECT_EQ(r.library, library_of("good"));
     EXPECT_EQ(r.manifest, (fixture_plugin_dir() / "good" / "plugin.toml").string());
@@ -97,7 +97,7 @@ TEST_F(PluginLoader, GoodHarnessLoads) {
 
 TEST_F(PluginLoader, WrongMajorIsRefusedFromItsManifestBeforeAnyCodeRuns) {
     expect_not_loaded("wrong-major", PluginState::refused,
-                      {"was built for plugin ABI 2.0, but this handlerd speaks 1.0: rebuild it "
+                      {"was built for plugin ABI 2.0, but this handlerd speaks 1.1: rebuild it "
                        "against SDK 1.x or upgrade handlerd"});
     EXPECT_EQ(record("wrong-major").abi, "2.0");
     EXPECT_FALSE(is_in_process(library_of("wrong-major")));
@@ -105,13 +105,13 @@ TEST_F(PluginLoader, WrongMajorIsRefusedFromItsManifestBeforeAnyCodeRuns) {
 
 TEST_F(PluginLoader, NewerMinorIsRefusedBeforeAnyCodeRuns) {
     expect_not_loaded("newer-minor", PluginState::refused,
-                      {"built for plugin ABI 1.1", "this handlerd speaks 1.0", "upgrade handlerd"});
+                      {"built for plugin ABI 1.2", "this handlerd speaks 1.1", "upgrade handlerd"});
     EXPECT_FALSE(is_in_process(library_of("newer-minor")));
 }
 
 TEST_F(PluginLoader, CodeThatDisagreesWithItsManifestAboutTheAbiIsRefused) {
     expect_not_loaded("code-wrong-major", PluginState::refused,
-                      {"built for plugin ABI 2.0", "speaks 1.0", "its code says 2.0", "says 1.0",
+                      {"built for plugin ABI 2.1", "speaks 1.1", "its code says 2.1", "says 1.1",
                        "plugin.toml"});
 }
 

@@ -45,7 +45,7 @@ TEST_F(PluginShellHarness, IsListedAsABuiltinHarness) {
     ASSERT_TRUE(record);
     EXPECT_EQ(record->kind, "harness");
     EXPECT_EQ(record->version, "0.1.0");
-    EXPECT_EQ(record->abi, "1.0");
+    EXPECT_EQ(record->abi, "1.1");
     EXPECT_EQ(record->source, "builtin");
 }
 

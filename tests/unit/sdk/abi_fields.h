@@ -29,19 +29,23 @@
     X(hd_launch_request, project_path) X(hd_launch_request, prompt)                            \
     X(hd_launch_request, model) X(hd_launch_request, account_kind)                             \
     X(hd_launch_request, extra_args) X(hd_launch_request, extra_arg_count)                     \
-    X(hd_launch_request, account_base_url)                                                      \
+    X(hd_launch_request, account_base_url) X(hd_launch_request, thinking_level)                \
+    X(hd_launch_request, conversation) X(hd_launch_request, resume)                            \
     X(hd_launch_builder, struct_size) X(hd_launch_builder, context)                            \
     X(hd_launch_builder, set_image) X(hd_launch_builder, add_argument)                         \
     X(hd_launch_builder, set_env) X(hd_launch_builder, set_workdir)                            \
     X(hd_launch_builder, allow_host) X(hd_launch_builder, set_env_from_secret)                 \
     X(hd_launch_builder, add_file) X(hd_launch_builder, keep_account_state)                    \
+    X(hd_launch_builder, add_input) X(hd_launch_builder, keep_session_state)                   \
     X(hd_recipe_builder, struct_size) X(hd_recipe_builder, context)                            \
     X(hd_recipe_builder, add_run) X(hd_recipe_builder, set_env)                                \
     X(hd_event_sink, struct_size) X(hd_event_sink, context) X(hd_event_sink, emit)             \
     X(hd_harness_vtable, struct_size) X(hd_harness_vtable, describe)                           \
     X(hd_harness_vtable, image_recipe) X(hd_harness_vtable, launch)                            \
     X(hd_harness_vtable, events_open) X(hd_harness_vtable, events_feed)                        \
-    X(hd_harness_vtable, events_close)                                                         \
+    X(hd_harness_vtable, events_close) X(hd_harness_vtable, events_answer)                     \
+    X(hd_harness_vtable, events_prompt) X(hd_harness_vtable, events_cancel)                    \
+    X(hd_harness_vtable, events_set)                                                           \
     X(hd_addon_vtable, struct_size) X(hd_addon_vtable, describe)                               \
     X(hd_addon_vtable, image_recipe) X(hd_addon_vtable, contribute)                            \
     X(hd_plugin_info, struct_size) X(hd_plugin_info, abi_major) X(hd_plugin_info, abi_minor)   \

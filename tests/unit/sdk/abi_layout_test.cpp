@@ -13,7 +13,7 @@
 #include <vector>
 
 #if defined(__x86_64__) && defined(__linux__)
-static_assert(HD_ABI_MAJOR == 1 && HD_ABI_MINOR == 0, "update the layout below with the ABI");
+static_assert(HD_ABI_MAJOR == 1 && HD_ABI_MINOR == 1, "update the layout below with the ABI");
 
 static_assert(sizeof(hd_status) == 4 && sizeof(hd_plugin_kind) == 4 && sizeof(hd_log_level) == 4);
 static_assert(sizeof(hd_launch_mode) == 4 && sizeof(hd_start_mode) == 4 && sizeof(hd_event_kind) == 4);
@@ -45,7 +45,7 @@ static_assert(offsetof(hd_host_api, storage_get) == 72);
 static_assert(offsetof(hd_host_api, storage_set) == 80);
 static_assert(offsetof(hd_host_api, storage_remove) == 88);
 
-static_assert(sizeof(hd_launch_request) == 144);
+static_assert(sizeof(hd_launch_request) == 168);
 static_assert(offsetof(hd_launch_request, mode) == 4);
 static_assert(offsetof(hd_launch_request, start_mode) == 8);
 static_assert(offsetof(hd_launch_request, session_id) == 16);
@@ -57,8 +57,10 @@ static_assert(offsetof(hd_launch_request, extra_args) == 96);
 static_assert(offsetof(hd_launch_request, extra_arg_count) == 104);
 static_assert(offsetof(hd_launch_request, account_base_url) == 112);
 static_assert(offsetof(hd_launch_request, thinking_level) == 128);
+static_assert(offsetof(hd_launch_request, conversation) == 144);
+static_assert(offsetof(hd_launch_request, resume) == 152);
 
-static_assert(sizeof(hd_launch_builder) == 88);
+static_assert(sizeof(hd_launch_builder) == 96);
 static_assert(offsetof(hd_launch_builder, context) == 8);
 static_assert(offsetof(hd_launch_builder, set_image) == 16);
 static_assert(offsetof(hd_launch_builder, add_argument) == 24);
@@ -69,6 +71,7 @@ static_assert(offsetof(hd_launch_builder, set_env_from_secret) == 56);
 static_assert(offsetof(hd_launch_builder, add_file) == 64);
 static_assert(offsetof(hd_launch_builder, keep_account_state) == 72);
 static_assert(offsetof(hd_launch_builder, add_input) == 80);
+static_assert(offsetof(hd_launch_builder, keep_session_state) == 88);
 
 static_assert(sizeof(hd_recipe_builder) == 32);
 static_assert(offsetof(hd_recipe_builder, context) == 8);
@@ -81,7 +84,7 @@ static_assert(offsetof(hd_event_sink, emit) == 16);
 static_assert(offsetof(hd_event_sink, write_input) == 24);
 static_assert(offsetof(hd_event_sink, close_input) == 32);
 
-static_assert(sizeof(hd_harness_vtable) == 72);
+static_assert(sizeof(hd_harness_vtable) == 88);
 static_assert(offsetof(hd_harness_vtable, describe) == 8);
 static_assert(offsetof(hd_harness_vtable, image_recipe) == 16);
 static_assert(offsetof(hd_harness_vtable, launch) == 24);
@@ -90,6 +93,8 @@ static_assert(offsetof(hd_harness_vtable, events_feed) == 40);
 static_assert(offsetof(hd_harness_vtable, events_close) == 48);
 static_assert(offsetof(hd_harness_vtable, events_answer) == 56);
 static_assert(offsetof(hd_harness_vtable, events_prompt) == 64);
+static_assert(offsetof(hd_harness_vtable, events_cancel) == 72);
+static_assert(offsetof(hd_harness_vtable, events_set) == 80);
 
 static_assert(sizeof(hd_addon_vtable) == 32);
 static_assert(offsetof(hd_addon_vtable, describe) == 8);

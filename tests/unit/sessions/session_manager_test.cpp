@@ -146,7 +146,7 @@ public:
 
 // A harness's event parser as a plugin would be: whole lines only, whatever the pieces.
 // "ASK <id>" asks permission for tool call <id>; answers go to the harness's stdin, and
-// "END" ends its input too.
+// "END" is the turn's result (after which handlerd ends a one-shot run's input itself).
 class LineEvents final : public EventParser {
 public:
     Result<plugins::ParsedEvents> feed(std::string_view bytes) override {
@@ -158,7 +158,6 @@ public:
             pending_.erase(0, end + 1);
             if (line == "END") {
                 events.push_back({plugins::EventKind::result, R"({"stopReason":"end_turn","result":"done"})"});
-                parsed.close_input = true;
             } else if (line.starts_with("ASK ")) {
                 events.push_back({plugins::EventKind::permission_request,
                                   R"({"toolCallId":")" + line.substr(4) +

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace handler::plugin_common {
 
@@ -19,10 +20,16 @@ struct Reply {
 
 // A parser that talks back (Claude Code's control channel) also has
 // `Reply take_reply()`, `std::vector<Event> answer(request, answer)` and
-// `std::vector<Event> prompt(prompt)`.
+// `std::vector<Event> prompt(prompt)`; one that holds conversations also
+// `std::vector<Event> cancel()` and may have `std::vector<Event> set(name, value)`.
 template <class Parser>
 class SdkEventParser final : public handler::sdk::EventParser {
 public:
+    SdkEventParser() = default;
+    template <class First, class... Rest>
+    explicit SdkEventParser(First&& first, Rest&&... rest)
+        : parser_(std::forward<First>(first), std::forward<Rest>(rest)...) {}
+
     void feed(std::string_view bytes, handler::sdk::EventSink& sink) override {
         for (const Event& event : parser_.feed(bytes)) sink.emit(event.kind, event.json);
         if constexpr (kTalksBack) send(parser_.take_reply(), sink);
@@ -44,7 +51,27 @@ public:
         }
     }
 
+    void cancel(handler::sdk::EventSink& sink) override {
+        if constexpr (kCancels) {
+            for (const Event& event : parser_.cancel()) sink.emit(event.kind, event.json);
+            send(parser_.take_reply(), sink);
+        } else {
+            handler::sdk::EventParser::cancel(sink);
+        }
+    }
+
+    void set(std::string_view name, std::string_view value, handler::sdk::EventSink& sink) override {
+        if constexpr (kSets) {
+            for (const Event& event : parser_.set(name, value)) sink.emit(event.kind, event.json);
+            send(parser_.take_reply(), sink);
+        } else {
+            handler::sdk::EventParser::set(name, value, sink);
+        }
+    }
+
 private:
+    static constexpr bool kCancels = requires(Parser parser) { parser.cancel(); };
+    static constexpr bool kSets = requires(Parser parser, std::string_view text) { parser.set(text, text); };
     static constexpr bool kTalksBack = requires(Parser parser) { parser.take_reply(); };
 
     static void send(const Reply& reply, handler::sdk::EventSink& sink) {
