@@ -57,6 +57,8 @@ public:
     void shut_down();
 
     std::size_t open_sessions() const { return views_.size(); }
+    // The editor's requests not answered yet.
+    std::size_t unanswered() const { return in_flight_.size(); }
 
 private:
     struct View;
