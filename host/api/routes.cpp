@@ -160,7 +160,9 @@ json::array json_list(const std::vector<T>& items, ToJson to_json_fn) {
 
 Response Routes::dispatch(const Call& call) {
     const std::string& resource = call.segments[0];
-    if (call.segments.size() > (resource == "sessions" || resource == "accounts" ? 3u : 2u))
+    // Only a conversation's prompt has a fourth segment (sessions/ID/prompts/PROMPT_ID).
+    const bool prompt = resource == "sessions" && call.segments.size() > 2 && call.segments[2] == "prompts";
+    if (call.segments.size() > (prompt ? 4u : resource == "sessions" || resource == "accounts" ? 3u : 2u))
         return no_route(call.method, call.target);
     if (resource == "status") return status(call);
     if (resource == "plugins") return plugins(call);
