@@ -206,6 +206,7 @@ hd_launch_request to_raw(const LaunchRequest& request, std::vector<hd_str>& extr
     raw.thinking_level = to_str(request.thinking_level);
     raw.conversation = request.conversation ? 1 : 0;
     raw.resume = to_str(request.resume);
+    raw.mcp_servers = to_str(request.mcp_servers);
     return raw;
 }
 

@@ -290,6 +290,7 @@ struct LaunchRequest {
     std::string_view thinking_level;   // empty: the harness's default
     bool conversation = false;         // prompt after prompt (sdk.h, conversation)
     std::string_view resume;           // the harness's own session id to continue
+    std::string_view mcp_servers;      // ACP McpServer[] JSON; empty: none
 
     bool interactive() const noexcept { return mode == HD_LAUNCH_INTERACTIVE; }
     bool headless() const noexcept { return mode == HD_LAUNCH_HEADLESS; }
@@ -308,6 +309,7 @@ struct LaunchRequest {
         request.thinking_level = to_view(raw.thinking_level);
         request.conversation = raw.conversation != 0;
         request.resume = to_view(raw.resume);
+        request.mcp_servers = to_view(raw.mcp_servers);
         if (raw.extra_args != nullptr)
             for (std::size_t i = 0; i < raw.extra_arg_count; ++i)
                 request.extra_args.push_back(to_view(raw.extra_args[i]));

@@ -192,6 +192,13 @@ typedef struct hd_launch_request {
      * parser reported in a SESSION_INFO event's "harnessSessionId") in a new container,
      * from the state kept by keep_session_state. */
     hd_str resume;
+    /* Minor 1. The MCP servers a client (an editor over ACP) asked for, as ACP's
+     * McpServer[] JSON ([{"name","command","args","env"}] for stdio, {"type":"http",
+     * "name","url","headers"}); empty: none. A harness that takes them writes them into
+     * its own configuration: stdio servers run inside the container, HTTP ones are
+     * reached through the session's proxy under its rules. describe()'s "mcp" lists the
+     * transports it honours; handlerd tells the clients of any other. */
+    hd_str mcp_servers;
 } hd_launch_request;
 
 /* How a plugin describes the container to start. Filled by the host; the plugin calls

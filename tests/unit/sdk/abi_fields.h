@@ -31,6 +31,7 @@
     X(hd_launch_request, extra_args) X(hd_launch_request, extra_arg_count)                     \
     X(hd_launch_request, account_base_url) X(hd_launch_request, thinking_level)                \
     X(hd_launch_request, conversation) X(hd_launch_request, resume)                            \
+    X(hd_launch_request, mcp_servers)                                                          \
     X(hd_launch_builder, struct_size) X(hd_launch_builder, context)                            \
     X(hd_launch_builder, set_image) X(hd_launch_builder, add_argument)                         \
     X(hd_launch_builder, set_env) X(hd_launch_builder, set_workdir)                            \

@@ -45,7 +45,7 @@ static_assert(offsetof(hd_host_api, storage_get) == 72);
 static_assert(offsetof(hd_host_api, storage_set) == 80);
 static_assert(offsetof(hd_host_api, storage_remove) == 88);
 
-static_assert(sizeof(hd_launch_request) == 168);
+static_assert(sizeof(hd_launch_request) == 184);
 static_assert(offsetof(hd_launch_request, mode) == 4);
 static_assert(offsetof(hd_launch_request, start_mode) == 8);
 static_assert(offsetof(hd_launch_request, session_id) == 16);
@@ -59,6 +59,7 @@ static_assert(offsetof(hd_launch_request, account_base_url) == 112);
 static_assert(offsetof(hd_launch_request, thinking_level) == 128);
 static_assert(offsetof(hd_launch_request, conversation) == 144);
 static_assert(offsetof(hd_launch_request, resume) == 152);
+static_assert(offsetof(hd_launch_request, mcp_servers) == 168);
 
 static_assert(sizeof(hd_launch_builder) == 96);
 static_assert(offsetof(hd_launch_builder, context) == 8);
