@@ -174,6 +174,10 @@ struct Agent::View final : EventSink {
     std::deque<std::string> outcome_order;
     std::map<std::string, OpenPermission> permissions;
     std::optional<json::object> commands, usage, title;
+    // A new conversation's first events (an error naming an MCP server it cannot run, say)
+    // come before the editor may be sent updates: kept for after the answer.
+    bool keep_early = false;
+    std::vector<json::object> early;
     std::vector<std::pair<std::string, std::string>> mcp_refused;
 
     PendingPrompt* pending(std::uint64_t key) {
@@ -430,10 +434,11 @@ void Agent::start_conversation(std::shared_ptr<NewSession> request, bool with_mc
         view->project_id = integer_of(request->project, "id");
         view->harness = std::move(request->harness);
         const std::string network = text_of(*session, "network_mode");
-        view->settings.mode = start_mode_of(network.empty() ? text_of(request->agent, "network_mode") : network);
+        view->settings.start_mode = start_mode_of(network.empty() ? text_of(request->agent, "network_mode") : network);
         view->settings.model = text_of(*session, "model");
         view->settings.thought_level = text_of(*session, "thinking");
         view->mcp_refused = std::move(request->mcp.refused);
+        view->keep_early = true;
         views_[view->id] = view;
         const rpc::Id id = request->id;
         attach(view, false, [this, id, serial = view->serial, session_id = view->id] {
@@ -492,7 +497,7 @@ void Agent::open_existing(const rpc::Id& id, const rpc::ParamReader& params, boo
                                  nullptr});
             view->cwd = cwd;
             view->harness.harness = harness;
-            view->settings.mode = network.empty() ? std::string() : start_mode_of(network);
+            view->settings.start_mode = network.empty() ? std::string() : start_mode_of(network);
             describe(view, agent_id,
                      [this, id, view, replay, state] {
                          if (View* open = find_view(view->id)) detach(*open, Detach::reopen);
@@ -525,14 +530,14 @@ void Agent::describe(std::shared_ptr<View> view, std::int64_t agent_id, std::fun
         const json::value* description = plugin != nullptr ? plugin->if_contains("harness") : nullptr;
         view->harness = read_harness_choices(
             view->harness.harness, description != nullptr && description->is_object() ? description->as_object() : json::object{});
-        if (!view->settings.mode.empty() || agent_id == 0) {
-            if (view->settings.mode.empty()) view->settings.mode = "filtered";
+        if (!view->settings.start_mode.empty() || agent_id == 0) {
+            if (view->settings.start_mode.empty()) view->settings.start_mode = "filtered";
             return done();
         }
         // The session runs with its agent's network mode: read it there.
         handlerd_.agents(view->project_id, [view, agent_id, done](Result<json::array> agents) {
             const json::object* agent = agents ? by_id(*agents, agent_id) : nullptr;
-            view->settings.mode = start_mode_of(agent != nullptr ? text_of(*agent, "network_mode") : std::string());
+            view->settings.start_mode = start_mode_of(agent != nullptr ? text_of(*agent, "network_mode") : std::string());
             done();
         });
     });
@@ -564,6 +569,8 @@ void Agent::go_live(View& view) {
     for (const auto& [name, why] : view.mcp_refused)
         notice(view, "MCP server '" + name + "' is not available in this conversation: " + why + "\n");
     view.mcp_refused.clear();
+    for (auto& early : std::exchange(view.early, {})) update(view, std::move(early));
+    view.keep_early = false;
     if (view.commands) update(view, *view.commands);
     if (view.usage) update(view, *view.usage);
     if (view.title) update(view, *view.title);
@@ -813,17 +820,7 @@ void Agent::set_config_option(const rpc::Id& id, const rpc::ParamReader& params)
     View* view = find_view(session_id);
     if (view == nullptr)
         return fail(id, {rpc::kResourceNotFound, "no open session '" + session_id + "'", json::object{{"sessionId", session_id}}});
-    auto change = change_for(view->harness, config_id, value->as_string());
-    if (!change) return fail(id, {rpc::kInvalidParams, change.error().message, nullptr});
-    const std::string chosen(value->as_string());
-    handlerd_.configure(view->id, change->setting, change->value,
-                        [this, id, session_id, serial = view->serial, config_id, chosen](Result<std::string> applied) {
-        View* target = find_view(session_id, serial);
-        if (target == nullptr) return fail(id, {rpc::kResourceNotFound, "session '" + session_id + "' was closed", nullptr});
-        if (!applied) return fail(id, failure_of(applied.error()));
-        apply_change(target->settings, config_id, chosen, *applied == "on_resume");
-        respond(id, json::object{{"configOptions", config_options(target->harness, target->settings)}});
-    });
+    change_setting(id, *view, config_id, std::string(value->as_string()), true);
 }
 
 void Agent::set_mode(const rpc::Id& id, const rpc::ParamReader& params) {
@@ -832,15 +829,37 @@ void Agent::set_mode(const rpc::Id& id, const rpc::ParamReader& params) {
     View* view = find_view(session_id);
     if (view == nullptr)
         return fail(id, {rpc::kResourceNotFound, "no open session '" + session_id + "'", json::object{{"sessionId", session_id}}});
-    auto change = change_for(view->harness, "mode", mode);
+    change_setting(id, *view, "mode", mode, false);
+}
+
+void Agent::change_setting(const rpc::Id& id, View& view, const std::string& config_id, const std::string& value,
+                           bool answer_options) {
+    auto answer = [this, id, answer_options](const View& target) {
+        if (answer_options) respond(id, json::object{{"configOptions", config_options(target.harness, target.settings)}});
+        else respond(id, json::object{});
+    };
+    auto change = change_for(view.harness, config_id, value);
     if (!change) return fail(id, {rpc::kInvalidParams, change.error().message, nullptr});
-    handlerd_.configure(view->id, change->setting, change->value,
-                        [this, id, session_id, serial = view->serial, mode](Result<std::string> applied) {
+    // The start mode is the session's network mode, taken when it starts; only its own
+    // is a choice here.
+    if (config_id == "mode" && is_start_mode(value)) {
+        if (value != view.settings.start_mode)
+            return fail(id, {rpc::kInvalidParams,
+                             "the start mode (Locked down, Guarded, Open) is the session's network mode, chosen when "
+                             "it starts; for the agent's next conversations: `handler agent edit AGENT --network " +
+                                 value + "`",
+                             nullptr});
+        apply_change(view.settings, "mode", value, false);
+        return answer(view);
+    }
+    handlerd_.configure(view.id, change->setting, change->value,
+                        [this, id, session_id = view.id, serial = view.serial, config_id, value,
+                         answer](Result<std::string> applied) {
         View* target = find_view(session_id, serial);
         if (target == nullptr) return fail(id, {rpc::kResourceNotFound, "session '" + session_id + "' was closed", nullptr});
         if (!applied) return fail(id, failure_of(applied.error()));
-        apply_change(target->settings, "mode", mode, *applied == "on_resume");
-        respond(id, json::object{});
+        apply_change(target->settings, config_id, value, *applied == "on_resume");
+        answer(*target);
     });
 }
 
@@ -938,9 +957,9 @@ void Agent::process(View& view, const ConversationEvent& event) {
     if (event.kind == "available_commands") view.commands = *translated;
     else if (event.kind == "usage") view.usage = *translated;
     else if (event.kind == "session_info") view.title = *translated;
-    if (shown && !(view.shown == View::Shown::replay && (event.kind == "available_commands" || event.kind == "usage" ||
-                                                         event.kind == "session_info")))
-        update(view, std::move(*translated));
+    const bool remembered = event.kind == "available_commands" || event.kind == "usage" || event.kind == "session_info";
+    if (live || (view.shown == View::Shown::replay && !remembered)) update(view, std::move(*translated));
+    else if (view.keep_early && !remembered) view.early.push_back(std::move(*translated));
 }
 
 void Agent::mode_changed(View& view, const json::object& payload) {

@@ -35,7 +35,7 @@ struct AgentOptions {
     // `handler acp --agent NAME`; empty: the project's only agent.
     std::string agent_name;
     // The largest prompt (its text, after resources are inlined) sent on to handlerd.
-    std::size_t prompt_limit_bytes = 512 * 1024;
+    std::size_t prompt_limit_bytes = 256 * 1024;
     std::string version = "0";
 };
 
@@ -80,6 +80,9 @@ private:
     void prompt(const rpc::Id& id, const rpc::ParamReader& params);
     void set_config_option(const rpc::Id& id, const rpc::ParamReader& params);
     void set_mode(const rpc::Id& id, const rpc::ParamReader& params);
+    // session/set_config_option and session/set_mode: through handlerd, then `done`.
+    void change_setting(const rpc::Id& id, View& view, const std::string& config_id, const std::string& value,
+                        bool answer_options);
     void cancel(const rpc::ParamReader& params);
     void cancel_request(const rpc::ParamReader& params);
 

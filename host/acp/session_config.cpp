@@ -60,11 +60,6 @@ bool has(const std::vector<Choice>& choices, std::string_view id) {
     return std::any_of(choices.begin(), choices.end(), [id](const Choice& choice) { return choice.id == id; });
 }
 
-bool is_start_mode(std::string_view id) {
-    return std::any_of(std::begin(kStartModes), std::end(kStartModes),
-                       [id](const StartMode& mode) { return id == mode.id; });
-}
-
 json::array select_options(const std::vector<Choice>& choices) {
     json::array out;
     for (const auto& choice : choices) out.push_back(json::object{{"value", choice.id}, {"name", choice.label}});
@@ -103,7 +98,8 @@ std::vector<Choice> harness_modes(const HarnessChoices& harness, const Settings&
 }
 
 std::string current_mode(const Settings& settings) {
-    return settings.mode.empty() ? std::string("filtered") : settings.mode;
+    if (!settings.mode.empty()) return settings.mode;
+    return settings.start_mode.empty() ? std::string("filtered") : settings.start_mode;
 }
 
 std::string joined(const std::vector<Choice>& choices) {
@@ -156,6 +152,11 @@ json::object legacy_modes(const HarnessChoices& harness, const Settings& setting
     for (const auto& mode : harness_modes(harness, settings))
         available.push_back(json::object{{"id", mode.id}, {"name", mode.label}});
     return json::object{{"currentModeId", current_mode(settings)}, {"availableModes", std::move(available)}};
+}
+
+bool is_start_mode(std::string_view id) {
+    return std::any_of(std::begin(kStartModes), std::end(kStartModes),
+                       [id](const StartMode& mode) { return id == mode.id; });
 }
 
 std::string start_mode_of(std::string_view network_mode) {

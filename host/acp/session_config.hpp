@@ -40,6 +40,7 @@ HarnessChoices read_harness_choices(std::string_view harness_id, const boost::js
 
 // The values in use; empty: not known (the harness's own default).
 struct Settings {
+    std::string start_mode; // the session's network mode as a start mode (none, filtered, open)
     std::string model;
     std::string mode;
     std::string thought_level;
@@ -56,6 +57,7 @@ boost::json::object legacy_modes(const HarnessChoices& harness, const Settings& 
 
 // The start mode of a network mode ("learn" reads as Guarded, like "filtered").
 std::string start_mode_of(std::string_view network_mode);
+bool is_start_mode(std::string_view id);
 
 struct Change {
     std::string setting; // handlerd's name: model, mode, thinking_level

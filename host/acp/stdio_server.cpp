@@ -40,7 +40,8 @@ namespace fs = std::filesystem;
 // One message per line; the SDKs allow 32 MiB. A longer line is dropped and answered
 // -32600, a long prompt is refused by the agent's own, smaller limit (with its id).
 constexpr std::size_t kLineLimitBytes = std::size_t{16} << 20;
-constexpr std::size_t kPromptLimitBytes = std::size_t{512} << 10;
+// handlerd takes prompts of up to 256 KiB; the agent says so before it is asked.
+constexpr std::size_t kPromptLimitBytes = std::size_t{256} << 10;
 // An editor that stops reading its agent's output is not waited for without end.
 constexpr std::size_t kOutputBacklogBytes = std::size_t{256} << 20;
 // When stdin ends, the requests already read are still answered, for this long at most

@@ -40,6 +40,8 @@ public:
     std::vector<std::string> calls;          // "POST /prompts s_1 hello", ...
     std::vector<boost::json::object> starts; // bodies of POST /api/v1/sessions
     std::map<std::string, Error> fail_next;  // call name ("prompt", "start"...) → its error, once
+    // Events a new conversation records as it starts (kind, payload).
+    std::vector<std::pair<std::string, boost::json::object>> start_events;
     // When set, a prompt's user_prompt event is delivered before the POST's answer.
     bool events_before_reply = false;
     std::int64_t now_ms = 1'760'000'000'000;
@@ -169,6 +171,7 @@ public:
             }
         auto& conversation = add_conversation(id, project, agent, harness, "starting");
         later(reply, Result<boost::json::object>(conversation.record));
+        for (const auto& [kind, payload] : start_events) emit(id, kind, payload);
     }
     void history(const std::string& id, std::int64_t after, acp::Reply<std::vector<acp::ConversationEvent>> reply) override {
         calls.push_back("GET /events " + id + " after " + std::to_string(after));

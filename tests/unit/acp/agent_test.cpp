@@ -258,6 +258,18 @@ TEST_F(AcpAgent, McpServersArePassedOnAndThoseThatCannotBeAreNamed) {
               std::string::npos);
 }
 
+// handlerd names an MCP server the harness cannot run in an error event at the start:
+// the editor sees it, after the answer to session/new.
+TEST_F(AcpAgent, TheFirstEventsOfANewConversationFollowTheAnswer) {
+    handlerd.start_events = {{"error", {{"message", "MCP server 'files' is not honoured by claude-code"}}}};
+    const std::string id = new_session();
+    const auto shown = updates();
+    ASSERT_EQ(shown.size(), 1u);
+    EXPECT_NE(std::string(shown[0].at("content").as_object().at("text").as_string()).find("MCP server 'files'"),
+              std::string::npos);
+    EXPECT_LT(answer_index(1), static_cast<int>(out.size()) - 1);
+}
+
 TEST_F(AcpAgent, APromptStreamsItsTurnInOrderThenAnswersItsStopReason) {
     const std::string id = new_session();
     const auto first = out.size();
@@ -553,9 +565,15 @@ TEST_F(AcpAgent, SettingsChangedElsewhereAreShownAndSetThroughHandlerd) {
     EXPECT_EQ(error_code(21), rpc::kInvalidParams);
     request(22, "session/set_config_option", {{"sessionId", id}, {"configId", "mode"}, {"type", "boolean"}, {"value", true}});
     EXPECT_EQ(error_code(22), rpc::kInvalidParams);
-    request(23, "session/set_mode", {{"sessionId", id}, {"modeId", "none"}});
+    request(23, "session/set_mode", {{"sessionId", id}, {"modeId", "default"}});
     EXPECT_EQ(answer_to(23).at("result"), json::object{});
-    EXPECT_EQ(handlerd.count_calls("POST /config s_1 mode=none"), 1u);
+    EXPECT_EQ(handlerd.count_calls("POST /config s_1 mode=default"), 1u);
+    // The start mode is the session's network mode: only its own can be chosen again.
+    request(24, "session/set_mode", {{"sessionId", id}, {"modeId", "none"}});
+    EXPECT_EQ(error_code(24), rpc::kInvalidParams);
+    EXPECT_NE(error_text(24).find("handler agent edit AGENT --network none"), std::string::npos);
+    request(25, "session/set_config_option", {{"sessionId", id}, {"configId", "mode"}, {"value", "filtered"}});
+    EXPECT_TRUE(answer_to(25).contains("result"));
     EXPECT_EQ(handlerd.count_calls("POST /config"), 2u);
 }
 
