@@ -371,13 +371,6 @@ void Agent::choose_agent(std::shared_ptr<NewSession> request) {
             const json::value* description = plugin != nullptr ? plugin->if_contains("harness") : nullptr;
             request->harness = read_harness_choices(
                 harness, description != nullptr && description->is_object() ? description->as_object() : json::object{});
-            const auto& modes = request->harness.launch_modes;
-            if (!modes.empty() && std::find(modes.begin(), modes.end(), "conversation") == modes.end())
-                return fail(request->id,
-                            {rpc::kInvalidParams,
-                             "agent '" + text_of(request->agent, "name") + "' runs " + harness +
-                                 ", which does not hold conversations (it is not in its launch_modes)",
-                             nullptr});
             check_account(request);
         });
     });
@@ -412,6 +405,12 @@ void Agent::check_account(std::shared_ptr<NewSession> request) {
 }
 
 void Agent::start_conversation(std::shared_ptr<NewSession> request, bool with_mcp) {
+    const auto& modes = request->harness.launch_modes;
+    if (!modes.empty() && std::find(modes.begin(), modes.end(), "conversation") == modes.end())
+        return fail(request->id, {rpc::kInvalidParams,
+                                  "agent '" + text_of(request->agent, "name") + "' runs " + request->harness.harness +
+                                      ", which does not hold conversations (\"conversation\" is not among its launch modes)",
+                                  nullptr});
     json::object body{{"directory", request->cwd}, {"name", text_of(request->agent, "name")}, {"conversation", true}};
     if (with_mcp && !request->mcp.passed.empty()) body["mcp_servers"] = request->mcp.passed;
     handlerd_.start(std::move(body), [this, request, with_mcp](Result<json::object> session) {
@@ -659,13 +658,13 @@ void Agent::list_sessions(const rpc::Id& id, const rpc::ParamReader& params) {
 void Agent::prompt(const rpc::Id& id, const rpc::ParamReader& params) {
     const std::string session_id = params.string("sessionId");
     const auto& blocks = params.array("prompt");
+    auto text = prompt_text(blocks, options_.prompt_limit_bytes);
+    if (!text) return fail(id, {rpc::kInvalidParams, text.error().message, nullptr});
     View* view = find_view(session_id);
     if (view == nullptr)
         return fail(id, {rpc::kResourceNotFound,
                          "no open session '" + session_id + "' (open it with session/new, session/load or session/resume)",
                          json::object{{"sessionId", session_id}}});
-    auto text = prompt_text(blocks, options_.prompt_limit_bytes);
-    if (!text) return fail(id, {rpc::kInvalidParams, text.error().message, nullptr});
     const std::uint64_t key = next_prompt_key_++;
     view->prompts.push_back(PendingPrompt{key, id, {}, false, false});
     send_prompt(*view, key, std::move(*text), false);

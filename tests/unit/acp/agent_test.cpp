@@ -214,6 +214,17 @@ TEST_F(AcpAgent, NewSessionNeedsOneAgentAndAUsableAccount) {
     EXPECT_NE(error_text(3).find("no agent named 'ghost'"), std::string::npos);
 }
 
+TEST_F(AcpAgent, AHarnessWithoutConversationsIsRefusedByName) {
+    handlerd.add_project(3, "tools", "/home/u/tools");
+    handlerd.add_agent(3, 11, "oneshot", "oneshot-harness");
+    handlerd.add_plugin("oneshot-harness", json::parse(R"({"launch_modes":["interactive","headless"]})").as_object());
+    initialize();
+    request(1, "session/new", {{"cwd", "/home/u/tools"}, {"mcpServers", json::array{}}});
+    EXPECT_EQ(error_code(1), rpc::kInvalidParams);
+    EXPECT_NE(error_text(1).find("oneshot-harness, which does not hold conversations"), std::string::npos);
+    EXPECT_EQ(handlerd.count_calls("POST /sessions"), 0u);
+}
+
 TEST_F(AcpAgent, AnAgentWithoutAUsableAccountIsAuthRequired) {
     handlerd.agents_json[1][0].as_object()["account"] = nullptr;
     initialize();
