@@ -167,10 +167,13 @@ std::string start_mode_of(std::string_view network_mode) {
 Result<Change> change_for(const HarnessChoices& harness, std::string_view config_id, std::string_view value) {
     const std::string text(value);
     if (config_id == "model") {
-        if (harness.models.empty() || !has(harness.models, value))
+        // The declared models are suggestions (a local model server takes any name);
+        // handlerd checks the name's form.
+        if (value.empty() || value == kDefaultValue)
             return make_error(ErrorCode::invalid_argument,
-                              "'" + text + "' is not one of " + harness.harness + "'s models (" +
-                                  joined(harness.models) + ")");
+                              "choose a model by its name" +
+                                  (harness.models.empty() ? std::string()
+                                                          : " (" + harness.harness + " suggests " + joined(harness.models) + ")"));
         return Change{"model", text};
     }
     if (config_id == "mode") {

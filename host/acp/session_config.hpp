@@ -64,7 +64,8 @@ struct Change {
     std::string value;
 };
 // session/set_config_option (or set_mode, with config id "mode") checked against the
-// choices: what to ask handlerd for, or invalid_argument naming the values it takes.
+// choices: what to ask handlerd for, or invalid_argument naming the values it takes. A
+// model may be any name (the declared ones are suggestions, as everywhere in Handler).
 Result<Change> change_for(const HarnessChoices& harness, std::string_view config_id, std::string_view value);
 // Records a change that handlerd accepted into `settings`.
 void apply_change(Settings& settings, std::string_view config_id, std::string_view value, bool on_resume);

@@ -53,6 +53,29 @@ export function makeHome(name) {
   };
 }
 
+// The environment this process runs in (HOME and XDG folders a podman test prepared,
+// handlerd running there), with the same helpers as makeHome's.
+export function currentHome() {
+  const env = { ...process.env };
+  const children = [];
+  return {
+    work: env.HOME, home: env.HOME, env, children,
+    handler(...args) {
+      return execFileSync(join(bin, "handler"), args, { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    },
+    daemonPid() {
+      try {
+        return JSON.parse(this.handler("status", "--json")).pid;
+      } catch {
+        return null;
+      }
+    },
+    cleanup() {
+      for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+    },
+  };
+}
+
 export async function startDaemon(home) {
   const daemon = spawn(join(bin, "handler"), ["daemon"], { env: home.env, stdio: ["ignore", "ignore", "pipe"] });
   home.children.push(daemon);
@@ -94,7 +117,7 @@ export async function withClient(child, op, handlers = {}) {
     .onNotification(acp.methods.client.session.update, (ctx) => { seen.updates.push(ctx.params); })
     .onRequest(acp.methods.client.session.requestPermission, async (ctx) => {
       seen.requests.push({ method: "session/request_permission", params: ctx.params });
-      if (handlers.permission) return handlers.permission(ctx.params);
+      if (handlers.permission) return handlers.permission(ctx.params, ctx.signal);
       return { outcome: { outcome: "cancelled" } };
     });
   for (const method of ["fs/read_text_file", "fs/write_text_file", "terminal/create", "terminal/output",

@@ -572,7 +572,7 @@ TEST_F(AcpAgent, SettingsChangedElsewhereAreShownAndSetThroughHandlerd) {
     EXPECT_EQ(model.at("currentValue"), "opus");
     EXPECT_TRUE(model.contains("description")); // handlerd applies it when the conversation resumes
 
-    request(21, "session/set_config_option", {{"sessionId", id}, {"configId", "model"}, {"value", "gpt-5"}});
+    request(21, "session/set_config_option", {{"sessionId", id}, {"configId", "thought_level"}, {"value", "max"}});
     EXPECT_EQ(error_code(21), rpc::kInvalidParams);
     request(22, "session/set_config_option", {{"sessionId", id}, {"configId", "mode"}, {"type", "boolean"}, {"value", true}});
     EXPECT_EQ(error_code(22), rpc::kInvalidParams);

@@ -85,7 +85,9 @@ TEST(AcpSessionConfig, ChangesAreCheckedAgainstTheChoices) {
     EXPECT_TRUE(change_for(harness, "mode", "open"));
     EXPECT_TRUE(change_for(harness, "mode", "plan"));
 
-    auto wrong = change_for(harness, "model", "gpt-5");
+    // A model the harness did not declare is a choice too (a local server's, say).
+    EXPECT_TRUE(change_for(harness, "model", "claude-sonnet-4-5"));
+    auto wrong = change_for(harness, "model", "");
     ASSERT_FALSE(wrong);
     EXPECT_NE(wrong.error().message.find("sonnet, opus"), std::string::npos);
     EXPECT_FALSE(change_for(harness, "mode", "yolo"));
