@@ -292,7 +292,9 @@ void AppServerParser::interrupt() {
     if (!turn_ || !turn_->cancelled || !turn_->started || turn_->id.empty() || turn_->interrupt_sent) return;
     turn_->interrupt_sent = true;
     interrupts_.insert(next_id_);
-    send({{"id", next_id_++}, {"method", "turn/interrupt"}, {"params", {{"threadId", thread_id_}, {"turnId", turn_->id}}}});
+    send({{"id", next_id_++},
+          {"method", "turn/interrupt"},
+          {"params", {{"threadId", thread_id_}, {"turnId", turn_->id}}}});
 }
 
 std::vector<Event> AppServerParser::set(std::string_view name, std::string_view value) {
@@ -319,8 +321,8 @@ Event AppServerParser::settings_event() const {
     const auto pick = [](const std::string& changed, const std::string& known) -> std::string_view {
         return changed.empty() ? known : changed;
     };
-    return common::mode_changed(pick(next_.approval_policy, current_.approval_policy), pick(next_.model, current_.model),
-                                pick(next_.effort, current_.effort));
+    return common::mode_changed(pick(next_.approval_policy, current_.approval_policy),
+                                pick(next_.model, current_.model), pick(next_.effort, current_.effort));
 }
 
 std::vector<Event> AppServerParser::answer(std::string_view request_text, std::string_view answer_text) {

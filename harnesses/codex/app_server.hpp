@@ -31,7 +31,8 @@ namespace handler::codex {
 using plugin_common::Event;
 
 // Codex's reasoning efforts: the thinking levels of describe().
-inline const std::initializer_list<std::string_view> kThinkingLevels = {"none", "minimal", "low", "medium", "high", "xhigh"};
+inline const std::initializer_list<std::string_view> kThinkingLevels = {"none", "minimal", "low",
+                                                                        "medium", "high", "xhigh"};
 
 // Whether `text` has the shape of a Codex thread id (a UUID, 8-4-4-4-12 hex digits): the
 // only thing a resume may pass on, since the id comes back from the container's output.
