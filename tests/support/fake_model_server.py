@@ -63,6 +63,23 @@ def tool_output(body):
     return None
 
 
+def responses_history(body):
+    """What a Responses API request carries of the conversation so far, for the log: the
+    text of each user message and the reasoning effort asked for. A later turn of a
+    conversation (or of a resumed one) shows the earlier prompts here."""
+    if not isinstance(body, dict):
+        return {}
+    texts = []
+    for item in body.get("input") if isinstance(body.get("input"), list) else []:
+        if not isinstance(item, dict) or item.get("type", "message") != "message" or item.get("role") != "user":
+            continue
+        for part in item.get("content") if isinstance(item.get("content"), list) else []:
+            if isinstance(part, dict) and part.get("type") == "input_text":
+                texts.append(str(part.get("text"))[:200])
+    reasoning = body.get("reasoning") if isinstance(body.get("reasoning"), dict) else {}
+    return {"user_texts": texts, "effort": reasoning.get("effort")}
+
+
 def tool_names(tools):
     names = set()
     for tool in tools or []:
@@ -223,6 +240,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "content_encoding": self.headers.get("Content-Encoding"),
                  "tool_output": tool_output(body),
                  "user_texts": user_texts(body)}
+        entry.update(responses_history(body) if self.path.split("?", 1)[0].endswith("/responses") else {})
         with log_lock, open(args.log, "a") as log:
             log.write(json.dumps(entry) + "\n")
 
