@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstdio>
+#include <utility>
+#include <vector>
 #include <ctime>
 #include <algorithm>
 
@@ -53,12 +55,32 @@ std::optional<std::uint64_t> count_field(const json::object& object, std::string
 
 bool absolute(std::string_view path) { return !path.empty() && path.front() == '/'; }
 
+// The objects of the list `key` that have a string `name`, each with it; nullopt when
+// `key` is not a list. Anything else in the list is skipped.
+using Entry = std::pair<const json::object*, const json::string*>;
+std::optional<std::vector<Entry>> entries_with(const json::object& payload, std::string_view key, std::string_view name) {
+    const auto* list = payload.if_contains(key);
+    if (list == nullptr || !list->is_array()) return std::nullopt;
+    std::vector<Entry> out;
+    for (const auto& entry : list->as_array()) {
+        const auto* object = entry.if_object();
+        const auto* field = object != nullptr ? string_field(*object, name) : nullptr;
+        if (field != nullptr) out.emplace_back(object, field);
+    }
+    return out;
+}
+
+// `value` as an object with its string "type"; nulls when it is not one.
+std::pair<const json::object*, const json::string*> typed(const json::value& value) {
+    const auto* object = value.if_object();
+    const auto* type = object != nullptr ? string_field(*object, "type") : nullptr;
+    return {type != nullptr ? object : nullptr, type};
+}
+
 // ContentBlock: text, or a link to a resource. Images and other blocks from a harness
 // are not passed on.
 std::optional<json::object> content_block(const json::value& value) {
-    const auto* block = value.if_object();
-    if (block == nullptr) return std::nullopt;
-    const auto* type = string_field(*block, "type");
+    const auto [block, type] = typed(value);
     if (type == nullptr) return std::nullopt;
     if (*type == "text") {
         const auto* text = string_field(*block, "text");
@@ -80,9 +102,7 @@ std::optional<json::object> content_block(const json::value& value) {
 // ToolCallContent: content or a diff. A "terminal" entry would name one of the editor's
 // own terminals, which a container has no business naming, so it is dropped.
 std::optional<json::object> tool_content(const json::value& value) {
-    const auto* entry = value.if_object();
-    if (entry == nullptr) return std::nullopt;
-    const auto* type = string_field(*entry, "type");
+    const auto [entry, type] = typed(value);
     if (type == nullptr) return std::nullopt;
     if (*type == "content") {
         const auto* inner = entry->if_contains("content");
@@ -168,28 +188,22 @@ std::optional<json::object> tool_call_update(const json::object& payload) {
 }
 
 std::optional<json::object> plan(const json::object& payload) {
-    const auto* entries = payload.if_contains("entries");
-    if (entries == nullptr || !entries->is_array()) return std::nullopt;
+    const auto entries = entries_with(payload, "entries", "content");
+    if (!entries) return std::nullopt;
     json::array out;
-    for (const auto& entry : entries->as_array()) {
-        const auto* item = entry.if_object();
-        const auto* content = item != nullptr ? string_field(*item, "content") : nullptr;
-        if (content == nullptr) continue;
+    for (const auto& [item, content] : *entries)
         out.push_back(json::object{{"content", *content},
                                    {"priority", enum_field(*item, "priority", kPlanPriorities, "medium")},
                                    {"status", enum_field(*item, "status", kPlanStatuses, "pending")}});
-    }
     return json::object{{"sessionUpdate", "plan"}, {"entries", std::move(out)}};
 }
 
 std::optional<json::object> available_commands(const json::object& payload) {
-    const auto* commands = payload.if_contains("availableCommands");
-    if (commands == nullptr || !commands->is_array()) return std::nullopt;
+    const auto commands = entries_with(payload, "availableCommands", "name");
+    if (!commands) return std::nullopt;
     json::array out;
-    for (const auto& entry : commands->as_array()) {
-        const auto* command = entry.if_object();
-        const auto* name = command != nullptr ? string_field(*command, "name") : nullptr;
-        if (name == nullptr || name->empty()) continue;
+    for (const auto& [command, name] : *commands) {
+        if (name->empty()) continue;
         const auto* description = string_field(*command, "description");
         json::object item{{"name", *name}, {"description", description ? json::string(*description) : json::string()}};
         if (const auto* input = command->if_contains("input"); input && input->is_object())
@@ -285,13 +299,10 @@ json::object session_notification(std::string_view session_id, json::object upda
 
 std::optional<json::object> permission_params(std::string_view session_id, const json::object& payload) {
     const auto* id = string_field(payload, "toolCallId");
-    const auto* given = payload.if_contains("options");
-    if (id == nullptr || given == nullptr || !given->is_array()) return std::nullopt;
+    const auto given = entries_with(payload, "options", "optionId");
+    if (id == nullptr || !given) return std::nullopt;
     json::array options;
-    for (const auto& entry : given->as_array()) {
-        const auto* option = entry.if_object();
-        const auto* option_id = option != nullptr ? string_field(*option, "optionId") : nullptr;
-        if (option_id == nullptr) continue;
+    for (const auto& [option, option_id] : *given) {
         const std::string kind = enum_field(*option, "kind", kPermissionKinds, "");
         if (kind.empty()) continue;
         const auto* name = string_field(*option, "name");

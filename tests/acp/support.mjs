@@ -29,22 +29,12 @@ export function makeHome(name) {
   // An ephemeral TCP port, so that tests run side by side.
   writeFileSync(join(env.XDG_CONFIG_HOME, "handler", "config.toml"),
                 'format = 2\n[daemon]\nlog_level = "debug"\n[api]\ntcp = true\nport = 0\n');
-  const children = [];
+  const place = at(env, work, home);
   return {
-    work, home, env, children,
-    handler(...args) {
-      return execFileSync(join(bin, "handler"), args, { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-    },
-    daemonPid() {
-      try {
-        return JSON.parse(this.handler("status", "--json")).pid;
-      } catch {
-        return null;
-      }
-    },
+    ...place,
     cleanup() {
-      for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
-      const pid = this.daemonPid();
+      place.cleanup();
+      const pid = place.daemonPid();
       if (pid) {
         try { process.kill(pid, "SIGTERM"); } catch {}
       }
@@ -53,19 +43,17 @@ export function makeHome(name) {
   };
 }
 
-// The environment this process runs in (HOME and XDG folders a podman test prepared,
-// handlerd running there), with the same helpers as makeHome's.
-export function currentHome() {
-  const env = { ...process.env };
+// The helpers of a HOME: the CLI, handlerd's pid, and the children to end.
+function at(env, work, home) {
   const children = [];
-  return {
-    work: env.HOME, home: env.HOME, env, children,
+  const place = {
+    work, home, env, children,
     handler(...args) {
       return execFileSync(join(bin, "handler"), args, { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
     },
     daemonPid() {
       try {
-        return JSON.parse(this.handler("status", "--json")).pid;
+        return JSON.parse(place.handler("status", "--json")).pid;
       } catch {
         return null;
       }
@@ -74,6 +62,13 @@ export function currentHome() {
       for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
     },
   };
+  return place;
+}
+
+// The environment this process runs in (HOME and XDG folders a podman test prepared,
+// handlerd running there), with the same helpers as makeHome's.
+export function currentHome() {
+  return at({ ...process.env }, process.env.HOME, process.env.HOME);
 }
 
 export async function startDaemon(home) {

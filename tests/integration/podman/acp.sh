@@ -26,20 +26,8 @@ pki="$work/pki"
 make_pki "$pki" api.anthropic.com api.openai.com
 project="$work/projects/app"
 mkdir -p "$project"
-content='{"jsonrpc":"2.0","id":0,"method":"terminal/create","params":{"sessionId":"x","command":"sh"}}'
-answer="Done: wrote hello.txt"
-model_pids=()
-trap 'status=$?; kill "${model_pids[@]}" 2>/dev/null; (exit $status); cleanup' EXIT
-start_model_server() { # HOST PLACEHOLDER
-  python3 "$here/fake_model_server.py" --log "$work/$1.log" --file "$project/hello.txt" --content "$content" \
-    --answer "$answer" --hold "$work/hold" --tls "$pki/$1.crt" "$pki/$1.key" \
-    >"$work/$1.port" 2>"$work/$1.err" &
-  model_pids+=($!)
-  for _ in $(seq 1 50); do [ -s "$work/$1.port" ] && break; sleep 0.1; done
-  local port
-  read -r port < "$work/$1.port" || fail "the model server for $1 did not start: $(cat "$work/$1.err")"
-  sed -i "s/$2/$port/" "$XDG_CONFIG_HOME/handler/config.toml"
-}
+# The tool's content, shaped like a request to the editor.
+model_content='{"jsonrpc":"2.0","id":0,"method":"terminal/create","params":{"sessionId":"x","command":"sh"}}'
 start_model_server api.anthropic.com ANTHROPIC_PORT
 start_model_server api.openai.com OPENAI_PORT
 
@@ -69,7 +57,7 @@ cp "$here"/acp-client/package.json "$here"/acp-client/package-lock.json "$here"/
 run_client() {
   echo "--- $1"
   (cd "$client" && ACP_MODEL="${4:-}" HANDLER_BIN_DIR="$prefix/bin" ACP_AGENT="$1" ACP_LOCKED_AGENT="$2" ACP_PROJECT="$project" \
-     ACP_CONTENT="$content" ACP_ANSWER="$answer" ACP_MODEL_LOG="$work/$3.log" ACP_HOLD="$work/hold" \
+     ACP_CONTENT="$model_content" ACP_ANSWER="$model_answer" ACP_MODEL_LOG="$work/$3.log" ACP_HOLD="$work/hold" \
      timeout 1500 node --test --test-concurrency=1 conversation.test.mjs) ||
     fail "$1: the ACP conversation tests failed (the model server saw: $(tail -c 2000 "$work/$3.log"))"
   echo "PASS $1 over ACP"

@@ -94,6 +94,14 @@ protected:
         EXPECT_TRUE(result.contains("result")) << json::serialize(result);
         return result.contains("result") ? std::string(result.at("result").as_object().at("sessionId").as_string()) : "";
     }
+    // session/new in `cwd` is refused with `code` and a message holding `text`, and no
+    // conversation is started.
+    void expect_new_session_refused(json::value id, const std::string& cwd, int code, const std::string& text) {
+        request(id, "session/new", {{"cwd", cwd}, {"mcpServers", json::array{}}});
+        EXPECT_EQ(error_code(id), code);
+        EXPECT_NE(error_text(id).find(text), std::string::npos) << error_text(id);
+        EXPECT_EQ(handlerd.count_calls("POST /sessions"), 0u);
+    }
     void prompt(json::value id, const std::string& session, const std::string& text) {
         request(id, "session/prompt",
                 {{"sessionId", session}, {"prompt", json::array{json::object{{"type", "text"}, {"text", text}}}}});
@@ -169,10 +177,7 @@ TEST_F(AcpAgent, ARequestIdInUseIsRefused) {
 
 TEST_F(AcpAgent, NewSessionOutsideEveryProjectSaysHowToRegisterOne) {
     initialize();
-    request(1, "session/new", {{"cwd", "/tmp/elsewhere"}, {"mcpServers", json::array{}}});
-    EXPECT_EQ(error_code(1), rpc::kInvalidParams);
-    EXPECT_NE(error_text(1).find("handler project add /tmp/elsewhere"), std::string::npos);
-    EXPECT_EQ(handlerd.count_calls("POST /sessions"), 0u);
+    expect_new_session_refused(1, "/tmp/elsewhere", rpc::kInvalidParams, "handler project add /tmp/elsewhere");
 }
 
 TEST_F(AcpAgent, NewSessionStartsAConversationOfTheProjectsAgentAndUpdatesFollowTheAnswer) {
@@ -219,25 +224,16 @@ TEST_F(AcpAgent, AHarnessWithoutConversationsIsRefusedByName) {
     handlerd.add_agent(3, 11, "oneshot", "oneshot-harness");
     handlerd.add_plugin("oneshot-harness", json::parse(R"({"launch_modes":["interactive","headless"]})").as_object());
     initialize();
-    request(1, "session/new", {{"cwd", "/home/u/tools"}, {"mcpServers", json::array{}}});
-    EXPECT_EQ(error_code(1), rpc::kInvalidParams);
-    EXPECT_NE(error_text(1).find("oneshot-harness, which does not hold conversations"), std::string::npos);
-    EXPECT_EQ(handlerd.count_calls("POST /sessions"), 0u);
+    expect_new_session_refused(1, "/home/u/tools", rpc::kInvalidParams, "oneshot-harness, which does not hold conversations");
 }
 
 TEST_F(AcpAgent, AnAgentWithoutAUsableAccountIsAuthRequired) {
     handlerd.agents_json[1][0].as_object()["account"] = nullptr;
     initialize();
-    request(1, "session/new", {{"cwd", "/home/u/app"}, {"mcpServers", json::array{}}});
-    EXPECT_EQ(error_code(1), rpc::kAuthRequired);
-    EXPECT_NE(error_text(1).find("handler account add"), std::string::npos);
-
+    expect_new_session_refused(1, "/home/u/app", rpc::kAuthRequired, "handler account add");
     handlerd.agents_json[1][0].as_object()["account"] = "work";
     handlerd.accounts_json[0].as_object()["has_secret"] = false;
-    request(2, "session/new", {{"cwd", "/home/u/app"}, {"mcpServers", json::array{}}});
-    EXPECT_EQ(error_code(2), rpc::kAuthRequired);
-    EXPECT_NE(error_text(2).find("handler account set-key work"), std::string::npos);
-    EXPECT_EQ(handlerd.count_calls("POST /sessions"), 0u);
+    expect_new_session_refused(2, "/home/u/app", rpc::kAuthRequired, "handler account set-key work");
 }
 
 TEST_F(AcpAgent, McpServersArePassedOnAndThoseThatCannotBeAreNamed) {
