@@ -730,7 +730,8 @@ void Agent::resume_then(View& view, std::function<void()> next, std::function<vo
         auto failing = std::move(target->resume_failed);
         target->after_resume.clear();
         target->resume_failed.clear();
-        if (!resumed) {
+        // 409: it runs already (another client resumed it first), which is what was wanted.
+        if (!resumed && resumed.error().code != ErrorCode::conflict) {
             for (auto& callback : failing) callback(resumed.error());
             return;
         }

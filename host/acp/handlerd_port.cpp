@@ -133,6 +133,8 @@ private:
         if (type == nullptr || !type->is_string()) return;
         if (*type == "attached") {
             retry_ = kFirstRetry;
+            const auto* state = message->if_contains("state");
+            starting_ = state != nullptr && state->is_string() && state->as_string() == "starting";
         } else if (*type == "event") {
             auto event = read_event(*message);
             if (!event || event->seq <= last_seq_) return; // the overlap of a reconnect
@@ -150,7 +152,9 @@ private:
 
     void on_closed(Result<api::client::CloseReason> how) {
         stream_.reset();
-        if (how && how->code != kGoingAway && ended_) return sink_.ended(*ended_);
+        // A session that was still starting (just resumed, its container on its way) has
+        // not ended: it is attached again in a moment.
+        if (how && how->code != kGoingAway && ended_ && !starting_) return sink_.ended(*ended_);
         if (!how) {
             const auto& error = how.error();
             // A handlerd from before conversations takes neither `after` nor `output`: read
@@ -182,6 +186,7 @@ private:
     std::optional<std::string> ended_;
     std::chrono::milliseconds retry_ = kFirstRetry;
     bool legacy_ = false;
+    bool starting_ = false;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -521,6 +521,19 @@ TEST_F(AcpAgent, APromptToAnEndedConversationResumesItFirst) {
     EXPECT_EQ(answer_to(10).at("result"), json::parse(R"({"stopReason":"end_turn"})"));
 }
 
+TEST_F(AcpAgent, AConversationResumedByAnotherClientFirstTakesThePrompt) {
+    const std::string id = new_session();
+    handlerd.end(id);
+    handlerd.run();
+    handlerd.conversations.at(id).record["state"] = "running"; // a terminal resumed it meanwhile
+    handlerd.fail_next["resume"] = make_error(ErrorCode::conflict, "conversation " + id + " is running already");
+    prompt(10, id, "again");
+    EXPECT_EQ(handlerd.count_calls("POST /prompts s_1 again"), 1u);
+    handlerd.finish_turn(id);
+    handlerd.run();
+    EXPECT_EQ(answer_to(10).at("result"), json::parse(R"({"stopReason":"end_turn"})"));
+}
+
 TEST_F(AcpAgent, LoadRefusesUnknownSessionsOthersAndForeignFolders) {
     handlerd.add_conversation("s_9", 1, 7, "claude-code");
     handlerd.add_conversation("s_run", 1, 7, "claude-code").record["mode"] = "headless";
