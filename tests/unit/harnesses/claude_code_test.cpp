@@ -667,6 +667,14 @@ protected:
                                  std::string account_kind = "anthropic-api-key") {
         return HarnessPluginTest::request(mode, start, std::move(prompt), std::move(account_kind));
     }
+
+    // The launch is refused as the caller's mistake, with a message that says `why`.
+    void expect_refused(const LaunchRequest& r, const std::string& why) {
+        auto spec = harness_->launch(r);
+        ASSERT_FALSE(spec) << why;
+        EXPECT_EQ(spec.error().code, handler::ErrorCode::invalid_argument);
+        EXPECT_TRUE(handler::testing::contains(spec.error().message, why)) << spec.error().message;
+    }
 };
 
 TEST_F(ClaudeCodePlugin, IsListedAsABuiltinHarness) {
@@ -918,10 +926,7 @@ TEST_F(ClaudeCodePlugin, RefusesAnotherProvidersAccount) {
 }
 
 TEST_F(ClaudeCodePlugin, HeadlessWithoutAPromptIsAnInvalidArgument) {
-    auto spec = harness_->launch(request(LaunchMode::headless, StartMode::guarded, ""));
-    ASSERT_FALSE(spec);
-    EXPECT_EQ(spec.error().code, handler::ErrorCode::invalid_argument);
-    EXPECT_TRUE(handler::testing::contains(spec.error().message, "needs a prompt")) << spec.error().message;
+    expect_refused(request(LaunchMode::headless, StartMode::guarded, ""), "needs a prompt");
 }
 
 // A conversation may start empty: no prompt on the command line or stdin, only the
@@ -945,10 +950,7 @@ TEST_F(ClaudeCodePlugin, AConversationStartsWithoutAPromptAndKeepsItsStateInTheS
     EXPECT_TRUE(one_shot->session_state_env.empty());
 
     r.mode = LaunchMode::interactive;
-    auto tui = harness_->launch(r);
-    ASSERT_FALSE(tui);
-    EXPECT_EQ(tui.error().code, handler::ErrorCode::invalid_argument);
-    EXPECT_TRUE(handler::testing::contains(tui.error().message, "runs headless")) << tui.error().message;
+    expect_refused(r, "runs headless");
 }
 
 TEST_F(ClaudeCodePlugin, AResumeNamesTheSessionAndOnlyAUuidIsTaken) {
@@ -970,17 +972,11 @@ TEST_F(ClaudeCodePlugin, AResumeNamesTheSessionAndOnlyAUuidIsTaken) {
           "a7876dd3a227-4a63-ab8d-742ed07e9947-", "a7876dd3-a227-4a63-ab8d-742ed07e994g", "../../etc/passwd",
           "a7876dd3-a227-4a63-ab8d-742ed07e9947\n", std::string("a7876dd3-a227-4a63-ab8d-742ed07e994") + '\0', "my session"}) {
         r.resume = hostile;
-        auto refused = harness_->launch(r);
-        ASSERT_FALSE(refused) << hostile;
-        EXPECT_EQ(refused.error().code, handler::ErrorCode::invalid_argument) << hostile;
-        EXPECT_TRUE(handler::testing::contains(refused.error().message, "is a UUID")) << refused.error().message;
+        expect_refused(r, "is a UUID");
     }
     // The refusal quotes the id as JSON, so that none of its bytes reach a log or a terminal raw.
     r.resume = "\x1b[2J--x\n";
-    auto quoted = harness_->launch(r);
-    ASSERT_FALSE(quoted);
-    EXPECT_TRUE(handler::testing::contains(quoted.error().message, R"(cannot resume "\u001b[2J--x\n")"))
-        << quoted.error().message;
+    expect_refused(r, R"(cannot resume "\u001b[2J--x\n")");
 }
 
 // Through the plugin's waist, as handlerd drives a conversation: two prompts on one open
