@@ -1,6 +1,7 @@
 #include "codex/app_server.hpp"
 
 #include <plugin_common/json_access.hpp>
+#include <plugin_common/launch.hpp>
 
 #include <boost/json/array.hpp>
 #include <boost/json/parse.hpp>
@@ -18,7 +19,8 @@ using common::string_at;
 
 namespace {
 
-constexpr std::int64_t kThreadStartId = 1;
+constexpr std::int64_t kInitializeId = 0;
+constexpr std::int64_t kThreadId = 1; // thread/start or thread/resume
 
 bool is_tool_item(std::string_view type) {
     return type == "commandExecution" || type == "fileChange" || type == "mcpToolCall" ||
@@ -195,32 +197,132 @@ std::string item_title(const json::object& item) {
     return std::string(type);
 }
 
-std::string AppServerParser::opening(const json::object& thread_params) {
+bool is_thread_id(std::string_view text) {
+    if (text.size() != 36) return false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        const bool dash_here = i == 8 || i == 13 || i == 18 || i == 23;
+        const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        if (dash_here ? c != '-' : !hex) return false;
+    }
+    return true;
+}
+
+std::string_view sandbox_mode(std::string_view approval_policy) {
+    return approval_policy == "never" ? "danger-full-access" : "workspace-write";
+}
+
+std::string_view sandbox_policy_type(std::string_view approval_policy) {
+    return approval_policy == "never" ? "dangerFullAccess" : "workspaceWrite";
+}
+
+std::string AppServerParser::opening(const json::object& thread_params, std::string_view resume) {
     std::string lines;
     const auto line = [&](const json::object& message) { lines += json::serialize(message) + "\n"; };
-    line({{"id", 0},
+    line({{"id", kInitializeId},
           {"method", "initialize"},
           {"params", {{"clientInfo", {{"name", "handler"}, {"title", "Handler"}, {"version", "0.1.0"}}}}}});
     line({{"method", "initialized"}});
-    line({{"id", kThreadStartId}, {"method", "thread/start"}, {"params", thread_params}});
+    if (resume.empty()) {
+        line({{"id", kThreadId}, {"method", "thread/start"}, {"params", thread_params}});
+    } else {
+        json::object params = thread_params;
+        params["threadId"] = resume;
+        // Its history stays in Codex (and in handlerd's events): the answer need not carry
+        // every turn of a long conversation.
+        params["excludeTurns"] = true;
+        line({{"id", kThreadId}, {"method", "thread/resume"}, {"params", std::move(params)}});
+    }
     return lines;
 }
 
 void AppServerParser::send(json::object message) { reply_.input += json::serialize(message) + "\n"; }
 
 std::vector<Event> AppServerParser::prompt(std::string_view prompt) {
-    waiting_prompts_.push_back(common::prompt_text(prompt, "Codex"));
+    std::string text = common::prompt_text(prompt, "Codex");
+    if (ended_) {
+        common::TurnResult failed;
+        failed.is_error = true;
+        failed.result = "Codex's thread could not be opened";
+        return {common::result(failed)};
+    }
+    waiting_prompts_.push_back(std::move(text));
     start_turns();
     return {};
 }
 
+// One turn at a time (handlerd queues prompts too): a turn/start while a turn runs would
+// join that turn (Codex steers it), which would leave this prompt without a result.
 void AppServerParser::start_turns() {
-    if (thread_id_.empty()) return;
-    for (const std::string& text : std::exchange(waiting_prompts_, {})) {
-        json::object params{{"threadId", thread_id_},
-                            {"input", json::array{json::object{{"type", "text"}, {"text", text}}}}};
-        send({{"id", next_id_++}, {"method", "turn/start"}, {"params", std::move(params)}});
+    if (thread_id_.empty() || turn_ || waiting_prompts_.empty()) return;
+    json::object params{{"threadId", thread_id_},
+                        {"input", json::array{json::object{{"type", "text"}, {"text", waiting_prompts_.front()}}}}};
+    waiting_prompts_.pop_front();
+    // Codex keeps what a turn/start changes for the turns after it.
+    if (!next_.model.empty()) params["model"] = next_.model;
+    if (!next_.effort.empty()) params["effort"] = next_.effort;
+    if (!next_.approval_policy.empty()) {
+        params["approvalPolicy"] = next_.approval_policy;
+        params["sandboxPolicy"] = {{"type", sandbox_policy_type(next_.approval_policy)}};
     }
+    turn_ = Turn{};
+    turn_->request_id = next_id_++;
+    turn_->changes = std::exchange(next_, {});
+    send({{"id", turn_->request_id}, {"method", "turn/start"}, {"params", std::move(params)}});
+}
+
+std::vector<Event> AppServerParser::cancel() {
+    if (turn_) {
+        turn_->cancelled = true;
+        interrupt();
+        return {};
+    }
+    if (waiting_prompts_.empty()) return {};
+    // Not sent to Codex yet (its thread is not there): it never runs.
+    waiting_prompts_.pop_front();
+    common::TurnResult turn;
+    turn.stop_reason = "cancelled";
+    return {common::result(turn)};
+}
+
+// Codex refuses turn/interrupt until the turn has started ("no active turn to
+// interrupt"), even after turn/start's answer gave its id: a cancel before then is sent
+// when turn/started comes.
+void AppServerParser::interrupt() {
+    if (!turn_ || !turn_->cancelled || !turn_->started || turn_->id.empty() || turn_->interrupt_sent) return;
+    turn_->interrupt_sent = true;
+    interrupts_.insert(next_id_);
+    send({{"id", next_id_++},
+          {"method", "turn/interrupt"},
+          {"params", {{"threadId", thread_id_}, {"turnId", turn_->id}}}});
+}
+
+std::vector<Event> AppServerParser::set(std::string_view name, std::string_view value) {
+    if (name == "model") {
+        if (value.empty()) throw std::invalid_argument("Codex needs a model name");
+        next_.model = value;
+    } else if (name == "thinking_level") {
+        // Codex passes any word on to the model (which may then fail the turn): only its own.
+        next_.effort = common::thinking_level("Codex", value, kThinkingLevels);
+    } else if (name == "mode") {
+        if (value != "untrusted" && value != "on-request" && value != "never")
+            throw std::invalid_argument("Codex has no mode '" + std::string(value) +
+                                        "'; its modes are untrusted, on-request and never");
+        next_.approval_policy = value;
+    } else {
+        throw std::invalid_argument("Codex cannot change its '" + std::string(name) +
+                                    "'; it changes model, thinking_level and mode");
+    }
+    return {settings_event()};
+}
+
+// What is in effect from the next turn on: what set() changed, else what Codex said.
+Event AppServerParser::settings_event() const {
+    const auto pick = [](const std::string& changed, const std::string& known) -> std::string_view {
+        return changed.empty() ? known : changed;
+    };
+    return common::mode_changed(pick(next_.approval_policy, current_.approval_policy),
+                                pick(next_.model, current_.model), pick(next_.effort, current_.effort));
 }
 
 std::vector<Event> AppServerParser::answer(std::string_view request_text, std::string_view answer_text) {
@@ -253,25 +355,72 @@ void AppServerParser::on_object(const json::object& message, std::vector<Event>&
 
 void AppServerParser::on_response(const json::object& message, std::vector<Event>& out) {
     const auto id = common::int_at(message, "id");
+    if (!id) return;
     if (const json::object* failure = object_at(message, "error")) {
-        // initialize, thread/start or turn/start refused: nothing will happen, so the run
-        // ends here, saying why.
-        const std::string_view text = string_at(*failure, "message");
-        out.push_back(common::error(text.empty() ? std::string_view("Codex refused a request") : text));
-        common::TurnResult turn;
-        turn.is_error = true;
-        turn.result = std::string(text);
-        out.push_back(common::result(turn));
-        reply_.close = true;
+        on_failure(*id, string_at(*failure, "message"), out);
         return;
     }
     const json::object* result = object_at(message, "result");
-    if (!id || *id != kThreadStartId || result == nullptr) return;
-    const json::object* thread = object_at(*result, "thread");
-    thread_id_ = thread == nullptr ? std::string() : std::string(string_at(*thread, "id"));
+    if (result == nullptr) return;
+    if (*id == kThreadId) return on_thread(*result, out);
+    interrupts_.erase(*id);
+    if (turn_ && *id == turn_->request_id) {
+        // Accepted: what it changed holds from this turn on.
+        const Settings& changes = turn_->changes;
+        if (!changes.model.empty()) current_.model = changes.model;
+        if (!changes.effort.empty()) current_.effort = changes.effort;
+        if (!changes.approval_policy.empty()) current_.approval_policy = changes.approval_policy;
+        if (const json::object* started = object_at(*result, "turn"); started != nullptr && turn_->id.empty())
+            turn_->id = std::string(string_at(*started, "id"));
+    }
+}
+
+void AppServerParser::on_failure(std::int64_t id, std::string_view text, std::vector<Event>& out) {
+    if (interrupts_.erase(id) > 0) {
+        // Too late (the turn ended meanwhile, and its result is out): nothing to say. Else
+        // the person who cancelled should know the turn goes on.
+        if (turn_ && turn_->interrupt_sent)
+            out.push_back(common::error("Codex did not interrupt the turn: " + std::string(text)));
+        return;
+    }
+    const std::string why = text.empty() ? std::string("Codex refused a request") : std::string(text);
+    common::TurnResult failed;
+    failed.is_error = true;
+    failed.result = why;
+    if (turn_ && id == turn_->request_id) {
+        // That turn never ran, and ends here; the conversation goes on.
+        const bool changed = !turn_->changes.empty();
+        turn_.reset();
+        out.push_back(common::error(why));
+        if (changed) out.push_back(settings_event()); // what it would have changed did not happen
+        out.push_back(common::result(failed));
+        start_turns();
+        return;
+    }
+    if (id != kInitializeId && id != kThreadId) return;
+    // Without its thread nothing can happen: each prompt given so far ends as a failed
+    // turn, and so does the run (its input closes, and the app server exits).
+    ended_ = true;
+    out.push_back(common::error(why));
+    for (std::size_t i = 0; i < waiting_prompts_.size(); ++i) out.push_back(common::result(failed));
+    waiting_prompts_.clear();
+    reply_.close = true;
+}
+
+void AppServerParser::on_thread(const json::object& result, std::vector<Event>& out) {
+    const json::object* thread = object_at(result, "thread");
+    if (thread == nullptr || ended_) return;
+    thread_id_ = std::string(string_at(*thread, "id"));
+    // Its id is what a later resume continues; a title once Codex has one.
+    json::object info;
+    if (is_thread_id(thread_id_)) info["harnessSessionId"] = thread_id_;
+    if (const std::string_view title = string_at(*thread, "name"); !title.empty()) info["title"] = title;
+    if (!info.empty()) out.push_back(common::make_event(HD_EVENT_SESSION_INFO, info));
     // Its reasoning effort is its thinking level (null: the model's default).
-    out.push_back(common::mode_changed(string_at(*result, "approvalPolicy"), string_at(*result, "model"),
-                                       string_at(*result, "reasoningEffort")));
+    current_.approval_policy = std::string(string_at(result, "approvalPolicy"));
+    current_.model = std::string(string_at(result, "model"));
+    current_.effort = std::string(string_at(result, "reasoningEffort"));
+    out.push_back(settings_event());
     start_turns();
 }
 
@@ -339,8 +488,12 @@ void AppServerParser::on_notification(std::string_view method, const json::objec
                 }
         out.push_back(common::plan(entries));
     } else if (method == "thread/tokenUsage/updated") {
-        if (const json::object* usage = object_at(params, "tokenUsage"))
-            if (const json::value* total = usage->if_contains("total")) usage_ = *total;
+        on_usage(params, out);
+    } else if (method == "thread/name/updated") {
+        if (const std::string_view title = string_at(params, "threadName"); !title.empty())
+            out.push_back(common::make_event(HD_EVENT_SESSION_INFO, json::object{{"title", title}}));
+    } else if (method == "turn/started") {
+        on_turn_started(params);
     } else if (method == "turn/completed") {
         on_turn_completed(params, out);
     } else if (method == "error" || method == "warning") {
@@ -392,6 +545,32 @@ void AppServerParser::on_item(bool completed, const json::object& item, std::vec
     }
 }
 
+void AppServerParser::on_usage(const json::object& params, std::vector<Event>& out) {
+    const json::object* usage = object_at(params, "tokenUsage");
+    if (usage == nullptr) return;
+    // The thread's whole spend goes with each result.
+    if (const json::value* total = usage->if_contains("total")) usage_ = *total;
+    // The context in use is what the last request to the model held, as Codex itself counts
+    // it (its TUI's "context left"); its size the model's window, when Codex knows it.
+    const json::object* last = object_at(*usage, "last");
+    const auto used = last == nullptr ? std::nullopt : common::int_at(*last, "totalTokens");
+    if (!used) return;
+    json::object payload{{"used", *used}};
+    if (const auto size = common::int_at(*usage, "modelContextWindow")) payload["size"] = *size;
+    out.push_back(common::make_event(HD_EVENT_USAGE, payload));
+}
+
+void AppServerParser::on_turn_started(const json::object& params) {
+    if (!turn_) return;
+    const json::object* started = object_at(params, "turn");
+    if (started == nullptr) return;
+    const std::string_view id = string_at(*started, "id");
+    if (!turn_->id.empty() && id != turn_->id) return;
+    turn_->id = std::string(id);
+    turn_->started = true;
+    interrupt(); // a cancel that came before
+}
+
 void AppServerParser::on_turn_completed(const json::object& params, std::vector<Event>& out) {
     const json::object* turn_object = object_at(params, "turn");
     const std::string_view status = turn_object == nullptr ? std::string_view() : string_at(*turn_object, "status");
@@ -409,8 +588,11 @@ void AppServerParser::on_turn_completed(const json::object& params, std::vector<
     }
     out.push_back(common::result(turn));
     last_message_.clear();
+    last_error_.clear();
+    turn_.reset();
     // handlerd ends the input of a one-shot run after its result (the app server then
-    // exits); a conversation's stays open for the next turn/start.
+    // exits); a conversation's stays open, and its next prompt may already wait.
+    start_turns();
 }
 
 } // namespace handler::codex

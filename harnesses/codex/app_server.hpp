@@ -1,10 +1,11 @@
 // Codex headless through `codex app-server`: JSON-RPC (without the "jsonrpc" member) on
 // its stdin and stdout, one object per line. The launch opens the conversation
-// (initialize, initialized, thread/start with the session's sandbox and approval
-// policy); the prompt becomes turn/start once the thread is there; Codex's notifications
-// become Handler's session events; its approval requests become permission requests,
-// and a client's answer goes back as the request's result. Kept apart from the plugin's
-// entry point so the unit tests drive it directly.
+// (initialize, initialized, then thread/start with the session's sandbox and approval
+// policy, or thread/resume of the thread a conversation had); each prompt becomes a
+// turn/start on that thread, one turn at a time; Codex's notifications become Handler's
+// session events; its approval requests become permission requests, and a client's
+// answer goes back as the request's result. Every turn ends in exactly one result. Kept
+// apart from the plugin's entry point so the unit tests drive it directly.
 #pragma once
 
 #include <plugin_common/events.hpp>
@@ -14,7 +15,11 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -25,36 +30,96 @@ namespace handler::codex {
 
 using plugin_common::Event;
 
+// Codex's reasoning efforts: the thinking levels of describe().
+inline const std::initializer_list<std::string_view> kThinkingLevels = {"none", "minimal", "low",
+                                                                        "medium", "high", "xhigh"};
+
+// Whether `text` has the shape of a Codex thread id (a UUID, 8-4-4-4-12 hex digits): the
+// only thing a resume may pass on, since the id comes back from the container's output.
+bool is_thread_id(std::string_view text);
+
+// The sandbox Codex runs commands in under an approval policy (a mode of describe()):
+// "never" asks nothing and has no sandbox of its own (the container is the sandbox); the
+// others write in the project. As thread/start's "sandbox" ("workspace-write") or as
+// turn/start's "sandboxPolicy" type ("workspaceWrite").
+std::string_view sandbox_mode(std::string_view approval_policy);
+std::string_view sandbox_policy_type(std::string_view approval_policy);
+
 class AppServerParser final : public plugin_common::JsonLinesParser {
 public:
     AppServerParser() : JsonLinesParser("Codex") {}
     explicit AppServerParser(std::size_t max_line) : JsonLinesParser("Codex", max_line) {}
 
     // The lines that open the conversation: initialize, initialized, and thread/start
-    // with `thread_params` (approvalPolicy, sandbox, model, cwd).
-    static std::string opening(const boost::json::object& thread_params);
+    // with `thread_params` (approvalPolicy, sandbox, model, cwd), or with `resume` (a
+    // thread id, checked by the caller) thread/resume of that thread with the same params.
+    static std::string opening(const boost::json::object& thread_params, std::string_view resume = {});
 
-    // A prompt (the user_prompt payload): turn/start, as soon as the thread exists.
+    // A prompt (the user_prompt payload): turn/start, as soon as the thread exists and
+    // the turn before it has ended.
     std::vector<Event> prompt(std::string_view prompt);
     // A client's answer ({"optionId":...}) to an approval request this parser turned into
     // a permission request (`request`: that payload). Throws std::invalid_argument for a
     // request or an option it did not make.
     std::vector<Event> answer(std::string_view request, std::string_view answer);
+    // Interrupts the running turn: turn/interrupt once Codex has started it (it refuses
+    // one before), and its turn/completed says "interrupted". A prompt still waiting for
+    // the thread never starts: its turn ends here, cancelled.
+    std::vector<Event> cancel();
+    // "model", "thinking_level" (its reasoning effort) or "mode" (its approval policy,
+    // with the sandbox that goes with it) for the next turn and those after it, which
+    // turn/start takes; the mode_changed event says what is in effect from then on.
+    // Throws std::invalid_argument for another name or a value Codex does not take.
+    std::vector<Event> set(std::string_view name, std::string_view value);
     plugin_common::Reply take_reply() { return std::exchange(reply_, {}); }
+    // Meets a running app server (handlerd restarted) whose thread is `thread_id`, as the
+    // last parser reported it; a thread id of another shape is ignored, and prompts then
+    // wait for a thread as before.
+    void adopt(std::string_view thread_id) {
+        if (is_thread_id(thread_id)) thread_id_ = std::string(thread_id);
+    }
 
 private:
+    // The thread's settings in Codex's words; empty: not known, or (in a change) unchanged.
+    struct Settings {
+        std::string approval_policy;
+        std::string model;
+        std::string effort;
+        bool empty() const { return approval_policy.empty() && model.empty() && effort.empty(); }
+    };
+    // The turn sent to Codex and not yet ended.
+    struct Turn {
+        std::int64_t request_id = 0;
+        std::string id;          // Codex's, from turn/start's answer or turn/started
+        bool started = false;    // turn/started came: Codex takes turn/interrupt now
+        bool cancelled = false;  // a client cancelled it
+        bool interrupt_sent = false;
+        Settings changes;        // what this turn/start changed
+    };
+
     void on_object(const boost::json::object& message, std::vector<Event>& out) override;
     void on_response(const boost::json::object& message, std::vector<Event>& out);
+    void on_failure(std::int64_t id, std::string_view text, std::vector<Event>& out);
+    void on_thread(const boost::json::object& result, std::vector<Event>& out);
     void on_request(const boost::json::object& message, std::vector<Event>& out);
     void on_notification(std::string_view method, const boost::json::object& params, std::vector<Event>& out);
     void on_item(bool completed, const boost::json::object& item, std::vector<Event>& out);
+    void on_turn_started(const boost::json::object& params);
     void on_turn_completed(const boost::json::object& params, std::vector<Event>& out);
+    void on_usage(const boost::json::object& params, std::vector<Event>& out);
+    Event settings_event() const;
     void start_turns();
+    void interrupt();
     void send(boost::json::object message);
 
     std::string thread_id_;
-    std::vector<std::string> waiting_prompts_; // given before the thread was there
-    std::int64_t next_id_ = 2;                 // 0 and 1 are the opening's
+    bool ended_ = false;                      // the thread could not be opened
+    std::deque<std::string> waiting_prompts_; // given before their turn could start
+    std::optional<Turn> turn_;
+    Settings current_; // as Codex reported or accepted them
+    Settings next_;    // set() since the last turn/start
+    std::int64_t next_id_ = 2;           // 0 and 1 are the opening's
+    std::set<std::int64_t> interrupts_;  // turn/interrupt requests not yet answered
     plugin_common::Reply reply_;
     std::map<std::string, boost::json::object> items_; // tool items by id, for titles
     std::set<std::string> announced_;                   // items already shown as tool calls

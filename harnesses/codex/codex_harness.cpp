@@ -22,6 +22,8 @@ using handler::sdk::PluginError;
 
 constexpr const char* kVersion = "0.169.0";
 constexpr const char* kModelHost = "api.openai.com";
+// Where a conversation finds the account's folder (its own CODEX_HOME is the session's).
+constexpr const char* kAccountHome = "HANDLER_CODEX_ACCOUNT";
 // Codex settings are TOML; every `-c` value below is one, so a model name or URL is
 // quoted as a TOML string (with the escapes TOML needs), never pasted in bare.
 std::string toml_string(std::string_view text) {
@@ -48,7 +50,7 @@ public:
                R"({"id":"on-request","label":"Writes in the project, asks to leave its sandbox"},)"
                R"({"id":"never","label":"No sandbox, asks nothing"}],)"
                R"("thinking_levels":["none","minimal","low","medium","high","xhigh"],)"
-               R"("launch_modes":["interactive","headless"],"events":"structured","stdin":"protocol"})";
+               R"("launch_modes":["interactive","headless","conversation"],"events":"structured","stdin":"protocol"})";
     }
 
     // Pinned, so that the parser meets the output format it was written against.
@@ -90,49 +92,58 @@ public:
                               "Codex takes an OpenAI API key (openai-api-key), a ChatGPT login (chatgpt-login) or a "
                               "local ollama or llama-cpp server, not a '" + std::string(request.account_kind) +
                                   "' account");
-        if (request.headless() && request.prompt.empty())
+        if (request.conversation && !request.headless())
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT, "a Codex conversation runs headless (its app server)");
+        if (request.headless() && !request.conversation && request.prompt.empty())
             throw PluginError(HD_STATUS_INVALID_ARGUMENT,
                               "Codex needs a prompt to run headless (handler run codex -p \"what to do\"); "
-                              "start it interactively to talk to it instead");
+                              "start it interactively or as a conversation to talk to it instead");
+        if (!request.resume.empty()) {
+            if (!request.conversation)
+                throw PluginError(HD_STATUS_INVALID_ARGUMENT, "Codex resumes conversations only");
+            // The id came out of a container: only a thread id's shape goes back into one
+            // (it is not shown here, whatever it holds).
+            if (!handler::codex::is_thread_id(request.resume))
+                throw PluginError(HD_STATUS_INVALID_ARGUMENT,
+                                  "Codex cannot resume this conversation: its recorded thread id is not a Codex "
+                                  "thread id (a UUID)");
+        }
 
-        // The TUI and the app server read no key from the environment (only `codex exec`
-        // does): without a login the TUI opens on its sign-in screen and the app server
-        // sends no key. Logging in with the stand-in first (it goes to the session's own
-        // CODEX_HOME, which ends with it) makes both ready; a failed login shows in what
-        // follows, which says what is wrong.
+        // What runs before Codex, in a shell. The TUI and the app server read no key from
+        // the environment (only `codex exec` does): without a login the TUI opens on its
+        // sign-in screen and the app server sends no key. Logging in with the stand-in
+        // first (it goes to the session's CODEX_HOME, which ends with it) makes both
+        // ready; a failed login shows in what follows, which says what is wrong.
+        std::string before;
         if (request.account_kind == "openai-api-key")
-            launch.arguments({"sh", "-c",
-                              "printenv CODEX_API_KEY | codex login --with-api-key >/dev/null 2>&1; "
-                              "exec codex \"$@\"",
-                              "codex"});
-        else
+            before += "printenv CODEX_API_KEY | codex login --with-api-key >/dev/null 2>&1; ";
+        if (chatgpt && request.conversation)
+            // A conversation's CODEX_HOME is its own (below); the account's login is the
+            // account's file, linked rather than copied: Codex writes a refreshed token
+            // through the link (it did for `codex login`), so the account and its other
+            // sessions keep the one that is valid. Its settings and instructions likewise.
+            before += "for f in auth.json config.toml AGENTS.md; do if [ -e \"$" + std::string(kAccountHome) +
+                      "/$f\" ]; then ln -sfn \"$" + std::string(kAccountHome) + "/$f\" \"$CODEX_HOME/$f\"; fi; done; ";
+        if (before.empty())
             launch.argument("codex");
+        else
+            launch.arguments({"sh", "-c", before + "exec codex \"$@\"", "codex"});
         if (request.headless()) {
             // Headless is a conversation with its app server on stdio: the opening goes
-            // first, the prompt follows as a turn once the thread is there (the parser
-            // writes it), and the approvals it asks for reach the session's clients.
+            // first, each prompt follows as a turn once the thread is there (the parser
+            // writes it), and the approvals it asks for reach the session's clients. A
+            // resume continues the thread the conversation had.
             launch.argument("app-server");
-            boost::json::object thread;
-            switch (request.start_mode) {
-            case HD_START_LOCKED_DOWN:
-                // Asks before every command that is not known to only read.
-                thread["approvalPolicy"] = "untrusted";
-                thread["sandbox"] = "workspace-write";
-                break;
-            case HD_START_OPEN:
-                // The container is the sandbox, and the session's network rules still apply.
-                thread["approvalPolicy"] = "never";
-                thread["sandbox"] = "danger-full-access";
-                break;
-            case HD_START_GUARDED:
-                // Writes in the project; asks when it wants out of its sandbox.
-                thread["approvalPolicy"] = "on-request";
-                thread["sandbox"] = "workspace-write";
-                break;
-            }
+            std::string_view approval = "on-request"; // guarded: writes in the project, asks to leave its sandbox
+            // Locked down asks before every command that is not known to only read; open
+            // asks nothing, the container being the sandbox (its network rules still apply).
+            if (request.start_mode == HD_START_LOCKED_DOWN) approval = "untrusted";
+            if (request.start_mode == HD_START_OPEN) approval = "never";
+            boost::json::object thread{{"approvalPolicy", approval},
+                                       {"sandbox", handler::codex::sandbox_mode(approval)}};
             if (!request.model.empty()) thread["model"] = request.model;
             if (!request.project_path.empty()) thread["cwd"] = request.project_path;
-            launch.input(handler::codex::AppServerParser::opening(thread));
+            launch.input(handler::codex::AppServerParser::opening(thread, request.resume));
         } else {
             switch (request.start_mode) {
             case HD_START_LOCKED_DOWN:
@@ -155,8 +166,7 @@ public:
         if (!request.thinking_level.empty())
             launch.arguments({"-c", "model_reasoning_effort=" +
                                         toml_string(handler::plugin_common::thinking_level(
-                                            "Codex", request.thinking_level,
-                                            {"none", "minimal", "low", "medium", "high", "xhigh"}))});
+                                            "Codex", request.thinking_level, handler::codex::kThinkingLevels))});
         // With its model unreachable Codex would retry for ever ("Reconnecting... waiting
         // for network"); bounded, a run fails after five tries and says why.
         launch.arguments({"--disable", "unbounded_connection_retries"});
@@ -183,13 +193,17 @@ public:
         // The login above reads the stand-in from CODEX_API_KEY; Codex sends it as
         // "Authorization: Bearer", where the proxy swaps in the real key.
         if (request.account_kind == "openai-api-key") launch.env_from_secret("CODEX_API_KEY", request.account_kind);
+        // A conversation keeps Codex's own record of it (its thread's rollout and state,
+        // under CODEX_HOME) in the session's folder, where a later container resumes it.
+        if (request.conversation) launch.session_state("CODEX_HOME");
         if (chatgpt) {
             // A ChatGPT login is Codex's own: `codex login` (in a terminal session) writes
             // its tokens to CODEX_HOME, and Codex refreshes them there. So CODEX_HOME is
-            // the account's folder, kept across sessions; its tokens are readable inside,
-            // which is what a login that Codex refreshes itself needs. Codex then talks
-            // to ChatGPT's backend, and to its sign-in host for the login and refreshes.
-            launch.account_state("CODEX_HOME");
+            // the account's folder, kept across sessions (a conversation's links to it);
+            // its tokens are readable inside, which is what a login that Codex refreshes
+            // itself needs. Codex then talks to ChatGPT's backend, and to its sign-in host
+            // for the login and refreshes.
+            launch.account_state(request.conversation ? kAccountHome : "CODEX_HOME");
             launch.allow_host("chatgpt.com", 443).allow_host("auth.openai.com", 443);
         } else if (!local) {
             // Codex trusts the session's CA through SSL_CERT_FILE, which handlerd sets.
@@ -199,6 +213,15 @@ public:
 
     std::unique_ptr<handler::sdk::EventParser> open_events(std::string_view) override {
         return std::make_unique<handler::plugin_common::SdkEventParser<handler::codex::AppServerParser>>();
+    }
+
+    // After a handlerd restart the app server runs on: its thread is the one the last
+    // parser reported, and the next prompt is a turn/start on it.
+    std::unique_ptr<handler::sdk::EventParser> reopen_events(std::string_view,
+                                                             std::string_view thread_id) override {
+        auto parser = std::make_unique<handler::plugin_common::SdkEventParser<handler::codex::AppServerParser>>();
+        parser->parser().adopt(thread_id);
+        return parser;
     }
 };
 

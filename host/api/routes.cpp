@@ -8,6 +8,7 @@
 #include "store/validation.hpp"
 
 #include <boost/json/array.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/url/parse.hpp>
 #include <spdlog/spdlog.h>
 
@@ -159,7 +160,9 @@ json::array json_list(const std::vector<T>& items, ToJson to_json_fn) {
 
 Response Routes::dispatch(const Call& call) {
     const std::string& resource = call.segments[0];
-    if (call.segments.size() > (resource == "sessions" || resource == "accounts" ? 3u : 2u))
+    // Only a conversation's prompt has a fourth segment (sessions/ID/prompts/PROMPT_ID).
+    const bool prompt = resource == "sessions" && call.segments.size() > 2 && call.segments[2] == "prompts";
+    if (call.segments.size() > (prompt ? 4u : resource == "sessions" || resource == "accounts" ? 3u : 2u))
         return no_route(call.method, call.target);
     if (resource == "status") return status(call);
     if (resource == "plugins") return plugins(call);
@@ -684,6 +687,17 @@ Response Routes::delete_agent(std::int64_t id) {
 
 // ---- sessions ---------------------------------------------------------------------
 
+namespace {
+// A prompt is what a person typed or pasted; past this it is a file, which belongs in
+// the project. The harness's context is smaller still.
+constexpr std::size_t kMaxPromptBytes = 256 * 1024;
+
+Response prompt_too_large() {
+    return error_response(ErrorCode::too_large, "a prompt may have at most " + std::to_string(kMaxPromptBytes) +
+                                                    " bytes; put longer text in a file of the project and name it");
+}
+} // namespace
+
 Response Routes::sessions(const Call& call) {
     const auto& segments = call.segments;
     if (segments.size() == 1) {
@@ -733,6 +747,8 @@ Response Routes::sessions(const Call& call) {
             return error_response(answered.error());
         return no_content();
     }
+    if (action == "prompts" || action == "cancel" || action == "resume" || action == "config")
+        return conversation(call, id, action);
     if (action == "log") {
         if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
         if (auto params = query_params(call.query, {}); !params) return error_response(params.error());
@@ -807,16 +823,72 @@ Response Routes::no_session_service() {
     return error_response(ErrorCode::unavailable, "this handlerd has no session service");
 }
 
+// A conversation's prompts, cancel, resume and settings (docs/conversations.md).
+Response Routes::conversation(const Call& call, const std::string& id, const std::string& action) {
+    if (info_.sessions == nullptr) return no_session_service();
+    const auto& segments = call.segments;
+    if (action == "prompts" && segments.size() == 4) {
+        if (call.method != "DELETE") return not_allowed(call.method, call.target, {"DELETE"});
+        if (auto withdrawn = info_.sessions->withdraw(id, segments[3]); !withdrawn)
+            return error_response(withdrawn.error());
+        return no_content();
+    }
+    if (segments.size() != 3) return error_response(ErrorCode::not_found, "no such resource: " + call.target);
+    if (call.method != "POST") return not_allowed(call.method, call.target, {"POST"});
+    if (action == "cancel") {
+        if (auto cancelled = info_.sessions->cancel(id); !cancelled) return error_response(cancelled.error());
+        return json_response(202, json::object{{"cancelling", true}});
+    }
+    if (action == "resume") {
+        auto resumed = info_.sessions->resume(id);
+        if (!resumed) return error_response(resumed.error());
+        return json_response(202, to_json(*resumed));
+    }
+    auto body = parse_body(call.body);
+    if (!body) return error_response(body.error());
+    BodyReader reader(*body);
+    if (action == "config") {
+        if (auto known = reader.allow_only({"name", "value"}); !known) return error_response(known.error());
+        auto name = reader.required_string("name");
+        if (!name) return error_response(name.error());
+        auto value = reader.required_string("value");
+        if (!value) return error_response(value.error());
+        auto applied = info_.sessions->configure(id, *name, *value);
+        if (!applied) return error_response(applied.error());
+        return json_response(200, json::object{{"applied", *applied == Applied::now ? "now" : "on_resume"}});
+    }
+    if (auto known = reader.allow_only({"text"}); !known) return error_response(known.error());
+    auto text = reader.required_string("text");
+    if (!text) return error_response(text.error());
+    if (text->empty()) return error_response(ErrorCode::invalid_argument, "field 'text' is empty");
+    if (text->size() > kMaxPromptBytes) return prompt_too_large();
+    auto submitted = info_.sessions->prompt(id, *text);
+    if (!submitted) return error_response(submitted.error());
+    return json_response(202, json::object{{"promptId", submitted->prompt_id}, {"queued", submitted->queued}});
+}
+
 Response Routes::start_session(const Call& call) {
     if (info_.sessions == nullptr) return no_session_service();
     auto body = parse_body(call.body);
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
-    if (auto known = reader.allow_only({"agent", "harness", "name", "directory", "prompt",
-                                        "args", "rows", "cols", "network", "model", "thinking"});
+    if (auto known = reader.allow_only({"agent", "harness", "name", "directory", "prompt", "args", "rows", "cols",
+                                        "network", "model", "thinking", "conversation", "mcp_servers"});
         !known)
         return error_response(known.error());
     StartRequest request;
+    if (const auto* conversation = body->if_contains("conversation")) {
+        if (!conversation->is_bool())
+            return error_response(ErrorCode::invalid_argument, "field 'conversation' must be true or false");
+        request.conversation = conversation->as_bool();
+    }
+    if (const auto* servers = body->if_contains("mcp_servers")) {
+        // Its shape is checked against what the harness honours when the session starts.
+        if (!servers->is_array())
+            return error_response(ErrorCode::invalid_argument, "field 'mcp_servers' must be a list of MCP servers "
+                                                               "(ACP's McpServer objects)");
+        if (!servers->as_array().empty()) request.mcp_servers = json::serialize(*servers);
+    }
     auto agent = reader.optional_string("agent");
     if (!agent) return error_response(agent.error());
     auto harness = reader.optional_string("harness");
@@ -836,6 +908,7 @@ Response Routes::start_session(const Call& call) {
     auto prompt = reader.optional_string("prompt");
     if (!prompt) return error_response(prompt.error());
     request.prompt = prompt->value_or("");
+    if (request.prompt.size() > kMaxPromptBytes) return prompt_too_large();
     auto args = reader.optional_string_list("args");
     if (!args) return error_response(args.error());
     request.args = args->value_or(std::vector<std::string>{});

@@ -68,6 +68,7 @@ private:
     Response agents(const Call& call);
     Response sessions(const Call& call);
     Response start_session(const Call& call);
+    Response conversation(const Call& call, const std::string& id, const std::string& action);
     Response no_session_service();
 
     Response list_projects(const Call& call);

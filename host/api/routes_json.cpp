@@ -210,6 +210,9 @@ json::object to_json(const store::Session& session) {
             // harness's model hosts, and what its addons (and plugins, while it runs) added.
             {"model_hosts", strings(session.model_hosts)},
             {"addon_hosts", strings(session.addon_hosts)},
+            {"model", nullable(session.model)},
+            {"thinking", nullable(session.thinking)},
+            {"title", nullable(session.title)},
             {"created_at", session.created_at},
             {"updated_at", session.updated_at}};
 }
@@ -228,6 +231,7 @@ json::object to_json(const plugins::HarnessDescription& harness) {
             {"modes", std::move(modes)},
             {"default_hosts", strings(harness.default_hosts)},
             {"launch_modes", strings(harness.launch_modes)},
+            {"mcp", strings(harness.mcp_transports)},
             {"events", harness.events},
             {"stdin", harness.stdin_protocol ? "protocol" : "input"}};
 }

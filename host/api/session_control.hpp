@@ -58,6 +58,11 @@ struct StartRequest {
     // unset: the harness's default.
     std::optional<std::string> model;
     std::optional<std::string> thinking; // the harness's word for it: "high", "xhigh"
+    // A conversation (docs/conversations.md): prompt after prompt; `prompt` is then its
+    // first one, and may be empty.
+    bool conversation = false;
+    // The MCP servers a client (an editor) asked for, as ACP's McpServer[] JSON; empty: none.
+    std::string mcp_servers;
     std::uint16_t rows = 24;
     std::uint16_t cols = 80;
 };
@@ -68,6 +73,10 @@ struct AttachOptions {
     std::optional<std::uint64_t> from;
     bool read_only = false; // `handler logs --follow`
     bool events = false;    // also send the session's events (`handler run -p`)
+    // Of the stored events, only those after this seq (a client that reconnects and has
+    // the rest); 0: all.
+    std::int64_t events_after = 0;
+    bool output = true; // false: events only, no output (an editor, which reads events)
 };
 
 struct Attached {
@@ -80,6 +89,14 @@ struct Attached {
     // parsed: stdout is for machines), "text", or "none".
     std::string events = "none";
 };
+
+struct SubmittedPrompt {
+    std::string prompt_id;
+    bool queued = false; // it waits for the running turn
+};
+
+// Where a conversation's setting change took effect.
+enum class Applied { now, on_resume };
 
 struct SessionLog {
     std::string text;       // everything kept (the older part may have been rotated away)
@@ -112,6 +129,40 @@ public:
     // the session never asked); invalid_argument: an option it did not offer.
     virtual Result<void> answer(std::string_view id, std::string_view tool_call_id,
                                 std::string_view option_id) = 0;
+
+    // Conversations (docs/conversations.md). The defaults refuse: a session service
+    // without conversations (the route tests' fakes) has none to act on.
+    // A prompt from any client; conflict: not a live conversation.
+    virtual Result<SubmittedPrompt> prompt(std::string_view id, std::string_view text) {
+        (void)id;
+        (void)text;
+        return make_error(ErrorCode::unavailable, "this handlerd holds no conversations");
+    }
+    // Withdraws a waiting prompt; conflict once its turn started.
+    virtual Result<void> withdraw(std::string_view id, std::string_view prompt_id) {
+        (void)id;
+        (void)prompt_id;
+        return make_error(ErrorCode::unavailable, "this handlerd holds no conversations");
+    }
+    // Interrupts the running turn; conflict when none runs.
+    virtual Result<void> cancel(std::string_view id) {
+        (void)id;
+        return make_error(ErrorCode::unavailable, "this handlerd holds no conversations");
+    }
+    // Starts a stopped or ended conversation again in a new container, continuing the
+    // harness's own conversation; conflict while it runs.
+    virtual Result<store::Session> resume(std::string_view id) {
+        (void)id;
+        return make_error(ErrorCode::unavailable, "this handlerd holds no conversations");
+    }
+    // Changes "model", "mode" or "thinking_level": at once where the harness can, else
+    // from the next resume.
+    virtual Result<Applied> configure(std::string_view id, std::string_view name, std::string_view value) {
+        (void)id;
+        (void)name;
+        (void)value;
+        return make_error(ErrorCode::unavailable, "this handlerd holds no conversations");
+    }
 };
 
 } // namespace handler::api

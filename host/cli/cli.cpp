@@ -1,5 +1,6 @@
 #include "cli/cli.hpp"
 
+#include "cli/chat.hpp"
 #include "cli/command_support.hpp"
 #include "cli/completions.hpp"
 #include "cli/output.hpp"
@@ -419,6 +420,8 @@ void define_agent_edit(CLI::App& command, Options& options) {
     add_json_flag(command, options);
 }
 
+void add_session_settings(CLI::App& command, Options& options);
+
 void define_run(CLI::App& command, Options& options) {
     command.add_option("AGENT", options.target,
                        "An agent's name, or a harness id such as `shell` (default: the "
@@ -430,6 +433,12 @@ void define_run(CLI::App& command, Options& options) {
     command.add_flag("--json", options.json_output,
                      "With -p: print the session's events as JSON lines (the prompt, message "
                      "chunks, tool calls and their results, the result) instead of the answer");
+    add_session_settings(command, options);
+    add_detach_keys_option(command, options);
+}
+
+// What a session starts with: its network (and so its start mode), model and thinking.
+void add_session_settings(CLI::App& command, Options& options) {
     command.add_option("--network", options.session_network,
                        "This session's network: none, filtered, open, or learn (15 minutes "
                        "open, recording what filtered would refuse)")
@@ -442,7 +451,16 @@ void define_run(CLI::App& command, Options& options) {
                        "How hard the model thinks, in the harness's own words (`handler plugins "
                        "list --json` shows each harness's levels; another word is refused with "
                        "the harness's list)");
-    add_detach_keys_option(command, options);
+}
+
+void define_chat(CLI::App& command, Options& options) {
+    command.add_option("AGENT", options.target,
+                       "An agent's name, or a harness id (default: the project's only agent)");
+    command.add_option("--session", options.session_id,
+                       "Talk in this conversation instead (it is resumed if it has ended), with "
+                       "whoever else is in it");
+    command.add_flag("--json", options.json_output, "Print the conversation's events as JSON lines");
+    add_session_settings(command, options);
 }
 
 void define_terminal(CLI::App& command, Options& options) {
@@ -576,6 +594,8 @@ const Command kCommands[] = {
     {"terminal", "Start an interactive session with arguments for the harness's program",
      define_terminal,
      [](Session& session, const Options& options) { return command_run(session, options, true); }},
+    {"chat", "Talk with an agent at the terminal: a conversation of prompt after prompt", define_chat,
+     command_chat},
     {"attach", "Attach to a running session's terminal",
      [](CLI::App& command, Options& options) {
          command.add_option("ID", options.target, "The session id (s_...)")->required();
@@ -607,6 +627,17 @@ const Command kCommands[] = {
      command_session_events},
     {"session answer", "Answer a harness's permission request (a tool call it asks to make)",
      define_session_answer, command_session_answer},
+    {"session prompt", "Send a prompt to a conversation (it waits while a turn runs)",
+     [](CLI::App& command, Options& options) {
+         add_session_id(command, options);
+         command.add_option("TEXT", options.prompt, "The prompt")->required();
+         add_json_flag(command, options);
+     },
+     command_session_prompt},
+    {"session cancel", "Interrupt the running turn of a conversation; it stays usable", add_session_id,
+     command_session_cancel},
+    {"session resume", "Start a stopped or ended conversation again, where its harness left it", add_session_id,
+     command_session_resume},
     {"session rm", "Remove an ended session and its output",
      [](CLI::App& command, Options& options) {
          add_session_id(command, options);

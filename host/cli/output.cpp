@@ -47,7 +47,7 @@ void print_json(std::ostream& out, const json::value& value) {
     out << '\n';
 }
 
-std::string printable(std::string_view text) {
+std::string printable(std::string_view text, bool keep_lines) {
     std::string out;
     out.reserve(text.size());
     for (std::size_t i = 0; i < text.size(); ++i) {
@@ -57,7 +57,8 @@ std::string printable(std::string_view text) {
             out.push_back(' ');
             ++i;
         } else {
-            out.push_back(byte < 0x20 || byte == 0x7f ? ' ' : text[i]);
+            const bool kept = keep_lines && (byte == '\n' || byte == '\t');
+            out.push_back(!kept && (byte < 0x20 || byte == 0x7f) ? ' ' : text[i]);
         }
     }
     return out;

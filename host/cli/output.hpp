@@ -42,7 +42,8 @@ std::string display(const boost::json::value& value);
 // `text` with every control character shown as a space: C0, DEL, and C1 (U+0080 to
 // U+009F, two bytes in UTF-8), which some terminals also act on. Hosts, paths, titles and
 // messages may come from inside a container, and the terminal is no place for their
-// escape sequences. display() applies it to every string it prints.
-std::string printable(std::string_view text);
+// escape sequences. display() applies it to every string it prints. `keep_lines`: line
+// feeds and tabs stay (an agent's answer, which has paragraphs).
+std::string printable(std::string_view text, bool keep_lines = false);
 
 } // namespace handler::cli

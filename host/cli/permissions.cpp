@@ -85,8 +85,8 @@ std::string describe_request(const json::object& request) {
     return printable(title + ": " + choices);
 }
 
-TerminalAsker::TerminalAsker(int input_fd, std::ostream& err, Send send)
-    : input_fd_(input_fd), err_(err), send_(std::move(send)), thread_([this] { run(); }) {}
+TerminalAsker::TerminalAsker(int input_fd, std::ostream& err, Send send, Lines lines)
+    : input_fd_(input_fd), err_(err), send_(std::move(send)), lines_(std::move(lines)), thread_([this] { run(); }) {}
 
 TerminalAsker::~TerminalAsker() {
     {
@@ -116,30 +116,64 @@ void TerminalAsker::run() {
         json::object request;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [this] { return stopping_ || !waiting_.empty(); });
+            // Without Lines the input is only read for answers; with them, it is read
+            // all the time, a question taking the next line.
+            const bool reading = lines_.line && !input_ended_;
+            if (!reading) wake_.wait(lock, [this] { return stopping_ || !waiting_.empty(); });
             if (stopping_) return;
-            request = std::move(waiting_.front());
-            waiting_.pop_front();
-        }
-        const std::string call = text_at(request, "toolCallId");
-        for (;;) {
-            err_ << "\nhandler: the agent asks before it acts. " << describe_request(request)
-                 << "\n  answer (number, allow, always or reject): " << std::flush;
-            const std::string line = trimmed(read_line(call));
-            if (line.empty()) break; // answered elsewhere, or we are stopping
-            auto option = choose_option(request, line);
-            if (!option) {
-                err_ << "handler: " << option.error().message << '\n';
-                continue;
+            if (!waiting_.empty()) {
+                request = std::move(waiting_.front());
+                waiting_.pop_front();
             }
-            if (std::string failed = send_(call, *option); !failed.empty()) err_ << "handler: " << failed << '\n';
-            break;
+        }
+        if (!request.empty()) {
+            ask(request);
+        } else if (!read_free_line()) {
+            input_ended_ = true;
+            if (lines_.end) lines_.end();
         }
     }
 }
 
+void TerminalAsker::ask(const json::object& request) {
+    const std::string call = text_at(request, "toolCallId");
+    for (;;) {
+        err_ << "\nhandler: the agent asks before it acts. " << describe_request(request)
+             << "\n  answer (number, allow, always or reject): " << std::flush;
+        const std::string line = trimmed(read_line(call));
+        if (line.empty()) return; // answered elsewhere, or we are stopping
+        auto option = choose_option(request, line);
+        if (!option) {
+            err_ << "handler: " << option.error().message << '\n';
+            continue;
+        }
+        if (std::string failed = send_(call, *option); !failed.empty()) err_ << "handler: " << failed << '\n';
+        return;
+    }
+}
+
+bool TerminalAsker::read_free_line() {
+    pollfd fd{input_fd_, POLLIN, 0};
+    const int ready = ::poll(&fd, 1, 200);
+    if (ready < 0 && errno != EINTR) return false;
+    if (ready <= 0) return true;
+    char buffer[4096];
+    const ssize_t n = ::read(input_fd_, buffer, sizeof buffer);
+    if (n <= 0) {
+        if (!trimmed(partial_).empty()) lines_.line(std::exchange(partial_, std::string()));
+        return false;
+    }
+    partial_.append(buffer, static_cast<std::size_t>(n));
+    for (auto end = partial_.find('\n'); end != std::string::npos; end = partial_.find('\n')) {
+        std::string line = partial_.substr(0, end);
+        partial_.erase(0, end + 1);
+        if (!trimmed(line).empty()) lines_.line(line);
+    }
+    return true;
+}
+
 std::string TerminalAsker::read_line(const std::string& tool_call) {
-    std::string line;
+    std::string line = std::exchange(partial_, std::string()); // begun before the question came
     for (;;) {
         {
             const std::lock_guard lock(mutex_);

@@ -44,7 +44,13 @@ std::string describe_request(const boost::json::object& request);
 class TerminalAsker {
 public:
     using Send = std::function<std::string(const std::string& tool_call, const std::string& option)>;
-    TerminalAsker(int input_fd, std::ostream& err, Send send);
+    // What a conversation (`handler chat`) does with a line typed while no question is
+    // open (a prompt), and with the end of the input.
+    struct Lines {
+        std::function<void(const std::string& line)> line;
+        std::function<void()> end;
+    };
+    TerminalAsker(int input_fd, std::ostream& err, Send send, Lines lines = {});
     ~TerminalAsker();
     TerminalAsker(const TerminalAsker&) = delete;
     TerminalAsker& operator=(const TerminalAsker&) = delete;
@@ -54,12 +60,18 @@ public:
 
 private:
     void run();
+    void ask(const boost::json::object& request);
     // A line typed at the terminal; empty when the question was withdrawn or we stop.
     std::string read_line(const std::string& tool_call);
+    // One poll of the input while no question waits (Lines); false once it has ended.
+    bool read_free_line();
 
     int input_fd_;
     std::ostream& err_;
     Send send_;
+    Lines lines_;
+    std::string partial_; // what was typed of the next line
+    bool input_ended_ = false;
     std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<boost::json::object> waiting_;

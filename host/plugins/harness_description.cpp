@@ -97,6 +97,12 @@ bool HarnessDescription::takes_thinking_level(std::string_view level) const {
                                           thinking_levels.end();
 }
 
+// Unlike the other lists, never assumed: a conversation needs a harness that keeps its
+// input open between turns, which a harness must say it does.
+bool HarnessDescription::holds_conversations() const {
+    return std::find(launch_modes.begin(), launch_modes.end(), "conversation") != launch_modes.end();
+}
+
 std::string HarnessDescription::credentials_text() const {
     std::string text;
     for (const auto& credential : credentials) {
@@ -125,6 +131,7 @@ Result<HarnessDescription> parse_harness_description(std::string_view plugin_id,
                               {{"id", &HarnessMode::id}, {"label", &HarnessMode::label}});
     reader.strings("thinking_levels", description.thinking_levels);
     reader.strings("launch_modes", description.launch_modes);
+    reader.strings("mcp", description.mcp_transports);
     reader.text("events", description.events);
     std::string input;
     reader.text("stdin", input);

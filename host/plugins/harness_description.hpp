@@ -46,12 +46,14 @@ struct HarnessDescription {
     std::vector<HarnessModel> models;
     std::vector<HarnessMode> modes;
     std::vector<std::string> thinking_levels;
-    std::vector<std::string> launch_modes;
+    std::vector<std::string> launch_modes; // "conversation" among them: it holds conversations
+    std::vector<std::string> mcp_transports; // "mcp": the MCP server transports it honours
     std::string events = "text"; // "structured", "text" or "none"
     bool stdin_protocol = false; // "stdin": "protocol": its stdin is the parser's alone
 
     // Whether an account of `kind` may run this harness (true when none are declared).
     bool takes_credential(std::string_view kind) const;
+    bool holds_conversations() const;
     // Whether `level` is one of its thinking levels (true when none are declared).
     bool takes_thinking_level(std::string_view level) const;
     // The credentials in the harness's own words: "Anthropic API key (anthropic-api-key), ...".

@@ -26,6 +26,7 @@ struct LaunchRequest {
     std::string thinking_level; // empty: the harness's default
     bool conversation = false;  // prompt after prompt (sdk.h, conversation)
     std::string resume;         // the harness's own session id to continue; empty: new
+    std::string mcp_servers;    // ACP McpServer[] JSON from the client; empty: none
     std::vector<std::string> extra_args; // `handler terminal AGENT -- ARGS`
 };
 
@@ -99,6 +100,10 @@ enum class EventKind {
     session_info,
     available_commands,
     usage,
+    // Recorded by handlerd only (a plugin's emit stops at `usage`): a conversation's prompt
+    // waiting for the running turn, and one withdrawn before it ran.
+    prompt_queued,
+    prompt_withdrawn,
 };
 
 // ACP's snake_case name for the kind (session/update's "sessionUpdate" values where ACP
@@ -119,6 +124,8 @@ inline const char* to_string(EventKind kind) {
     case EventKind::session_info: return "session_info";
     case EventKind::available_commands: return "available_commands";
     case EventKind::usage: return "usage";
+    case EventKind::prompt_queued: return "prompt_queued";
+    case EventKind::prompt_withdrawn: return "prompt_withdrawn";
     }
     return "error";
 }

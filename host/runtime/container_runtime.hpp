@@ -27,6 +27,9 @@ inline constexpr const char* kControlMountPoint = "/run/handler"; // the shim's 
 inline constexpr const char* kHelperMountPoint = "/opt/handler";  // handler-shim and co.
 inline constexpr const char* kAccountStateMountPoint = "/var/lib/handler/account"; // read-write
 inline constexpr const char* kAccountStateFolder = "account-state"; // <data>/account-state/<id>
+// A session's own state (a conversation's transcript, for its resume), read-write.
+inline constexpr const char* kSessionStateMountPoint = "/var/lib/handler/session";
+inline constexpr const char* kSessionStateFolder = "state"; // <data>/sessions/<id>/state
 // Debian's (and most distributions') system trust store, where a session's trust bundle
 // goes so tools that read only the system store trust handler's CA too.
 inline constexpr const char* kSystemTrustStore = "/etc/ssl/certs/ca-certificates.crt";
@@ -73,6 +76,9 @@ struct ContainerSpec {
     // The account's own state (a harness's login), read-write at kAccountStateMountPoint;
     // handlerd's, one per account, so checked like the control folder. Empty: none.
     std::filesystem::path account_state_dir;
+    // The session's own state, read-write at kSessionStateMountPoint: <data>/sessions/
+    // <session id>/state, checked to be this session's. Empty: none.
+    std::filesystem::path session_state_dir;
     // A file directly in control_dir, mounted read-only over kSystemTrustStore: the
     // system's CAs plus handler's own (docs/network.md, "Keys"). Empty: not mounted.
     std::filesystem::path trust_bundle;

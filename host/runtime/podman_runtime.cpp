@@ -427,6 +427,25 @@ Result<void> PodmanRuntime::add_mounts(const ContainerSpec& spec, std::set<fs::p
         argv.push_back("--volume=" + state.string() + ":" + kAccountStateMountPoint + ":rw");
     }
 
+    if (!spec.session_state_dir.empty()) {
+        std::error_code error;
+        const fs::path state = fs::canonical(spec.session_state_dir, error);
+        if (error || !fs::is_directory(state, error) || !spec.session_state_dir.is_absolute() ||
+            !safe_for_volume(state))
+            return make_error(ErrorCode::invalid_argument, "session state folder '" +
+                                                               spec.session_state_dir.string() +
+                                                               "' is not an existing absolute folder");
+        // Read-write beside the session's output log: only this session's own folder.
+        if (state.filename() != kSessionStateFolder || state.parent_path().filename() != spec.session_id ||
+            spec.session_id.empty())
+            return make_error(ErrorCode::invalid_argument, "session state folder '" + state.string() +
+                                                               "' is not the folder <sessions>/" + spec.session_id +
+                                                               "/" + kSessionStateFolder);
+        if (!destinations.insert(kSessionStateMountPoint).second)
+            return make_error(ErrorCode::conflict, std::string("two mounts at '") + kSessionStateMountPoint + "'");
+        argv.push_back("--volume=" + state.string() + ":" + kSessionStateMountPoint + ":rw");
+    }
+
     return {};
 }
 

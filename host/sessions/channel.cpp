@@ -24,6 +24,21 @@ namespace net = boost::asio;
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
+// Only handlerd records what a user typed: a parser's user_prompt (made of the container's
+// output) would show every client a prompt nobody sent.
+void drop_prompts(const std::string& id, std::vector<plugins::SessionEvent>& events) {
+    const auto before = events.size();
+    std::erase_if(events, [](const plugins::SessionEvent& event) { return event.kind == plugins::EventKind::user_prompt; });
+    if (events.size() != before)
+        spdlog::warn("session {}: the harness's parser gave {} user_prompt event(s); dropped (only handlerd records prompts)",
+                     id, before - events.size());
+}
+
+// A conversation prompt's payload, as its user_prompt (and prompt_queued) event has it.
+std::string prompt_json(std::string_view prompt_id, std::string_view text) {
+    return json::serialize(json::object{{"promptId", prompt_id}, {"content", json::object{{"type", "text"}, {"text", text}}}});
+}
+
 api::OutputStream to_api(shim::Stream stream) {
     switch (stream) {
     case shim::Stream::terminal: return api::OutputStream::terminal;
@@ -106,7 +121,8 @@ void Channel::parse_events(OpenedEvents opened, bool conversation) {
 // prompt in its protocol, for a harness whose stdin is one.
 Result<void> Channel::start_input(std::string launch_input, const std::string& prompt) {
     pending_input_ = std::move(launch_input);
-    if (!owns_input_) return {};
+    // A conversation's prompts come through submit(), each when its turn starts.
+    if (!owns_input_ || prompt.empty()) return {};
     auto parsed = parser_->prompt(prompt);
     if (!parsed) return parsed.take_error();
     pending_input_ += parsed->input;
@@ -145,6 +161,7 @@ Result<void> Channel::answer(std::string_view tool_call_id, std::string_view opt
                                                            (offered.empty() ? std::string("none") : offered));
     auto parsed = parser_->answer(request, json::serialize(json::object{{"optionId", option_id}}));
     if (!parsed) return parsed.take_error();
+    drop_prompts(id_, parsed->events);
     std::vector<plugins::SessionEvent> events{
         {plugins::EventKind::permission_answer,
          json::serialize(json::object{{"toolCallId", tool_call_id}, {"optionId", option_id}, {"kind", kind}})}};
@@ -182,7 +199,7 @@ api::Attached Channel::attach(std::uint64_t attach_id, std::weak_ptr<api::Termin
                               const api::AttachOptions& options) {
     auto alive = client.lock();
     const std::uint64_t from = options.from.value_or(0);
-    if (alive)
+    if (alive && options.output)
         for (const Chunk& chunk : ring_) {
             if (chunk.end() <= from) continue;
             if (chunk.offset >= from) {
@@ -194,7 +211,8 @@ api::Attached Channel::attach(std::uint64_t attach_id, std::weak_ptr<api::Termin
             }
         }
     if (alive && options.events)
-        owner_.for_each_event(id_, [&alive](const store::SessionEvent& event) { alive->event(event); });
+        owner_.for_each_event(id_, options.events_after,
+                              [&alive](const store::SessionEvent& event) { alive->event(event); });
     api::Attached attached;
     attached.attach_id = attach_id;
     attached.produced = log_.end();
@@ -205,7 +223,7 @@ api::Attached Channel::attach(std::uint64_t attach_id, std::weak_ptr<api::Termin
         attached.attach_id = 0;
         return attached;
     }
-    clients_.emplace(attach_id, Client{std::move(client), options.read_only, options.events});
+    clients_.emplace(attach_id, Client{std::move(client), options.read_only, options.events, options.output});
     // A terminal program repaints on SIGWINCH, so the newcomer (and everyone else)
     // gets a whole current screen rather than only the tail of the replay.
     if (tty_ && !options.read_only && resumed()) send(shim::encode_empty(shim::FrameType::redraw));
@@ -332,6 +350,8 @@ bool Channel::handle(const shim::Frame& frame) {
         const auto code = shim::decode_i32(frame.payload);
         if (!code) return false;
         send(shim::encode_empty(shim::FrameType::exit_ack));
+        if (!exit_code_ && conversation_)
+            end_open_turn("the harness ended (status " + std::to_string(*code) + ") before its turn did");
         if (!exit_code_) {
             exit_code_ = *code;
             for (auto& [attach_id, client] : clients_)
@@ -372,7 +392,7 @@ void Channel::receive(const shim::Output& output) {
             it = clients_.erase(it);
             continue;
         }
-        alive->output(chunk.stream, chunk.offset, chunk.bytes);
+        if (it->second.output) alive->output(chunk.stream, chunk.offset, chunk.bytes);
         ++it;
     }
     if (parser_ && chunk.stream == api::OutputStream::stdout_) parse(data);
@@ -389,6 +409,7 @@ void Channel::parse(std::string_view data) {
         return;
     }
     reply(*parsed);
+    drop_prompts(id_, parsed->events);
     auto* events = &parsed->events;
     if (events->empty()) return;
     if (!events_bytes_) {
@@ -416,8 +437,19 @@ void Channel::parse(std::string_view data) {
 
 // What the parser wrote for the harness's stdin.
 void Channel::reply(const plugins::ParsedEvents& parsed) {
-    if (!parsed.input.empty()) input(parsed.input);
+    if (!parsed.input.empty()) protocol_input(parsed.input);
     if (parsed.close_input) input_eof();
+}
+
+// What the parser wrote for the harness: kept whole while the shim is away (unlike a
+// client's typing, which is bounded), since a lost byte of it would break the protocol.
+// The parser's own calls are bounded (16 MiB each), and only one turn runs at a time.
+void Channel::protocol_input(std::string_view bytes) {
+    if (!resumed()) {
+        pending_input_.append(bytes);
+        return;
+    }
+    input(bytes);
 }
 
 void Channel::note_dropped_input() {
@@ -438,7 +470,10 @@ void Channel::track_requests(const store::SessionEvent& event) {
 
 // A parser re-opened after a restart: the requests still waiting are in the store.
 void Channel::load_open_requests() {
-    owner_.for_each_event(id_, [this](const store::SessionEvent& event) { track_requests(event); });
+    owner_.for_each_event(id_, 0, [this](const store::SessionEvent& event) {
+        track_requests(event);
+        turns_.observe(event.kind, event.payload);
+    });
 }
 
 // A request payload's options, (optionId, kind), leaving out any without both.
@@ -461,6 +496,7 @@ std::vector<std::pair<std::string, std::string>> Channel::options_of(const std::
 void Channel::send_events(const std::vector<store::SessionEvent>& stored) {
     for (const auto& event : stored) {
         track_requests(event);
+        turns_.observe(event.kind, event.payload);
         // A one-shot run is one turn: with its input ended, the harness exits.
         if (owns_input_ && !conversation_ && event.kind == "result") input_eof();
     }
@@ -468,6 +504,113 @@ void Channel::send_events(const std::vector<store::SessionEvent>& stored) {
         for (auto& [attach_id, client] : clients_)
             if (client.events)
                 if (auto alive = client.client.lock()) alive->event(event);
+    if (conversation_) start_next_turn();
+}
+
+Result<Channel::Submitted> Channel::submit(std::string_view text) {
+    if (!conversation_)
+        return make_error(ErrorCode::conflict, "session " + id_ + " is not a conversation; it took its one prompt at "
+                                                                  "start (`handler chat` starts one)");
+    if (exit_code_)
+        return make_error(ErrorCode::conflict, "conversation " + id_ + " has ended; `handler session resume " + id_ +
+                                                   "` continues it");
+    if (!parser_)
+        return make_error(ErrorCode::unavailable, "conversation " + id_ + " lost its event parser (handlerd's log "
+                                                                          "says why); stop and resume it");
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string prompt_id = "p_";
+    for (std::uint64_t bits = prompt_ids_(), i = 0; i < 12; ++i, bits >>= 4) prompt_id += kHex[bits & 0xF];
+    Turns::Prompt prompt{prompt_id, prompt_json(prompt_id, text)};
+    const bool waits = turns_.running() || !turns_.queued().empty() || starting_turn_;
+    if (waits) {
+        send_events(owner_.store_events(id_, {{plugins::EventKind::prompt_queued, prompt.payload}}));
+    } else {
+        start_turn(prompt);
+    }
+    return Submitted{std::move(prompt_id), waits};
+}
+
+Result<void> Channel::withdraw(std::string_view prompt_id) {
+    if (turns_.is_queued(prompt_id)) {
+        send_events(owner_.store_events(
+            id_, {{plugins::EventKind::prompt_withdrawn, json::serialize(json::object{{"promptId", prompt_id}})}}));
+        return {};
+    }
+    if (turns_.running_id() && *turns_.running_id() == prompt_id)
+        return make_error(ErrorCode::conflict, "prompt " + std::string(prompt_id) +
+                                                   " has started; cancel its turn instead (`handler session cancel " +
+                                                   id_ + "`)");
+    return make_error(ErrorCode::not_found, "conversation " + id_ + " has no waiting prompt '" +
+                                                std::string(prompt_id) + "' (it ran, was withdrawn, or never was)");
+}
+
+Result<void> Channel::cancel() {
+    if (!turns_.running())
+        return make_error(ErrorCode::conflict, "no turn of " + id_ + " is running");
+    if (!parser_) {
+        end_open_turn("the harness's event parser is gone, so its turn cannot end by itself");
+        return {};
+    }
+    return through_parser(parser_->cancel());
+}
+
+Result<void> Channel::configure(std::string_view name, std::string_view value) {
+    if (!parser_ || exit_code_)
+        return make_error(ErrorCode::unavailable, "conversation " + id_ + " is not running");
+    return through_parser(parser_->set(name, value));
+}
+
+// What the harness's parser made of a cancel or a setting: events to store, input for it.
+Result<void> Channel::through_parser(Result<plugins::ParsedEvents> parsed) {
+    if (!parsed) return parsed.take_error();
+    drop_prompts(id_, parsed->events);
+    reply(*parsed);
+    if (!parsed->events.empty()) send_events(owner_.store_events(id_, parsed->events));
+    return {};
+}
+
+void Channel::new_harness(const std::string& why) {
+    std::vector<plugins::SessionEvent> closed;
+    for (const auto& [tool_call, request] : open_requests_)
+        closed.push_back({plugins::EventKind::permission_answer,
+                          json::serialize(json::object{{"toolCallId", tool_call}, {"kind", "cancelled"}})});
+    if (!closed.empty()) send_events(owner_.store_events(id_, closed));
+    end_open_turn(why);
+}
+
+void Channel::end_open_turn(const std::string& why) {
+    if (!turns_.running()) return;
+    spdlog::info("session {}: {}", id_, why);
+    send_events(owner_.store_events(
+        id_, {{plugins::EventKind::error, json::serialize(json::object{{"message", why}})},
+              {plugins::EventKind::result,
+               json::serialize(json::object{{"stopReason", "cancelled"}, {"isError", true}, {"result", why}})}}));
+}
+
+// A turn starts: its prompt is recorded (every client sees what was typed, wherever),
+// then goes to the harness in its protocol. A prompt the parser refuses is that turn's
+// failed result, and the conversation goes on.
+void Channel::start_turn(const Turns::Prompt& prompt) {
+    starting_turn_ = true;
+    send_events(owner_.store_events(id_, {{plugins::EventKind::user_prompt, prompt.payload}}));
+    auto parsed = parser_->prompt(prompt.payload);
+    starting_turn_ = false;
+    if (!parsed) {
+        const std::string why = "the harness did not take the prompt: " + parsed.error().message;
+        send_events(owner_.store_events(
+            id_, {{plugins::EventKind::error, json::serialize(json::object{{"message", why}})},
+                  {plugins::EventKind::result,
+                   json::serialize(json::object{{"stopReason", "end_turn"}, {"isError", true}, {"result", why}})}}));
+        return;
+    }
+    drop_prompts(id_, parsed->events);
+    reply(*parsed);
+    if (!parsed->events.empty()) send_events(owner_.store_events(id_, parsed->events));
+}
+
+void Channel::start_next_turn() {
+    if (starting_turn_ || !parser_ || exit_code_) return;
+    if (auto next = turns_.next()) start_turn(*next);
 }
 
 void Channel::remember(Chunk chunk) {

@@ -14,6 +14,7 @@
 #include "sessions/harness_catalog.hpp"
 #include "sessions/output_log.hpp"
 #include "sessions/session_keys.hpp"
+#include "sessions/turns.hpp"
 #include "store/records.hpp"
 
 #include <handler/shim_protocol.hpp>
@@ -34,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,8 +56,8 @@ public:
     // Stores events a session's harness produced; returns them numbered (and published).
     virtual std::vector<store::SessionEvent> store_events(const std::string& id,
                                                           const std::vector<plugins::SessionEvent>& produced) = 0;
-    // Calls `each` with every stored event of session `id`, oldest first.
-    virtual void for_each_event(const std::string& id,
+    // Calls `each` with every stored event of session `id` after seq `after`, oldest first.
+    virtual void for_each_event(const std::string& id, std::int64_t after,
                                 const std::function<void(const store::SessionEvent&)>& each) = 0;
     // The payload bytes stored for session `id` so far.
     virtual std::uint64_t events_bytes(const std::string& id) = 0;
@@ -113,6 +115,31 @@ public:
     void client_input_eof();
     // A client's answer to the open permission request of tool call `tool_call_id`.
     Result<void> answer(std::string_view tool_call_id, std::string_view option_id);
+
+    // A conversation's prompt (docs/conversations.md): it starts a turn at once when none
+    // runs, else it waits (a prompt_queued event). Either way its user_prompt event comes
+    // when its turn starts.
+    struct Submitted {
+        std::string prompt_id;
+        bool queued = false;
+    };
+    Result<Submitted> submit(std::string_view text);
+    // Withdraws a waiting prompt. conflict: its turn has started; not_found: no such prompt.
+    Result<void> withdraw(std::string_view prompt_id);
+    // Interrupts the running turn through the harness. conflict: none runs; unavailable:
+    // the harness cannot be interrupted.
+    Result<void> cancel();
+    // Changes a setting of the live conversation through the harness; unavailable when
+    // the harness cannot while it runs.
+    Result<void> configure(std::string_view name, std::string_view value);
+    // A turn that can no longer end by itself (its harness is gone): its result is
+    // recorded as cancelled, saying why, so every client stops waiting for it.
+    void end_open_turn(const std::string& why);
+    // A resumed conversation's harness is a new process: the old one's questions are
+    // closed (nobody can answer them now) and its unfinished turn ends, saying `why`.
+    void new_harness(const std::string& why);
+    const Turns& turns() const { return turns_; }
+    bool conversation() const { return conversation_; }
     // Closes the socket, the proxy and the link; tells every client `reason` (nothing when
     // empty: they were told of the exit).
     void close(const std::string& reason);
@@ -138,6 +165,7 @@ private:
         std::weak_ptr<api::TerminalClient> client;
         bool read_only = false;
         bool events = false;
+        bool output = true;
     };
     struct Link {
         explicit Link(boost::asio::io_context& io) : socket(io) {}
@@ -153,7 +181,11 @@ private:
 
     bool resumed() const { return link_ && link_->resumed; }
     void input(std::string_view bytes);
+    void protocol_input(std::string_view bytes);
     void input_eof();
+    void start_turn(const Turns::Prompt& prompt);
+    void start_next_turn();
+    Result<void> through_parser(Result<plugins::ParsedEvents> parsed);
     void accept();
     void read(const std::shared_ptr<Link>& link);
     void drop_link(const char* why);
@@ -196,6 +228,9 @@ private:
     bool conversation_ = false;
     bool warned_input_ = false;
     std::map<std::string, std::string> open_requests_; // tool call id -> its request's payload
+    Turns turns_;
+    bool starting_turn_ = false;
+    std::mt19937_64 prompt_ids_{std::random_device{}()};
     static constexpr std::size_t kPendingInputBytes = 64 * 1024;
 };
 

@@ -46,6 +46,11 @@ Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
                               "no account; give the agent one (handler agent edit NAME --account ACCOUNT)");
         spec.account_state_dir = context.account_state_dir;
     }
+    if (!launch.session_state_env.empty()) {
+        if (context.session_state_dir.empty())
+            return make_error(ErrorCode::internal, "no state folder was made for session " + context.session_id);
+        spec.session_state_dir = context.session_state_dir;
+    }
 
     const std::string helper = std::string(runtime::kHelperMountPoint) + "/" + kShimProgram;
     spec.argv = {helper, "--connect",
@@ -84,6 +89,8 @@ Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
     for (const auto& entry : launch.env) spec.env.push_back({entry.name, entry.value});
     if (!launch.account_state_env.empty())
         spec.env.push_back({launch.account_state_env, runtime::kAccountStateMountPoint});
+    if (!launch.session_state_env.empty())
+        spec.env.push_back({launch.session_state_env, runtime::kSessionStateMountPoint});
     // Last, so nothing the harness sets can put anything else there.
     for (const auto& secret : launch.secret_env)
         spec.env.push_back({secret.name, context.stand_ins.at(secret.secret_name)});
@@ -101,6 +108,7 @@ Result<void> merge_addon(std::string_view addon, const plugins::LaunchSpec& cont
     if (!contribution.arguments.empty()) return refuse("sets the program");
     if (!contribution.workdir.empty()) return refuse("sets the working folder");
     if (!contribution.account_state_env.empty()) return refuse("keeps the account's state");
+    if (!contribution.session_state_env.empty()) return refuse("keeps the session's state");
     // A protocol harness's stdin is its own; an addon's bytes there could speak for the user.
     if (!contribution.input.empty()) return refuse("writes to the harness's stdin");
     for (const auto& variable : contribution.env)

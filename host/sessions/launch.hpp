@@ -44,6 +44,8 @@ struct LaunchContext {
     // The account's state folder on the host (made by the session service); empty when
     // the session has no account.
     std::filesystem::path account_state_dir;
+    // The session's own state folder on the host; empty unless the harness keeps one.
+    std::filesystem::path session_state_dir;
 };
 
 inline constexpr const char* kProxySocketName = "proxy.sock";

@@ -53,6 +53,12 @@ Result<std::map<std::string, std::string>> make_stand_ins(
     const std::vector<std::string>& kinds, const std::optional<store::Agent>& agent,
     const store::Project& project, const secrets::RandomBytes& random) {
     std::map<std::string, std::string> stand_ins;
+    // A resumed conversation's: the stand-ins it was given stay (its harness may have
+    // written them down, and the proxy knows them).
+    auto given = store.session_secrets(session_id);
+    if (!given) return given.take_error();
+    for (const auto& secret : *given)
+        if (!secret.stand_in.empty()) stand_ins[secret.kind] = secret.stand_in;
     for (const auto& kind : kinds) {
         if (stand_ins.contains(kind)) continue;
         if (!secrets::provider_for(kind))

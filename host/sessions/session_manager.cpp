@@ -192,7 +192,27 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, ChannelOwner {
         return found == channels.end() ? nullptr : found->second;
     }
 
-    Result<std::shared_ptr<Channel>> open_channel(const store::Session& session);
+    // `running`: its harness already runs (a restarted handlerd adopts it), so its parser
+    // is told the harness's own session id.
+    Result<std::shared_ptr<Channel>> open_channel(const store::Session& session, bool running = false);
+    // The last harnessSessionId the session's parser reported; empty: none.
+    std::string harness_session_of(const std::string& id);
+    Result<store::Session> carry_out(StartPlan plan, const std::string& id, const std::string& prompt, bool resuming);
+    // The channel of a live conversation; conflict otherwise, saying what it is.
+    Result<std::shared_ptr<Channel>> live_channel(std::string_view id) {
+        auto session = store.get_session(id);
+        if (!session) return session.take_error();
+        if (session->mode != "conversation")
+            return make_error(ErrorCode::conflict, "session " + session->id +
+                                                       " is not a conversation (`handler chat` starts one)");
+        auto found = channel(session->id);
+        if (!found || found->exited())
+            return make_error(ErrorCode::conflict, "conversation " + session->id + " is not running (" +
+                                                       std::string(to_string(session->state)) +
+                                                       "); `handler session resume " + session->id +
+                                                       "` continues it");
+        return found;
+    }
     Result<StartSnapshot> read_snapshot();
     StartSettings start_settings() const;
     Result<store::Session> stop_session(std::string_view id);
@@ -205,14 +225,14 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, ChannelOwner {
     // and no image of it exists yet (on the worker thread: it takes a minute or two).
     void launch_container(const std::string& id, runtime::ContainerSpec spec,
                           std::optional<runtime::LayerRecipe> recipe = std::nullopt);
+    void name_conversation(const std::string& id, const std::string& payload);
     // Stores events a session's harness produced and returns them numbered.
     std::vector<store::SessionEvent> store_events(const std::string& id,
                                                   const std::vector<plugins::SessionEvent>& produced);
     // ---- ChannelOwner ---------------------------------------------------------------
     const Clock& clock() const override { return clock_; }
-    void for_each_event(const std::string& id,
+    void for_each_event(const std::string& id, std::int64_t after,
                         const std::function<void(const store::SessionEvent&)>& each) override {
-        std::int64_t after = 0;
         for (;;) {
             auto page = store.session_events(id, after, 1000);
             if (!page) {
@@ -291,7 +311,19 @@ SessionProxy SessionManager::Impl::make_proxy(const std::string& id, const fs::p
     return made;
 }
 
-Result<std::shared_ptr<Channel>> SessionManager::Impl::open_channel(const store::Session& session) {
+std::string SessionManager::Impl::harness_session_of(const std::string& id) {
+    std::string harness_session;
+    for_each_event(id, 0, [&](const store::SessionEvent& event) {
+        if (event.kind != "session_info") return;
+        boost::system::error_code error;
+        const auto payload = json::parse(event.payload, error);
+        const auto* value = error || !payload.is_object() ? nullptr : payload.as_object().if_contains("harnessSessionId");
+        if (value != nullptr && value->is_string()) harness_session = std::string(value->get_string());
+    });
+    return harness_session;
+}
+
+Result<std::shared_ptr<Channel>> SessionManager::Impl::open_channel(const store::Session& session, bool running) {
     auto log = OutputLog::open(options.output_root / session.id, options.log_limit_bytes);
     if (!log) return log.take_error();
     const fs::path control_dir = options.control_root / session.id;
@@ -305,7 +337,9 @@ Result<std::shared_ptr<Channel>> SessionManager::Impl::open_channel(const store:
     if (!session.tty) {
         // A parser re-opened after a restart starts mid-stream: a line the old one had
         // half of is lost (its bytes are still in the output log).
-        auto opened = harnesses.open_events(session.harness, session.id);
+        std::optional<std::string> harness_session;
+        if (running) harness_session = harness_session_of(session.id);
+        auto opened = harnesses.open_events(session.harness, session.id, harness_session);
         if (opened) channel->parse_events(std::move(*opened), session.mode == "conversation");
         else if (opened.error().code != ErrorCode::unavailable)
             spdlog::warn("session {}: no events: {}", session.id, opened.error().message);
@@ -446,9 +480,34 @@ std::vector<store::SessionEvent> SessionManager::Impl::store_events(
         spdlog::error("session {}: events not stored: {}", id, stored.error().message);
         return {};
     }
-    for (const auto& event : *stored)
+    for (const auto& event : *stored) {
         events.publish(api::event_json("session.event", api::to_json(event), event.at));
+        if (event.kind == "user_prompt") name_conversation(id, event.payload);
+    }
     return std::move(*stored);
+}
+
+// A conversation is called by the first line of its first prompt (for lists, and an
+// editor's history), at most 80 characters, cut at a character's boundary.
+void SessionManager::Impl::name_conversation(const std::string& id, const std::string& payload) {
+    auto session = store.get_session(id);
+    if (!session || session->mode != "conversation" || session->title) return;
+    boost::system::error_code error;
+    const auto value = json::parse(payload, error);
+    const auto* content = error || !value.is_object() ? nullptr : value.as_object().if_contains("content");
+    const auto* text = content && content->is_object() ? content->as_object().if_contains("text") : nullptr;
+    if (text == nullptr || !text->is_string()) return;
+    std::string_view line(text->get_string());
+    line = line.substr(0, line.find('\n'));
+    constexpr std::size_t kTitleBytes = 80;
+    if (line.size() > kTitleBytes) {
+        std::size_t cut = kTitleBytes;
+        while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+        line = line.substr(0, cut);
+    }
+    store::SessionChanges changes;
+    changes.title = std::optional<std::string>(line);
+    record(id, changes);
 }
 
 // ---- SessionManager -------------------------------------------------------------------
@@ -503,7 +562,7 @@ void SessionManager::reconcile(std::function<void()> done) {
     // at once. Sessions whose containers turn out to be gone are finished below.
     for (const auto& session : *sessions)
         if (is_live(session.state) && !impl.channel(session.id))
-            if (auto channel = impl.open_channel(session); !channel)
+            if (auto channel = impl.open_channel(session, true); !channel)
                 spdlog::error("session {}: {}", session.id, channel.error().message);
     impl.in_background(
         [&impl] { return impl.runtime.list(runtime::kManagedSelector); },
@@ -540,7 +599,7 @@ void SessionManager::reconcile(std::function<void()> done) {
                 changes.container_id = info.id;
                 if (info.state == runtime::ContainerState::running) {
                     if (!impl.channel(session.id)) {
-                        auto channel = impl.open_channel(session);
+                        auto channel = impl.open_channel(session, true);
                         if (!channel) {
                             spdlog::error("session {}: {}", session.id, channel.error().message);
                             continue;
@@ -594,6 +653,7 @@ StartSettings SessionManager::Impl::start_settings() const {
     settings.control_root = options.control_root;
     settings.helper_dir = options.helper_dir;
     settings.account_state_root = options.account_state_root;
+    settings.session_root = options.output_root;
     settings.proxy_port = options.proxy_port;
     settings.has_key_store = options.secret_store != nullptr;
     settings.trust_ca = !options.ca_certificate_pem.empty();
@@ -608,37 +668,45 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
         return make_error(ErrorCode::forbidden, impl.options.refuse_sessions);
     auto snapshot = impl.read_snapshot();
     if (!snapshot) return snapshot.take_error();
-    const StartSettings settings = impl.start_settings();
-    auto plan = plan_start(request, *snapshot, impl.harnesses, settings);
+    auto plan = plan_start(request, *snapshot, impl.harnesses, impl.start_settings());
     if (!plan) return plan.take_error();
-
     auto session = impl.store.create_session(plan->record);
     if (!session) return session.take_error();
-    const std::string id = session->id;
     impl.publish(*session);
+    return impl.carry_out(std::move(*plan), session->id, request.prompt, false);
+}
+
+// The session `id` is recorded (new, or a conversation going back to `starting`): the
+// plugins answer, then stand-ins, hosts, channel, trust files, image recipe, launch.
+// `resuming`: the harness continues its own conversation (plan.launch.resume).
+Result<store::Session> SessionManager::Impl::carry_out(StartPlan plan, const std::string& id,
+                                                       const std::string& prompt, bool resuming) {
+    Impl& impl = *this;
+    const StartSettings settings = impl.start_settings();
     auto fail = [&](const Error& error) -> Result<store::Session> {
         impl.finish(id, std::nullopt, SessionState::failed, error.message);
         return make_error(error.code, "session " + id + ": " + error.message);
     };
-    plan->launch.session_id = id;
-    if (plan->local_server) // recorded like a key, without a stand-in: the proxy finds the server by it
-        if (auto added = impl.store.add_session_secret({id, plan->account->kind, plan->account->id, ""}); !added)
+    plan.launch.session_id = id;
+    if (plan.local_server && !resuming) // recorded like a key, without a stand-in: the proxy finds the server by it
+        if (auto added = impl.store.add_session_secret({id, plan.account->kind, plan.account->id, ""}); !added)
             return fail(added.error());
-    auto launch = impl.harnesses.launch(plan->record.harness, plan->launch);
+    auto launch = impl.harnesses.launch(plan.record.harness, plan.launch);
     if (!launch) return fail(launch.error());
     std::vector<std::pair<std::string, plugins::LaunchSpec>> contributions;
-    for (const auto& addon : plan->addons) {
-        auto contribution = impl.harnesses.contribute(addon, plan->launch);
+    for (const auto& addon : plan.addons) {
+        auto contribution = impl.harnesses.contribute(addon, plan.launch);
         if (!contribution) return fail(contribution.error());
         contributions.emplace_back(addon, std::move(*contribution));
     }
-    auto container = plan_container(*plan, id, std::move(*launch), contributions, settings);
+    auto container = plan_container(plan, id, std::move(*launch), contributions, settings);
     if (!container) return fail(container.error());
 
     LaunchContext& context = container->context;
     if (!container->key_kinds.empty()) {
+        // A resumed conversation keeps the stand-ins its harness may have written down.
         auto stand_ins = make_stand_ins(impl.store, *impl.options.secret_store, id, container->key_kinds,
-                                        plan->agent, plan->project, secrets::system_random());
+                                        plan.agent, plan.project, secrets::system_random());
         if (!stand_ins) return fail(stand_ins.error());
         context.stand_ins = std::move(*stand_ins);
     }
@@ -648,28 +716,136 @@ Result<store::Session> SessionManager::start(const api::StartRequest& request) {
         hosts.addon_hosts = container->addon_hosts;
         impl.record(id, hosts);
     }
-    if (!context.account_state_dir.empty())
-        if (auto made = ensure_private_dir(context.account_state_dir); !made) return fail(made.error());
+    for (const auto* folder : {&context.account_state_dir, &context.session_state_dir})
+        if (!folder->empty())
+            if (auto made = ensure_private_dir(*folder); !made) return fail(made.error());
     auto spec = container_spec(container->launch, context);
     if (!spec) return fail(spec.error());
+    auto session = impl.store.get_session(id);
+    if (!session) return fail(session.error());
     auto channel = impl.open_channel(*session);
     if (!channel) return fail(channel.error());
+    const bool conversation = plan.launch.conversation;
     // Only a headless program's stdin is a pipe; on a terminal these would be typed.
-    if (!plan->record.tty)
-        if (auto given = (*channel)->start_input(std::move(container->launch.input), plan->prompt_payload); !given)
+    if (!plan.record.tty)
+        if (auto given = (*channel)->start_input(std::move(container->launch.input),
+                                                 conversation ? std::string() : plan.prompt_payload);
+            !given)
             return fail(given.error());
     if (context.trust_ca)
         if (auto written = write_trust_files(context.control_dir, impl.options.ca_certificate_pem, impl.options.system_ca_bundle); !written) return fail(written.error());
     std::optional<runtime::LayerRecipe> recipe;
     if (container->build_image) {
-        auto found = impl.harnesses.image_recipe(plan->record.harness);
+        auto found = impl.harnesses.image_recipe(plan.record.harness);
         if (!found) return fail(found.error());
         recipe = std::move(*found);
     }
-    if (!request.prompt.empty()) // the first event, so a client replaying the events sees the turn whole
-        impl.store_events(id, {plugins::SessionEvent{plugins::EventKind::user_prompt, plan->prompt_payload}});
+    if (resuming) (*channel)->new_harness("the conversation was resumed in a new container");
+    if (!plan.unhonoured_mcp.empty()) {
+        std::string names;
+        for (const auto& name : plan.unhonoured_mcp) names += (names.empty() ? "" : ", ") + name;
+        const std::string why = "MCP servers not started: " + names + "; harness '" + plan.record.harness +
+                                "' does not take servers of that kind";
+        impl.store_events(id, {{plugins::EventKind::error, json::serialize(json::object{{"message", why}})}});
+    }
+    if (conversation && !prompt.empty()) {
+        if (auto submitted = (*channel)->submit(prompt); !submitted) return fail(submitted.error());
+    } else if (!prompt.empty()) {
+        // The first event, so a client replaying the events sees the turn whole.
+        impl.store_events(id, {plugins::SessionEvent{plugins::EventKind::user_prompt, plan.prompt_payload}});
+    }
     impl.launch_container(id, std::move(*spec), std::move(recipe));
     return impl.store.get_session(id);
+}
+
+Result<store::Session> SessionManager::resume(std::string_view id) {
+    Impl& impl = *impl_;
+    if (impl.stopped) return make_error(ErrorCode::unavailable, "handlerd is stopping");
+    if (!impl.options.refuse_sessions.empty()) return make_error(ErrorCode::forbidden, impl.options.refuse_sessions);
+    auto session = impl.store.get_session(id);
+    if (!session) return session.take_error();
+    if (session->mode != "conversation")
+        return make_error(ErrorCode::conflict, "session " + session->id + " is not a conversation; only "
+                                                                          "conversations are resumed");
+    if (is_live(session->state))
+        return make_error(ErrorCode::conflict, "conversation " + session->id + " is " +
+                                                   std::string(to_string(session->state)) + " already");
+    auto snapshot = impl.read_snapshot();
+    if (!snapshot) return snapshot.take_error();
+    // The same agent (or harness) in the same project, as it was started.
+    api::StartRequest request;
+    for (const auto& project : snapshot->projects)
+        if (project.id == session->project_id) request.directory = project.path;
+    if (session->agent_id) {
+        for (const auto& agent : snapshot->agents)
+            if (agent.id == *session->agent_id) request.agent = agent.name;
+        if (!request.agent)
+            return make_error(ErrorCode::conflict, "conversation " + session->id + "'s agent no longer exists");
+    } else {
+        request.harness = session->harness;
+    }
+    request.conversation = true;
+    request.model = session->model;
+    request.thinking = session->thinking;
+    request.mcp_servers = session->mcp_servers;
+    if (session->network_mode && *session->network_mode != network::Mode::learn)
+        request.network = std::string(network::to_string(*session->network_mode));
+    auto plan = plan_start(request, *snapshot, impl.harnesses, impl.start_settings());
+    if (!plan) return plan.take_error();
+    plan->launch.resume = impl.harness_session_of(session->id);
+    store::SessionChanges changes;
+    changes.state = SessionState::starting;
+    changes.exit_code = std::optional<std::int64_t>();
+    changes.container_id = std::optional<std::string>();
+    changes.message = std::optional<std::string>();
+    if (!impl.record(session->id, changes))
+        return make_error(ErrorCode::internal, "cannot record conversation " + session->id + " as starting");
+    return impl.carry_out(std::move(*plan), session->id, std::string(), true);
+}
+
+Result<api::SubmittedPrompt> SessionManager::prompt(std::string_view id, std::string_view text) {
+    auto channel = impl_->live_channel(id);
+    if (!channel) return channel.take_error();
+    auto submitted = (*channel)->submit(text);
+    if (!submitted) return submitted.take_error();
+    return api::SubmittedPrompt{submitted->prompt_id, submitted->queued};
+}
+
+Result<void> SessionManager::withdraw(std::string_view id, std::string_view prompt_id) {
+    auto channel = impl_->live_channel(id);
+    if (!channel) return channel.take_error();
+    return (*channel)->withdraw(prompt_id);
+}
+
+Result<void> SessionManager::cancel(std::string_view id) {
+    auto channel = impl_->live_channel(id);
+    if (!channel) return channel.take_error();
+    return (*channel)->cancel();
+}
+
+Result<api::Applied> SessionManager::configure(std::string_view id, std::string_view name, std::string_view value) {
+    Impl& impl = *impl_;
+    auto session = impl.store.get_session(id);
+    if (!session) return session.take_error();
+    if (session->mode != "conversation")
+        return make_error(ErrorCode::conflict, "session " + session->id + " is not a conversation");
+    if (name != "model" && name != "mode" && name != "thinking_level")
+        return make_error(ErrorCode::invalid_argument,
+                          "'" + std::string(name) + "' is not a setting of a conversation (model, mode, thinking_level)");
+    if (name == "model")
+        if (auto valid = store::check_model_name(value); !valid) return valid.take_error();
+    // Kept for its next resume whatever happens now; the live harness too where it can.
+    store::SessionChanges changes;
+    if (name == "model") changes.model = std::optional<std::string>(value);
+    if (name == "thinking_level") changes.thinking = std::optional<std::string>(value);
+    if ((changes.model || changes.thinking) && !impl.record(session->id, changes))
+        return make_error(ErrorCode::internal, "cannot record the " + std::string(name) + " of " + session->id);
+    auto channel = impl.channel(session->id);
+    if (!channel || channel->exited()) return name == "mode" ? make_error(ErrorCode::conflict, "conversation " + session->id + " is not running; its permission mode is its network mode's at resume") : Result<api::Applied>(api::Applied::on_resume);
+    auto applied = channel->configure(name, value);
+    if (applied) return api::Applied::now;
+    if (applied.error().code == ErrorCode::unavailable && name != "mode") return api::Applied::on_resume;
+    return applied.take_error();
 }
 
 Result<store::Session> SessionManager::stop(std::string_view id) { return impl_->stop_session(id); }
@@ -763,7 +939,7 @@ Result<api::Attached> SessionManager::attach(std::string_view id,
     attached.exit_code = session->exit_code;
     if (auto alive = client.lock()) {
         auto tail = output->tail(impl.options.replay_bytes);
-        if (tail && !tail->second.empty()) {
+        if (tail && !tail->second.empty() && options.output) {
             const std::uint64_t from = options.from.value_or(0);
             std::string text = std::move(tail->second);
             std::uint64_t offset = tail->first;
@@ -776,7 +952,8 @@ Result<api::Attached> SessionManager::attach(std::string_view id,
                               offset, std::make_shared<const std::string>(std::move(text)));
         }
         if (options.events)
-            impl.for_each_event(session->id, [&alive](const store::SessionEvent& event) { alive->event(event); });
+            impl.for_each_event(session->id, options.events_after,
+                                [&alive](const store::SessionEvent& event) { alive->event(event); });
         if (session->state == SessionState::exited && session->exit_code)
             alive->exited(*session->exit_code);
         else

@@ -126,6 +126,15 @@ public:
     void resize(std::uint64_t attach_id, std::uint16_t rows, std::uint16_t cols) override;
     Result<void> answer(std::string_view id, std::string_view tool_call_id,
                         std::string_view option_id) override;
+    // Conversations (docs/conversations.md).
+    Result<api::SubmittedPrompt> prompt(std::string_view id, std::string_view text) override;
+    Result<void> withdraw(std::string_view id, std::string_view prompt_id) override;
+    Result<void> cancel(std::string_view id) override;
+    // A new container for the same session: the same agent (or harness), model, thinking
+    // level, network mode and MCP servers, continuing the harness's own conversation (the
+    // last harnessSessionId its parser reported) from the session's state folder.
+    Result<store::Session> resume(std::string_view id) override;
+    Result<api::Applied> configure(std::string_view id, std::string_view name, std::string_view value) override;
 
     // plugins::PluginSessions, for plugins' host services; any thread. A session uses a
     // plugin when it is its harness or one of its agent's addons, and it must be live.

@@ -1,11 +1,13 @@
 #include "sessions/start_plan.hpp"
 
 #include "network/policy.hpp"
+#include "runtime/container_runtime.hpp"
 #include "secrets/account_kinds.hpp"
 #include "store/store.hpp"
 #include "store/validation.hpp"
 
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
@@ -104,15 +106,67 @@ Result<Target> resolve_target(const api::StartRequest& request, const StartSnaps
     return target;
 }
 
+std::string join(const std::vector<std::string>& words) {
+    std::string joined;
+    for (const auto& word : words) joined += (joined.empty() ? "" : ", ") + word;
+    return joined;
+}
+
+// The MCP servers of a request (ACP's McpServer[]: stdio ones have a command, the
+// others a "type" of http or sse) that the harness does not honour, as "'name' (transport)".
+// A list that is not that shape is refused, naming the entry.
+Result<std::vector<std::string>> unhonoured_mcp(const std::string& servers_json,
+                                                const plugins::HarnessDescription& harness) {
+    std::vector<std::string> unhonoured;
+    if (servers_json.empty()) return unhonoured;
+    boost::system::error_code error;
+    const json::value servers = json::parse(servers_json, error);
+    if (error || !servers.is_array())
+        return make_error(ErrorCode::invalid_argument, "mcp_servers is not a JSON array of MCP servers");
+    std::size_t index = 0;
+    for (const auto& entry : servers.get_array()) {
+        const std::string where = "mcp_servers[" + std::to_string(index++) + "]";
+        const auto* server = entry.if_object();
+        const auto* name = server ? server->if_contains("name") : nullptr;
+        if (name == nullptr || !name->is_string() || name->get_string().empty())
+            return make_error(ErrorCode::invalid_argument, where + " has no \"name\"");
+        std::string transport = "stdio";
+        if (const auto* type = server->if_contains("type")) {
+            if (!type->is_string() || (type->get_string() != "http" && type->get_string() != "sse" &&
+                                       type->get_string() != "stdio"))
+                return make_error(ErrorCode::invalid_argument, where + ": \"type\" is not stdio, http or sse");
+            transport = std::string(type->get_string());
+        }
+        if (transport == "stdio") {
+            const auto* command = server->if_contains("command");
+            if (command == nullptr || !command->is_string() || command->get_string().empty())
+                return make_error(ErrorCode::invalid_argument, where + " (stdio) has no \"command\"");
+        } else {
+            const auto* url = server->if_contains("url");
+            if (url == nullptr || !url->is_string() || url->get_string().empty())
+                return make_error(ErrorCode::invalid_argument, where + " (" + transport + ") has no \"url\"");
+        }
+        const auto& honoured = harness.mcp_transports;
+        if (std::find(honoured.begin(), honoured.end(), transport) == honoured.end())
+            unhonoured.push_back("'" + std::string(name->get_string()) + "' (" + transport + ")");
+    }
+    return unhonoured;
+}
+
 // What the harness's description rules out, in its own words.
 Result<void> check_against(const std::string& harness, const plugins::HarnessDescription& description,
                            const api::StartRequest& request, const StartPlan& plan) {
     if (request.thinking && !description.takes_thinking_level(*request.thinking)) {
-        std::string levels;
-        for (const auto& level : description.thinking_levels) levels += (levels.empty() ? "" : ", ") + level;
         return make_error(ErrorCode::invalid_argument, "harness '" + harness + "' has no thinking level '" +
-                                                           *request.thinking + "'; its levels are " + levels);
+                                                           *request.thinking + "'; its levels are " +
+                                                           join(description.thinking_levels));
     }
+    if (request.conversation && !description.holds_conversations())
+        return make_error(ErrorCode::invalid_argument,
+                          "harness '" + harness + "' does not hold conversations (its launch modes: " +
+                              (description.launch_modes.empty() ? std::string("not declared")
+                                                                : join(description.launch_modes)) +
+                              "); run it with a prompt (handler run -p) or in its terminal instead");
     if (plan.account && !description.takes_credential(plan.account->kind))
         return make_error(ErrorCode::invalid_argument,
                           "agent '" + plan.agent->name + "' runs on account '" + plan.account->name + "', a " +
@@ -183,10 +237,14 @@ Result<StartPlan> plan_start(const api::StartRequest& request, const StartSnapsh
     if (plan.agent) record.agent_id = plan.agent->id;
     record.harness = target->harness;
     record.project_id = plan.project.id;
-    record.mode = request.prompt.empty() ? "interactive" : "headless";
-    // A headless run's output is the program's stdout and stderr, kept apart (harnesses
-    // print structured events on stdout); everything else gets a terminal.
-    record.tty = request.prompt.empty();
+    record.mode = request.conversation ? "conversation" : request.prompt.empty() ? "interactive" : "headless";
+    // A headless run's (and a conversation's) output is the program's stdout and stderr,
+    // kept apart (harnesses print structured events on stdout); everything else gets a
+    // terminal.
+    record.tty = request.prompt.empty() && !request.conversation;
+    record.model = request.model;
+    record.thinking = request.thinking;
+    record.mcp_servers = request.mcp_servers;
     record.image = settings.default_image;
     if (request.network) {
         const auto mode = network::parse_mode(*request.network, network::ModeHolder::session);
@@ -209,9 +267,14 @@ Result<StartPlan> plan_start(const api::StartRequest& request, const StartSnapsh
     launch.thinking_level = request.thinking.value_or("");
     launch.account_kind = plan.account ? plan.account->kind : std::string();
     launch.extra_args = request.args;
+    launch.conversation = request.conversation;
+    launch.mcp_servers = request.mcp_servers;
     if (plan.local_server) launch.account_base_url = plan.local_server->container_url;
 
     if (plan.agent) plan.addons = plan.agent->addons;
+    auto unhonoured = unhonoured_mcp(request.mcp_servers, plan.harness);
+    if (!unhonoured) return unhonoured.take_error();
+    plan.unhonoured_mcp = std::move(*unhonoured);
     plan.prompt_payload = json::serialize(
         json::object{{"content", json::object{{"type", "text"}, {"text", request.prompt}}}});
     plan.rows = request.rows;
@@ -256,6 +319,10 @@ Result<ContainerPlan> plan_container(const StartPlan& plan, const std::string& s
         if (settings.account_state_root.empty())
             return make_error(ErrorCode::unavailable, "this handlerd keeps no account state");
         context.account_state_dir = settings.account_state_root / std::to_string(account.id);
+    }
+    if (!launch.session_state_env.empty()) {
+        if (settings.session_root.empty()) return make_error(ErrorCode::unavailable, "this handlerd keeps no session state");
+        context.session_state_dir = settings.session_root / session_id / runtime::kSessionStateFolder;
     }
     context.session_id = session_id;
     context.project_path = plan.project.path;

@@ -54,6 +54,7 @@ struct StartSettings {
     std::filesystem::path control_root; // <runtime>/sessions
     std::filesystem::path helper_dir;
     std::filesystem::path account_state_root; // empty: no account keeps state
+    std::filesystem::path session_root;       // <data>/sessions: each session's output and state
     std::uint16_t proxy_port = 0;
     bool has_key_store = false;
     bool trust_ca = false; // handler has a CA for the container to trust
@@ -70,6 +71,9 @@ struct StartPlan {
     network::Mode network_mode = network::Mode::filtered; // the one it starts in, learn included
     std::vector<std::string> addons;         // the agent's, in order
     std::string prompt_payload;              // the user_prompt event's payload (JSON)
+    // MCP servers the client asked for that the harness does not honour, for a visible
+    // message at start ("'files' (stdio)").
+    std::vector<std::string> unhonoured_mcp;
     std::uint16_t rows = 24;
     std::uint16_t cols = 80;
 };

@@ -164,8 +164,18 @@ CREATE TABLE session_events (
 ) STRICT, WITHOUT ROWID;
 )sql";
 
-constexpr std::array<std::string_view, 6> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4,
-                                                         kVersion5, kVersion6};
+// Conversations (docs/conversations.md): what a resumed one starts with again (the model,
+// the thinking level, the editor's MCP servers as ACP's JSON), and its title, the first
+// line of its first prompt, for lists.
+constexpr std::string_view kVersion7 = R"sql(
+ALTER TABLE sessions ADD COLUMN model TEXT;
+ALTER TABLE sessions ADD COLUMN thinking TEXT;
+ALTER TABLE sessions ADD COLUMN mcp_servers TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN title TEXT;
+)sql";
+
+constexpr std::array<std::string_view, 7> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4,
+                                                         kVersion5, kVersion6, kVersion7};
 
 Result<void> ensure_migrations_table(sqlite::Database& db) {
     return db.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("

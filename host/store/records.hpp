@@ -81,7 +81,7 @@ struct Session {
     SessionState state = SessionState::starting;
     std::optional<std::int64_t> exit_code;
     std::optional<std::string> container_id; // set once podman has started it
-    std::string mode = "interactive";        // or "headless" (`handler run -p`)
+    std::string mode = "interactive";        // "headless" (`handler run -p`) or "conversation"
     bool tty = true;                         // a terminal, or separate stdout/stderr
     std::string image;
     std::optional<std::string> message; // why it failed or was lost
@@ -89,6 +89,11 @@ struct Session {
     std::optional<TimeMs> learn_until;
     std::vector<std::string> model_hosts; // the harness's, as rules
     std::vector<std::string> addon_hosts; // what its agent's addons asked for, as rules
+    // What it was started with, so that a resumed conversation starts the same way.
+    std::optional<std::string> model;
+    std::optional<std::string> thinking;
+    std::string mcp_servers;            // ACP's McpServer[] as JSON; empty: none
+    std::optional<std::string> title;   // a conversation's: the first line of its first prompt
     TimeMs created_at = 0;
     TimeMs updated_at = 0;
 };
@@ -223,6 +228,9 @@ struct NewSession {
     std::string image;
     std::optional<NetworkMode> network_mode;
     std::optional<TimeMs> learn_until;
+    std::optional<std::string> model;
+    std::optional<std::string> thinking;
+    std::string mcp_servers;
 };
 
 struct SessionChanges {
@@ -232,6 +240,9 @@ struct SessionChanges {
     std::optional<std::optional<std::string>> message;
     std::optional<std::vector<std::string>> model_hosts;
     std::optional<std::vector<std::string>> addon_hosts;
+    std::optional<std::optional<std::string>> title;
+    std::optional<std::optional<std::string>> model;    // a conversation's, for its next resume
+    std::optional<std::optional<std::string>> thinking;
 };
 
 } // namespace handler::store

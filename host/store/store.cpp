@@ -47,7 +47,8 @@ constexpr std::string_view kAgentColumns =
     "FROM agents g LEFT JOIN accounts a ON a.id = g.account_id ";
 constexpr std::string_view kSessionColumns =
     "SELECT id, agent_id, project_id, harness, state, exit_code, created_at, updated_at, "
-    "container_id, mode, tty, image, message, network_mode, learn_until, model_hosts, addon_hosts "
+    "container_id, mode, tty, image, message, network_mode, learn_until, model_hosts, addon_hosts, "
+    "model, thinking, mcp_servers, title "
     "FROM sessions ";
 
 // Lists kept in one column, an entry per line (rules and plugin ids have no line breaks).
@@ -119,6 +120,10 @@ Session read_session(const sqlite::Statement& row) {
     session.learn_until = row.optional_integer(14);
     session.model_hosts = split_lines(row.text(15));
     session.addon_hosts = split_lines(row.text(16));
+    session.model = row.optional_text(17);
+    session.thinking = row.optional_text(18);
+    session.mcp_servers = row.text(19);
+    session.title = row.optional_text(20);
     return session;
 }
 
@@ -868,14 +873,15 @@ Result<Session> Store::create_session(const NewSession& session) {
             const auto now = clock_->now_ms();
             auto insert = db_.prepare(
                 "INSERT INTO sessions (id, agent_id, project_id, harness, state, exit_code, "
-                "created_at, updated_at, mode, tty, image, network_mode, learn_until) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?6, ?7, ?8, ?9, ?10, ?11)",
+                "created_at, updated_at, mode, tty, image, network_mode, learn_until, model, thinking, "
+                "mcp_servers) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 id, session.agent_id, session.project_id, session.harness,
                 to_string(SessionState::starting), now, session.mode,
                 std::int64_t{session.tty ? 1 : 0}, session.image,
                 session.network_mode ? std::optional<std::string>(to_string(*session.network_mode))
                                      : std::nullopt,
-                session.learn_until);
+                session.learn_until, session.model, session.thinking, session.mcp_servers);
             if (!insert) return insert.take_error();
             if (auto done = insert->run(); !done) return done.take_error();
             return load_session(id);
@@ -902,13 +908,15 @@ Result<Session> Store::update_session(std::string_view id, const SessionChanges&
         if (!current) return current.take_error();
         auto update = db_.prepare(
             "UPDATE sessions SET state = ?1, exit_code = ?2, updated_at = ?3, container_id = ?5, "
-            "message = ?6, model_hosts = ?7, addon_hosts = ?8 WHERE id = ?4",
+            "message = ?6, model_hosts = ?7, addon_hosts = ?8, title = ?9, model = ?10, thinking = ?11 WHERE id = ?4",
             to_string(changes.state.value_or(current->state)),
             changes.exit_code ? *changes.exit_code : current->exit_code, clock_->now_ms(), id,
             changes.container_id ? *changes.container_id : current->container_id,
             changes.message ? *changes.message : current->message,
             join_lines(changes.model_hosts.value_or(current->model_hosts)),
-            join_lines(changes.addon_hosts.value_or(current->addon_hosts)));
+            join_lines(changes.addon_hosts.value_or(current->addon_hosts)),
+            changes.title ? *changes.title : current->title, changes.model ? *changes.model : current->model,
+            changes.thinking ? *changes.thinking : current->thinking);
         if (!update) return update.take_error();
         if (auto done = update->run(); !done) return done.take_error();
         return load_session(id);

@@ -10,7 +10,7 @@ expect_contains "$out" "not running"
 start_daemon
 
 status=$(handler status --json)
-expect_eq "$(json_get "$status" "d['abi']")" "1.0" "ABI in status"
+expect_eq "$(json_get "$status" "d['abi']")" "1.1" "ABI in status"
 expect_eq "$(json_get "$status" "d['pid']")" "$daemon_pid" "pid in status"
 
 # The socket and its folder are private.

@@ -14,7 +14,7 @@ message=$(json_get "$plugins" "[p['message'] for p in d if p['source']=='user'][
 expect_eq "$state" refused
 expect_contains "$message" "$XDG_DATA_HOME/handler/plugins/wrong-major" "message names the file"
 expect_contains "$message" "2.0" "message names the plugin's ABI"
-expect_contains "$message" "1.0" "message names handlerd's ABI"
+expect_contains "$message" "1.1" "message names handlerd's ABI"
 
 # The table shows it too, and the daemon still serves.
 expect_contains "$(handler plugins list)" refused

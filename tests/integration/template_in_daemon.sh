@@ -14,7 +14,7 @@ start_daemon
 plugins=$(handler plugins list --json)
 expect_eq "$(json_get "$plugins" "[p['state'] for p in d if p['id']=='my-harness'][0]")" loaded "template plugin state"
 expect_eq "$(json_get "$plugins" "[p['source'] for p in d if p['id']=='my-harness'][0]")" user
-expect_eq "$(json_get "$plugins" "[p['abi'] for p in d if p['id']=='my-harness'][0]")" "1.0"
+expect_eq "$(json_get "$plugins" "[p['abi'] for p in d if p['id']=='my-harness'][0]")" "1.1"
 # The built-in plugins still load beside it.
 expect_eq "$(json_get "$plugins" "[p['state'] for p in d if p['id']=='shell'][0]")" loaded
 pass

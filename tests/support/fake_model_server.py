@@ -19,8 +19,9 @@ prompt (a tool call, then the answer), not once per conversation, and gives ever
 tool call an id of its own, as a real API does (Claude Code, resuming a conversation, joins
 the messages of one id and drops a tool call whose id it has seen); --stream-delay SECONDS
 waits that long between the events of a streamed answer, so that a cancel can land in the
-middle of one. Each log line also holds the user's prompts the request carried ("prompts"),
-so a test can see that a later turn was sent the earlier ones.
+middle of one. Each Messages API log line also holds the user's prompts the request carried
+("user_texts", as for the Responses API), so a test can see that a later turn was sent the
+earlier ones.
 """
 import argparse
 import http.server
@@ -71,6 +72,23 @@ def tool_output(body):
             if isinstance(part, dict) and part.get("type") == "tool_result":
                 return str(part.get("content"))[:2000]
     return None
+
+
+def responses_history(body):
+    """What a Responses API request carries of the conversation so far, for the log: the
+    text of each user message and the reasoning effort asked for. A later turn of a
+    conversation (or of a resumed one) shows the earlier prompts here."""
+    if not isinstance(body, dict):
+        return {}
+    texts = []
+    for item in body.get("input") if isinstance(body.get("input"), list) else []:
+        if not isinstance(item, dict) or item.get("type", "message") != "message" or item.get("role") != "user":
+            continue
+        for part in item.get("content") if isinstance(item.get("content"), list) else []:
+            if isinstance(part, dict) and part.get("type") == "input_text":
+                texts.append(str(part.get("text"))[:200])
+    reasoning = body.get("reasoning") if isinstance(body.get("reasoning"), dict) else {}
+    return {"user_texts": texts, "effort": reasoning.get("effort")}
 
 
 def tool_names(tools):
@@ -268,8 +286,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "tools": len(body.get("tools") or []) if isinstance(body, dict) else 0,
                  "tool_names": sorted(str(n) for n in tool_names(body.get("tools"))) if isinstance(body, dict) else [],
                  "content_encoding": self.headers.get("Content-Encoding"),
-                 "tool_output": tool_output(body),
-                 "prompts": user_prompts(body) if self.path.split("?", 1)[0].endswith("/messages") else None}
+                 "tool_output": tool_output(body)}
+        entry.update(responses_history(body) if self.path.split("?", 1)[0].endswith("/responses") else {})
+        entry.update({"user_texts": user_prompts(body)} if self.path.split("?", 1)[0].endswith("/messages") else {})
         with log_lock, open(args.log, "a") as log:
             log.write(json.dumps(entry) + "\n")
 

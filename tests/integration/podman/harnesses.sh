@@ -160,6 +160,111 @@ PY
   [ "$(cat "$project/hello.txt")" = "hi" ] || fail "$agent: the held run did not finish its work"
   echo "PASS $agent"
 }
+# check_conversation AGENT HOST [CHAT ARGS...]: a conversation (docs/conversations.md) with AGENT, whose
+#   model is at HOST: `handler chat` at one end of a pipe and `handler session prompt`
+#   from a second client; each prompt is a turn, every client sees every prompt, the
+#   model gets the history; a prompt during a turn waits; cancel ends the turn and the
+#   next one works; a kill -9 of handlerd does not end it; stopped, it is resumed in a new
+#   container that continues the harness's own conversation.
+events_of() { handler session events "$1" --json; }
+count_events() { # ID KIND [TEXT]: events of KIND (whose payload holds TEXT)
+  events_of "$1" | python3 -c '
+import json, sys
+kind, text = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
+print(sum(1 for line in sys.stdin if line.strip() and (e := json.loads(line))["kind"] == kind and text in json.dumps(e["payload"])))' "${@:2}"
+}
+wait_events() { # ID KIND COUNT [TEXT]
+  for _ in $(seq 1 1200); do
+    [ "$(count_events "$1" "$2" "${4:-}")" -ge "$3" ] && return 0
+    sleep 0.1
+  done
+  fail "session $1: fewer than $3 $2 events${4:+ holding '$4'} after 120 s: $(events_of "$1" | tail -c 3000); its output: $(handler logs "$1" | tail -c 2000)"
+}
+model_posts() { grep -c '"POST"' "$work/$1.log" || true; }
+wait_model_request() { # HOST COUNT: the model server has seen more than COUNT requests
+  for _ in $(seq 1 600); do [ "$(model_posts "$1")" -gt "$2" ] && return 0; sleep 0.1; done
+  fail "no model request reached $1"
+}
+last_user_texts() { # HOST: the user texts of the last model request (a conversation's history)
+  python3 -c '
+import json, sys
+entries = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+model = [e for e in entries if e["method"] == "POST" and "user_texts" in e]
+print(json.dumps(model[-1]["user_texts"] if model else None))' "$work/$1.log"
+}
+check_conversation() {
+  local agent=$1 host=$2 id chat requests
+  shift 2
+  rm -f "$project/hello.txt" "$work/chat.in"
+  mkfifo "$work/chat.in"
+  handler chat "$agent" "$@" --json < "$work/chat.in" > "$work/chat.jsonl" 2> "$work/chat.err" &
+  chat=$!
+  exec 7> "$work/chat.in"
+  echo "create hello.txt containing hi" >&7
+  for _ in $(seq 1 300); do grep -q '"kind":"user_prompt"' "$work/chat.jsonl" 2>/dev/null && break; sleep 0.1; done
+  id=$(last_session)
+  [ "$(state_of "$id" mode)" = conversation ] || fail "$agent: handler chat did not start a conversation ($(state_of "$id" mode))"
+  wait_events "$id" result 1
+  [ "$(cat "$project/hello.txt" 2>/dev/null)" = "hi" ] || fail "$agent: the conversation's first turn did not write hello.txt: $(events_of "$id" | tail -c 2000)"
+  [ "$(state_of "$id" state)" = running ] || fail "$agent: the conversation ended after its first turn"
+  [ "$(state_of "$id" title)" = "create hello.txt containing hi" ] || fail "$agent: the title is '$(state_of "$id" title)'"
+
+  # A second client's prompt: the chat shows it, and the model gets the first turn too.
+  handler session prompt "$id" "what did you just do" > "$work/prompt.out" || fail "$agent: handler session prompt failed"
+  wait_events "$id" result 2
+  grep -q '"text":"what did you just do"' "$work/chat.jsonl" || fail "$agent: the chat did not show the other client's prompt: $(tail -c 2000 "$work/chat.jsonl")"
+  case $(last_user_texts "$host") in
+    *"create hello.txt containing hi"*"what did you just do"*) ;;
+    *) fail "$agent: the second turn's model request lacks the first turn: $(last_user_texts "$host")";;
+  esac
+
+  # During a held turn a prompt waits, shown to every client, and runs after it.
+  touch "$work/hold"
+  requests=$(model_posts "$host")
+  echo "now a third" >&7
+  wait_model_request "$host" "$requests"
+  handler session prompt "$id" "and a fourth" | grep -q "waits for the running turn" || fail "$agent: a prompt during a turn did not wait"
+  wait_events "$id" prompt_queued 1 "and a fourth"
+  rm -f "$work/hold"
+  wait_events "$id" result 4
+  grep -q '"kind":"prompt_queued"' "$work/chat.jsonl" || fail "$agent: the chat did not show the queued prompt"
+
+  # Cancel mid-turn (the model holds its answer): the turn says cancelled, the next works.
+  touch "$work/hold"
+  requests=$(model_posts "$host")
+  handler session prompt "$id" "a fifth, to cancel" >/dev/null
+  wait_model_request "$host" "$requests"
+  handler session cancel "$id" > /dev/null || fail "$agent: handler session cancel failed"
+  wait_events "$id" result 1 '"stopReason": "cancelled"'
+  rm -f "$work/hold"
+  handler session prompt "$id" "a sixth" >/dev/null
+  wait_events "$id" result 6
+  [ "$(count_events "$id" result '"stopReason": "cancelled"')" = 1 ] || fail "$agent: not exactly the one cancelled turn: $(events_of "$id" | grep result)"
+
+  # handlerd killed with -9 and started again: the conversation goes on.
+  kill_handlerd KILL
+  wait "$chat" 2>/dev/null || true
+  exec 7>&-
+  SSL_CERT_FILE="$pki/ca.crt" handlerd --detach >/dev/null || fail "handlerd did not start again"
+  [ "$(state_of "$id" state)" = running ] || fail "$agent: the conversation did not survive handlerd's kill -9"
+  handler session prompt "$id" "a seventh" >/dev/null || fail "$agent: no prompt after handlerd's restart"
+  wait_events "$id" result 7
+
+  # Stopped, then resumed in a new container: the harness continues its own conversation.
+  handler session stop "$id" >/dev/null
+  wait_state_long "$id" exited
+  handler session resume "$id" >/dev/null || fail "$agent: handler session resume failed"
+  wait_state_long "$id" running
+  handler session prompt "$id" "an eighth, after the resume" >/dev/null
+  wait_events "$id" result 8
+  case $(last_user_texts "$host") in
+    *"create hello.txt containing hi"*"an eighth, after the resume"*) ;;
+    *) fail "$agent: after the resume the model request lacks the earlier turns: $(last_user_texts "$host")";;
+  esac
+  handler session stop "$id" >/dev/null
+  wait_state_long "$id" exited
+  echo "PASS $agent conversation"
+}
 # check_tui AGENT TEXT [NOT]: AGENT's TUI starts in a terminal session and stays up, its
 # screen showing TEXT and, five seconds on, still not NOT (it is stopped after).
 screen_of() { # ID: the text a terminal session drew, without its escape sequences
@@ -266,6 +371,7 @@ PY
   echo "PASS claude locked down asks, and the answer decides"
   # Its first-run screens answered beforehand: at its prompt, in the guarded mode.
   check_tui claude "accept edits on"
+  check_conversation claude api.anthropic.com
 fi
 if [[ $only == *" codex "* ]]; then
   # A model name Codex does not know: it then offers the model its fallback tools, among
@@ -317,10 +423,12 @@ print(next(a["id"] for a in accounts if a["name"] == "chatgpt"))')
   echo "PASS codex account folder"
   # Started logged in with the key's stand-in: its prompt, not its sign-in screen.
   check_tui codex "Ask Codex to do anything" "SigninwithChatGPT"
+  check_conversation codex api.openai.com --model gpt-handler-test
 fi
 if [[ $only == *" pi "* ]]; then
   check_harness pi write edit api.anthropic.com anthropic-api-key "$anthropic_key" ANTHROPIC_API_KEY sk-ant-api03-
   check_tui pi "pi v0.73.1"
+  check_conversation pi api.anthropic.com
 fi
 if [[ $only == *" local "* ]]; then
   # A local model server (an llama-cpp account; the fake provider on plain HTTP on the

@@ -856,9 +856,36 @@ public:
         return {};
     }
 
+    Result<SubmittedPrompt> prompt(std::string_view id, std::string_view text) override {
+        calls.push_back("prompt " + std::string(id) + " " + std::string(text));
+        return SubmittedPrompt{"p_1", true};
+    }
+    Result<void> withdraw(std::string_view id, std::string_view prompt_id) override {
+        calls.push_back("withdraw " + std::string(id) + " " + std::string(prompt_id));
+        if (prompt_id == "p_started") return make_error(ErrorCode::conflict, "prompt p_started has started");
+        return {};
+    }
+    Result<void> cancel(std::string_view id) override {
+        calls.push_back("cancel " + std::string(id));
+        return {};
+    }
+    Result<store::Session> resume(std::string_view id) override {
+        calls.push_back("resume " + std::string(id));
+        store::Session session;
+        session.id = std::string(id);
+        session.mode = "conversation";
+        session.title = "first question";
+        return session;
+    }
+    Result<Applied> configure(std::string_view id, std::string_view name, std::string_view value) override {
+        calls.push_back("configure " + std::string(id) + " " + std::string(name) + "=" + std::string(value));
+        return Applied::on_resume;
+    }
+
     std::vector<StartRequest> started;
     std::vector<std::string> answers;
     std::vector<std::string> removed;
+    std::vector<std::string> calls;
 };
 
 class SessionRoutesTest : public RoutesTest {
@@ -915,6 +942,48 @@ TEST_F(SessionRoutesTest, StartRefusesBadBodiesWithTheField) {
     EXPECT_TRUE(sessions_.started.empty());
     auto unknown = call("POST", "/api/v1/sessions", R"({"directory":"/a","name":"nobody"})");
     EXPECT_EQ(unknown.status, 404u);
+}
+
+TEST_F(SessionRoutesTest, AConversationStartsTakesPromptsCancelsResumesAndChangesSettings) {
+    auto started = call("POST", "/api/v1/sessions",
+                        R"({"directory":"/srv/app","conversation":true,)"
+                        R"("mcp_servers":[{"name":"files","command":"mcp-files","args":[],"env":[]}]})");
+    EXPECT_EQ(started.status, 201u) << started.body;
+    ASSERT_EQ(sessions_.started.size(), 1u);
+    EXPECT_TRUE(sessions_.started[0].conversation);
+    EXPECT_EQ(sessions_.started[0].mcp_servers, R"([{"name":"files","command":"mcp-files","args":[],"env":[]}])");
+    for (const auto& [body, expected] : std::vector<std::pair<std::string, std::string>>{
+             {R"({"directory":"/a","conversation":"yes"})", "'conversation'"},
+             {R"({"directory":"/a","mcp_servers":{"name":"x"}})", "'mcp_servers'"},
+             {R"({"directory":"/a","prompt":")" + std::string(256 * 1024 + 1, 'x') + "\"}", "at most 262144 bytes"}}) {
+        auto refused = call("POST", "/api/v1/sessions", body);
+        EXPECT_NE(refused.status, 201u);
+        EXPECT_NE(message(refused).find(expected), std::string::npos) << message(refused);
+    }
+
+    auto prompted = call("POST", "/api/v1/sessions/s_00000a/prompts", R"({"text":"run the tests"})");
+    EXPECT_EQ(prompted.status, 202u) << prompted.body;
+    EXPECT_EQ(json::parse(prompted.body), json::parse(R"({"promptId":"p_1","queued":true})"));
+    EXPECT_EQ(call("POST", "/api/v1/sessions/s_00000a/prompts", R"({"text":""})").status, 400u);
+    EXPECT_EQ(call("POST", "/api/v1/sessions/s_00000a/prompts", R"({"prompt":"x"})").status, 400u);
+    auto huge = call("POST", "/api/v1/sessions/s_00000a/prompts", "{\"text\":\"" + std::string(256 * 1024 + 1, 'y') + "\"}");
+    EXPECT_EQ(huge.status, 413u) << huge.body;
+    EXPECT_EQ(call("DELETE", "/api/v1/sessions/s_00000a/prompts/p_1").status, 204u);
+    EXPECT_EQ(call("DELETE", "/api/v1/sessions/s_00000a/prompts/p_started").status, 409u);
+    EXPECT_EQ(call("GET", "/api/v1/sessions/s_00000a/prompts").status, 405u);
+    EXPECT_EQ(call("POST", "/api/v1/sessions/s_00000a/cancel/p_1").status, 404u) << "no other action goes deeper";
+    EXPECT_EQ(call("DELETE", "/api/v1/sessions/s_00000a/prompts/p_1/x").status, 404u);
+    EXPECT_EQ(call("POST", "/api/v1/sessions/s_00000a/cancel").status, 202u);
+    auto resumed = call("POST", "/api/v1/sessions/s_00000a/resume");
+    EXPECT_EQ(resumed.status, 202u);
+    EXPECT_EQ(json::parse(resumed.body).at("title"), "first question");
+    auto configured = call("POST", "/api/v1/sessions/s_00000a/config", R"({"name":"model","value":"opus"})");
+    EXPECT_EQ(configured.status, 200u);
+    EXPECT_EQ(json::parse(configured.body), json::parse(R"({"applied":"on_resume"})"));
+    EXPECT_EQ(call("POST", "/api/v1/sessions/s_00000a/config", R"({"name":"model"})").status, 400u);
+    EXPECT_EQ(sessions_.calls, (std::vector<std::string>{"prompt s_00000a run the tests", "withdraw s_00000a p_1",
+                                                         "withdraw s_00000a p_started", "cancel s_00000a",
+                                                         "resume s_00000a", "configure s_00000a model=opus"}));
 }
 
 TEST_F(SessionRoutesTest, AnAnswerNamesTheToolCallAndOneOfItsOptions) {

@@ -238,6 +238,25 @@ TEST_F(TerminalTest, QueryOptionsReachTheSessionAndBadOnesAreRefusedBeforeTheUpg
     EXPECT_NE(reply.body.find("'from' must be a byte offset"), std::string::npos) << reply.body;
 }
 
+// A client that reconnects asks for the events after the last it saw, and an editor
+// (which reads events, not output) for no output at all.
+TEST_F(TerminalTest, AfterAndOutputReachTheSessionAndBadOnesAreRefused) {
+    attach({}, "/api/v1/sessions/s_000001/terminal?events=1&after=41&output=0");
+    ASSERT_TRUE(attached());
+    server_.on_io([&] {
+        EXPECT_EQ(sessions_.last_options.events_after, 41);
+        EXPECT_FALSE(sessions_.last_options.output);
+        sessions_.exit(0);
+    });
+    ASSERT_TRUE(finish().ok());
+    for (const char* query : {"after=-1", "after=soon", "output=maybe"}) {
+        auto connection = RawConnection::unix_socket(server_.socket());
+        auto reply = connection.exchange(
+            websocket_upgrade("localhost", "", std::string("/api/v1/sessions/s_000001/terminal?") + query));
+        EXPECT_EQ(reply.status, 400u) << query;
+    }
+}
+
 TEST_F(TerminalTest, AMalformedMessageGetsAnErrorAndTheTerminalStaysOpen) {
     auto connection = RawConnection::unix_socket(server_.socket());
     auto reply = connection.exchange(

@@ -77,7 +77,7 @@ TEST_F(PluginLoader, EveryFixtureIsListedInNameOrder) {
     std::vector<std::string> ids;
     for (const PluginRecord& r : registry_.list()) ids.push_back(r.id);
     EXPECT_EQ(ids, (std::vector<std::string>{"code-wrong-major", "good", "good-addon", "id-mismatch",
-                                             "newer-minor", "no-entry-symbol", "throws-in-create",
+                                             "newer-minor", "no-entry-symbol", "older-minor", "throws-in-create",
                                              "truncated-info", "undefined-symbol", "wrong-major"}));
 }
 
@@ -146,6 +146,25 @@ TEST_F(PluginLoader, TruncatedInfoFromAnOlderMinorLoads) {
     auto json = (*harness)->describe();
     ASSERT_TRUE(json) << json.error().message;
     EXPECT_EQ(*json, R"({"default_hosts":[],"credentials":[]})");
+}
+
+// A harness built for ABI 1.0 loads in a 1.1 handlerd; what 1.1 appended reads as
+// missing, so it holds no conversation's cancel and says so, rather than crash.
+TEST_F(PluginLoader, AHarnessBuiltForTheOlderMinorLoadsWithoutTheNewCalls) {
+    const PluginRecord r = record("older-minor");
+    EXPECT_EQ(r.state, PluginState::loaded) << r.message;
+    EXPECT_EQ(r.abi, "1.0");
+    auto harness = registry_.harness("older-minor");
+    ASSERT_TRUE(harness) << harness.error().message;
+    auto stream = (*harness)->open_events("s_1");
+    ASSERT_TRUE(stream) << stream.error().message;
+    auto cancelled = (*stream)->cancel();
+    ASSERT_FALSE(cancelled);
+    EXPECT_EQ(cancelled.error().code, handler::ErrorCode::unavailable);
+    EXPECT_TRUE(contains(cancelled.error().message, "cannot interrupt a turn")) << cancelled.error().message;
+    auto set = (*stream)->set("model", "opus");
+    ASSERT_FALSE(set);
+    EXPECT_EQ(set.error().code, handler::ErrorCode::unavailable);
 }
 
 TEST_F(PluginLoader, OnlyTheEntryPointIsExported) {
@@ -270,7 +289,7 @@ TEST_F(PluginLoader, GoodAddonContributes) {
     ASSERT_TRUE(json);
     EXPECT_EQ(*json, "{}");
     EXPECT_EQ(registry_.addons().size(), 1u);
-    EXPECT_EQ(registry_.harnesses().size(), 2u); // good, truncated-info
+    EXPECT_EQ(registry_.harnesses().size(), 3u); // good, older-minor, truncated-info
 }
 
 TEST_F(PluginLoader, LookupsExplainWhatIsWrong) {

@@ -208,6 +208,34 @@ TEST_F(PodmanRuntimeTest, MountsOnlyAnAccountsOwnStateFolderReadWrite) {
     }
 }
 
+// A conversation's own state (its transcript) is mounted read-write, and only the folder
+// of that very session: never another session's, its output folder, or the data folder.
+TEST_F(PodmanRuntimeTest, MountsOnlyTheSessionsOwnStateFolderReadWrite) {
+    const fs::path data = dir_.path() / "data";
+    const fs::path state = data / "sessions" / "s-42" / "state";
+    fs::create_directories(state);
+    ContainerSpec container = spec();
+    container.session_state_dir = state;
+    EXPECT_TRUE(has(run_argv(container), "--volume=" + fs::canonical(state).string() + ":/var/lib/handler/session:rw"));
+
+    PodmanRuntime runtime(runner_, options_);
+    for (const fs::path& bad : {data, data / "sessions" / "s-42", data / "sessions" / "s-43" / "state",
+                                data / "sessions" / "s-42" / "states", data / "sessions" / "s-42" / "missing"}) {
+        if (bad.filename() != "missing") fs::create_directories(bad);
+        container = spec();
+        container.session_state_dir = bad;
+        auto result = runtime.run_command(container);
+        EXPECT_FALSE(result) << bad;
+    }
+    // A symlink named like the folder, pointing at the data folder, is refused too.
+    fs::create_directories(data / "sessions" / "s-44");
+    fs::create_symlink(data, data / "sessions" / "s-44" / "state");
+    container = spec();
+    container.session_id = "s-44";
+    container.session_state_dir = data / "sessions" / "s-44" / "state";
+    EXPECT_FALSE(runtime.run_command(container));
+}
+
 // The trust bundle goes over the image's system store, and only a file of the session's
 // own control folder may: never a host file such as ~/.ssh/id_ed25519.
 TEST_F(PodmanRuntimeTest, MountsTheSessionsTrustBundleOverTheSystemStoreOnly) {

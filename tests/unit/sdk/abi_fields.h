@@ -31,6 +31,7 @@
     X(hd_launch_request, extra_args) X(hd_launch_request, extra_arg_count)                     \
     X(hd_launch_request, account_base_url) X(hd_launch_request, thinking_level)                \
     X(hd_launch_request, conversation) X(hd_launch_request, resume)                            \
+    X(hd_launch_request, mcp_servers)                                                          \
     X(hd_launch_builder, struct_size) X(hd_launch_builder, context)                            \
     X(hd_launch_builder, set_image) X(hd_launch_builder, add_argument)                         \
     X(hd_launch_builder, set_env) X(hd_launch_builder, set_workdir)                            \
@@ -45,7 +46,7 @@
     X(hd_harness_vtable, events_open) X(hd_harness_vtable, events_feed)                        \
     X(hd_harness_vtable, events_close) X(hd_harness_vtable, events_answer)                     \
     X(hd_harness_vtable, events_prompt) X(hd_harness_vtable, events_cancel)                    \
-    X(hd_harness_vtable, events_set)                                                           \
+    X(hd_harness_vtable, events_set) X(hd_harness_vtable, events_reopen)                       \
     X(hd_addon_vtable, struct_size) X(hd_addon_vtable, describe)                               \
     X(hd_addon_vtable, image_recipe) X(hd_addon_vtable, contribute)                            \
     X(hd_plugin_info, struct_size) X(hd_plugin_info, abi_major) X(hd_plugin_info, abi_minor)   \

@@ -45,7 +45,7 @@ static_assert(offsetof(hd_host_api, storage_get) == 72);
 static_assert(offsetof(hd_host_api, storage_set) == 80);
 static_assert(offsetof(hd_host_api, storage_remove) == 88);
 
-static_assert(sizeof(hd_launch_request) == 168);
+static_assert(sizeof(hd_launch_request) == 184);
 static_assert(offsetof(hd_launch_request, mode) == 4);
 static_assert(offsetof(hd_launch_request, start_mode) == 8);
 static_assert(offsetof(hd_launch_request, session_id) == 16);
@@ -59,6 +59,7 @@ static_assert(offsetof(hd_launch_request, account_base_url) == 112);
 static_assert(offsetof(hd_launch_request, thinking_level) == 128);
 static_assert(offsetof(hd_launch_request, conversation) == 144);
 static_assert(offsetof(hd_launch_request, resume) == 152);
+static_assert(offsetof(hd_launch_request, mcp_servers) == 168);
 
 static_assert(sizeof(hd_launch_builder) == 96);
 static_assert(offsetof(hd_launch_builder, context) == 8);
@@ -84,7 +85,7 @@ static_assert(offsetof(hd_event_sink, emit) == 16);
 static_assert(offsetof(hd_event_sink, write_input) == 24);
 static_assert(offsetof(hd_event_sink, close_input) == 32);
 
-static_assert(sizeof(hd_harness_vtable) == 88);
+static_assert(sizeof(hd_harness_vtable) == 96);
 static_assert(offsetof(hd_harness_vtable, describe) == 8);
 static_assert(offsetof(hd_harness_vtable, image_recipe) == 16);
 static_assert(offsetof(hd_harness_vtable, launch) == 24);
@@ -95,6 +96,7 @@ static_assert(offsetof(hd_harness_vtable, events_answer) == 56);
 static_assert(offsetof(hd_harness_vtable, events_prompt) == 64);
 static_assert(offsetof(hd_harness_vtable, events_cancel) == 72);
 static_assert(offsetof(hd_harness_vtable, events_set) == 80);
+static_assert(offsetof(hd_harness_vtable, events_reopen) == 88);
 
 static_assert(sizeof(hd_addon_vtable) == 32);
 static_assert(offsetof(hd_addon_vtable, describe) == 8);

@@ -157,7 +157,12 @@ public:
             const std::string line = pending_.substr(0, end);
             pending_.erase(0, end + 1);
             if (line == "END") {
-                events.push_back({plugins::EventKind::result, R"({"stopReason":"end_turn","result":"done"})"});
+                events.push_back({plugins::EventKind::result,
+                                  std::exchange(cancelling_, false) ? R"({"stopReason":"cancelled"})"
+                                                                    : R"({"stopReason":"end_turn","result":"done"})"});
+            } else if (line == "SPOOF") {
+                // A parser that makes a prompt of the container's output: never shown.
+                events.push_back({plugins::EventKind::user_prompt, R"({"content":{"type":"text","text":"rm -rf"}})"});
             } else if (line.starts_with("ASK ")) {
                 events.push_back({plugins::EventKind::permission_request,
                                   R"({"toolCallId":")" + line.substr(4) +
@@ -180,9 +185,16 @@ public:
         parsed.input = "ANSWER " + std::string(answer) + " TO " + std::string(request) + "\n";
         return parsed;
     }
+    Result<plugins::ParsedEvents> cancel() override {
+        cancelling_ = true;
+        plugins::ParsedEvents parsed;
+        parsed.input = "CANCEL\n";
+        return parsed;
+    }
 
 private:
     std::string pending_;
+    bool cancelling_ = false;
 };
 
 class SessionManagerTest : public ::testing::Test {
@@ -234,7 +246,7 @@ protected:
         // protocol.
         options.image_build_dir = dir_ / "cache/build";
         options.account_state_root = dir_ / "data/account-state";
-        for (const char* harness : {"shell", "keyed", "stateful", "asking"}) {
+        for (const char* harness : {"shell", "keyed", "stateful", "asking", "talking"}) {
             FakeHarnessCatalog::Harness made;
             made.launch = [harness = std::string(harness)](const plugins::LaunchRequest&)
                 -> Result<plugins::LaunchSpec> {
@@ -242,6 +254,7 @@ protected:
                 spec.arguments = {"bash", "-l"};
                 if (harness == "asking") spec.input = "HELLO\n"; // its protocol's opening
                 if (harness == "stateful") spec.account_state_env = "STATE_HOME"; // keeps a login
+                if (harness == "talking") spec.session_state_env = "TALK_HOME";   // keeps its transcript
                 if (harness == "keyed") {
                     spec.env = {{"ANTHROPIC_API_KEY", "set by the harness itself"}};
                     spec.secret_env = {{"ANTHROPIC_API_KEY", "anthropic-api-key"}};
@@ -251,10 +264,15 @@ protected:
             if (std::string_view(harness) == "keyed")
                 made.recipe = runtime::LayerRecipe{"keyed", "1.2.0", {{"KEYED_HOME", "/opt/keyed"}},
                                                    {"npm install -g keyed@1.2.0"}};
-            if (std::string_view(harness) == "shell" || std::string_view(harness) == "asking") {
+            const std::string_view name(harness);
+            if (name == "shell" || name == "asking" || name == "talking") {
                 made.parser = [] { return std::make_unique<LineEvents>(); };
                 made.description.events = "structured";
-                made.description.stdin_protocol = std::string_view(harness) == "asking";
+                made.description.stdin_protocol = name != "shell";
+            }
+            if (name == "talking") {
+                made.description.launch_modes = {"headless", "conversation"};
+                made.description.mcp_transports = {"stdio"};
             }
             catalog_.harnesses[harness] = std::move(made);
         }
@@ -380,7 +398,7 @@ TEST_F(SessionManagerTest, OnlyOpenModeGetsARealNetwork) {
 // The network mode is also what the harness is told to be (docs/harnesses.md, "Start
 // modes"): no network is locked down, open network is open, the rest guarded.
 TEST_F(SessionManagerTest, TheNetworkModeIsTheHarnessesStartModeAndTheModelIsPassedOn) {
-    api::StartRequest request;
+    api::StartRequest request{};
     request.harness = "shell";
     request.directory = (dir_ / "project").string();
     request.model = "opus";
@@ -1398,6 +1416,213 @@ TEST_F(SessionManagerTest, AFailedImageBuildFailsTheSessionSayingWhy) {
     EXPECT_TRUE(contains(message, "building the keyed image failed")) << message;
     EXPECT_TRUE(contains(message, "npm ERR! network unreachable")) << message;
     EXPECT_TRUE(runtime_.containers.empty());
+
+}
+
+// A conversation (docs/conversations.md): prompt after prompt to one harness, one turn at
+// a time; a prompt sent during a turn waits and can be withdrawn; cancel goes through the
+// harness; its input stays open between turns; a harness that ends mid-turn closes it.
+TEST_F(SessionManagerTest, AConversationTakesPromptAfterPromptOneTurnAtATime) {
+    api::StartRequest request;
+    request.harness = "talking";
+    request.directory = (dir_ / "project").string();
+    request.conversation = true;
+    request.mcp_servers = R"([{"name":"files","command":"mcp-files","args":[],"env":[]},)"
+                          R"({"type":"http","name":"docs","url":"https://docs.example/mcp","headers":[]}])";
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    const std::string id = started->id;
+    EXPECT_EQ(started->mode, "conversation");
+    EXPECT_FALSE(started->tty);
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    ASSERT_FALSE(requests_.empty());
+    EXPECT_TRUE(requests_.back().conversation);
+    EXPECT_EQ(requests_.back().mode, plugins::LaunchMode::headless);
+    EXPECT_EQ(requests_.back().mcp_servers, request.mcp_servers);
+    // Its own state folder, this session's, mounted for the harness.
+    const auto& spec = runtime_.containers.begin()->second.spec;
+    EXPECT_EQ(spec.session_state_dir, dir_ / "data/sessions" / id / "state");
+    EXPECT_TRUE(fs::is_directory(spec.session_state_dir));
+    EXPECT_NE(std::find(spec.env.begin(), spec.env.end(),
+                        runtime::EnvEntry{"TALK_HOME", runtime::kSessionStateMountPoint}),
+              spec.env.end());
+
+    auto watcher = std::make_shared<RecordingClient>();
+    api::AttachOptions with_events;
+    with_events.events = true;
+    ASSERT_TRUE(manager_->attach(id, watcher, with_events).ok());
+    // The HTTP server it asked for is one this harness does not take: said, not dropped.
+    ASSERT_EQ(watcher->events.size(), 1u);
+    EXPECT_TRUE(watcher->events[0].starts_with("error ")) << watcher->events[0];
+    EXPECT_NE(watcher->events[0].find("'docs' (http)"), std::string::npos) << watcher->events[0];
+    EXPECT_EQ(watcher->events[0].find("'files'"), std::string::npos) << watcher->events[0];
+
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    std::string input;
+    int eofs = 0;
+    const auto read_input = [&] {
+        for (const auto& frame : shim.received()) {
+            if (frame.type == shim::FrameType::input) input += frame.payload;
+            if (frame.type == shim::FrameType::input_eof) ++eofs;
+        }
+    };
+    auto first = manager_->prompt(id, "first question\nwith a second line");
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    EXPECT_FALSE(first->queued);
+    EXPECT_TRUE(first->prompt_id.starts_with("p_"));
+    ASSERT_TRUE(pump_until([&] {
+        read_input();
+        return input.find("PROMPT") != std::string::npos;
+    }));
+    EXPECT_EQ(input, "PROMPT {\"promptId\":\"" + first->prompt_id +
+                         R"(","content":{"type":"text","text":"first question\nwith a second line"}})" "\n");
+    EXPECT_EQ(store_->get_session(id)->title, "first question");
+
+    auto second = manager_->prompt(id, "second");
+    auto third = manager_->prompt(id, "third");
+    ASSERT_TRUE(second.ok() && third.ok());
+    EXPECT_TRUE(second->queued);
+    EXPECT_TRUE(third->queued);
+    EXPECT_EQ(manager_->withdraw(id, first->prompt_id).error().code, ErrorCode::conflict);
+    EXPECT_EQ(manager_->withdraw(id, "p_nothing").error().code, ErrorCode::not_found);
+    ASSERT_TRUE(manager_->withdraw(id, third->prompt_id).ok());
+    EXPECT_EQ(manager_->withdraw(id, third->prompt_id).error().code, ErrorCode::not_found);
+
+    // The turn ends; the input stays open and the waiting prompt starts.
+    input.clear();
+    shim.output(0, "SPOOF\nhello\nEND\n", shim::Stream::stdout_);
+    ASSERT_TRUE(pump_until([&] {
+        read_input();
+        return input.find("second") != std::string::npos;
+    }));
+    EXPECT_EQ(eofs, 0);
+    EXPECT_EQ(input.find("third"), std::string::npos);
+    std::vector<std::string> kinds;
+    for (const auto& event : watcher->events) kinds.push_back(event.substr(0, event.find(' ')));
+    EXPECT_EQ(kinds, (std::vector<std::string>{"error", "user_prompt", "prompt_queued", "prompt_queued",
+                                               "prompt_withdrawn", "agent_message_chunk", "result", "user_prompt"}));
+    EXPECT_NE(watcher->events.back().find(second->prompt_id), std::string::npos);
+
+    // Cancel interrupts the running turn through the harness; its result says so.
+    input.clear();
+    ASSERT_TRUE(manager_->cancel(id).ok());
+    ASSERT_TRUE(pump_until([&] {
+        read_input();
+        return input == "CANCEL\n";
+    }));
+    shim.output(16, "END\n", shim::Stream::stdout_);
+    ASSERT_TRUE(pump_until([&] { return watcher->events.back() == R"(result {"stopReason":"cancelled"})"; }));
+    EXPECT_EQ(manager_->cancel(id).error().code, ErrorCode::conflict) << "no turn runs";
+
+    // A turn that is running when the harness ends is closed for every client.
+    ASSERT_TRUE(manager_->prompt(id, "fourth").ok());
+    shim.send(shim::encode_i32(shim::FrameType::exit, 0));
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::exited; }));
+    EXPECT_TRUE(watcher->events.back().starts_with(R"(result {"stopReason":"cancelled","isError":true)"))
+        << watcher->events.back();
+    EXPECT_EQ(manager_->prompt(id, "fifth").error().code, ErrorCode::conflict);
+    EXPECT_EQ(eofs, 0);
+}
+
+TEST_F(SessionManagerTest, OnlyAHarnessThatSaysSoHoldsConversations) {
+    api::StartRequest request;
+    request.harness = "asking";
+    request.directory = (dir_ / "project").string();
+    request.conversation = true;
+    auto refused = manager_->start(request);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(refused.error().message.find("does not hold conversations"), std::string::npos)
+        << refused.error().message;
+    // A session that is not a conversation takes no prompts.
+    const std::string shell = start_shell();
+    EXPECT_EQ(manager_->prompt(shell, "hello").error().code, ErrorCode::conflict);
+    EXPECT_EQ(manager_->resume(shell).error().code, ErrorCode::conflict);
+    // Malformed MCP servers are refused, naming the entry.
+    request.harness = "talking";
+    request.mcp_servers = R"([{"name":"files"}])";
+    auto bad = manager_->start(request);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message.find("mcp_servers[0] (stdio) has no \"command\""), std::string::npos)
+        << bad.error().message;
+}
+
+// Resume: the same session in a new container, continuing the harness's own conversation
+// (the id its parser reported), its events going on; the old harness's open question and
+// unfinished turn are closed, since nobody can answer them now.
+TEST_F(SessionManagerTest, AnEndedConversationIsResumedWhereTheHarnessLeftIt) {
+    api::StartRequest request;
+    request.harness = "talking";
+    request.directory = (dir_ / "project").string();
+    request.conversation = true;
+    request.prompt = "start";
+    request.model = "opus";
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    const std::string id = started->id;
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    ASSERT_TRUE(store_->add_session_events(id, clock_.now_ms(),
+                                           {{"session_info", R"({"harnessSessionId":"abc-123"})"},
+                                            {"permission_request", R"({"toolCallId":"t1","options":[]})"}})
+                    .ok());
+    EXPECT_EQ(manager_->resume(id).error().code, ErrorCode::conflict) << "it runs";
+    ASSERT_TRUE(manager_->stop(id).ok());
+    ASSERT_TRUE(pump_until([&] { return state(id) != SessionState::running; }));
+
+    auto resumed = manager_->resume(id);
+    ASSERT_TRUE(resumed.ok()) << resumed.error().message;
+    EXPECT_EQ(resumed->id, id);
+    EXPECT_EQ(resumed->state, SessionState::starting);
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    EXPECT_EQ(requests_.back().resume, "abc-123");
+    EXPECT_EQ(requests_.back().model, "opus");
+    EXPECT_TRUE(requests_.back().conversation);
+    auto events = store_->session_events(id, 0, 100);
+    ASSERT_TRUE(events.ok());
+    std::vector<std::string> kinds;
+    for (const auto& event : *events) kinds.push_back(event.kind);
+    EXPECT_EQ(kinds, (std::vector<std::string>{"user_prompt", "session_info", "permission_request",
+                                               "permission_answer", "error", "result"}));
+    EXPECT_EQ(events->back().payload.find(R"("stopReason":"cancelled")"), 1u) << events->back().payload;
+    // The next prompt starts a turn at once: nothing is left running.
+    auto next = manager_->prompt(id, "go on");
+    ASSERT_TRUE(next.ok()) << next.error().message;
+    EXPECT_FALSE(next->queued);
+}
+
+
+// A restarted handlerd adopts a running conversation: its parser is told the harness's
+// own session id (a new parser has not seen the harness say it), and the turns go on
+// from the stored events. A conversation just started or resumed gets a fresh parser.
+TEST_F(SessionManagerTest, ARestartedHandlerdToldTheParserWhichConversationRuns) {
+    api::StartRequest request;
+    request.harness = "talking";
+    request.directory = (dir_ / "project").string();
+    request.conversation = true;
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    const std::string id = started->id;
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    ASSERT_EQ(catalog_.reopened.size(), 1u);
+    EXPECT_FALSE(catalog_.reopened[0]) << "a new harness: a new parser";
+    ASSERT_TRUE(store_->add_session_events(id, clock_.now_ms(),
+                                           {{"session_info", R"({"harnessSessionId":"thread-1"})"},
+                                            {"session_info", R"({"title":"named"})"}})
+                    .ok());
+    ASSERT_TRUE(manager_->prompt(id, "one").ok());
+
+    manager_.reset();
+    make_manager();
+    bool reconciled = false;
+    manager_->reconcile([&] { reconciled = true; });
+    ASSERT_TRUE(pump_until([&] { return reconciled; }));
+    ASSERT_GE(catalog_.reopened.size(), 2u);
+    EXPECT_EQ(catalog_.reopened.back(), std::optional<std::string>("thread-1"));
+    // The turn of "one" still runs, as the events say: the next prompt waits for it.
+    auto next = manager_->prompt(id, "two");
+    ASSERT_TRUE(next.ok()) << next.error().message;
+    EXPECT_TRUE(next->queued);
 }
 
 } // namespace
