@@ -209,6 +209,14 @@ public:
     std::unique_ptr<handler::sdk::EventParser> open_events(std::string_view) override {
         return std::make_unique<handler::plugin_common::SdkEventParser<handler::claude_code::StreamJsonParser>>();
     }
+
+    // handlerd restarted while Claude Code runs: the new parser knows the session it is in.
+    std::unique_ptr<handler::sdk::EventParser> reopen_events(std::string_view,
+                                                             std::string_view harness_session_id) override {
+        auto parser = std::make_unique<handler::plugin_common::SdkEventParser<handler::claude_code::StreamJsonParser>>();
+        parser->parser().adopt(harness_session_id);
+        return parser;
+    }
 };
 
 } // namespace

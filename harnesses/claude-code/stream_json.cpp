@@ -179,7 +179,7 @@ std::vector<Event> StreamJsonParser::cancel() {
     // Claude Code answers an interrupt with no turn running, and prints nothing more (seen
     // with 2.1.328), so one is harmless then; but only an open turn's result is the
     // cancelled one, never the next turn's.
-    if (open_turns_ > 0) cancelling_ = true;
+    if (open_turns_ > 0 || turn_may_run_) cancelling_ = true;
     send_control(Control::interrupt, {}, {{"subtype", "interrupt"}});
     return {};
 }
@@ -502,6 +502,7 @@ void StreamJsonParser::on_result(const json::object& message, std::vector<Event>
         turn.is_error = false;
     }
     cancelling_ = false;
+    turn_may_run_ = false;
     if (open_turns_ > 0) --open_turns_;
     if (const json::value* text = message.if_contains("result"); text != nullptr && text->is_string())
         turn.result = std::string(text->get_string().data(), text->get_string().size());

@@ -48,6 +48,15 @@ public:
     // message on its stdin; it starts a turn.
     std::vector<Event> prompt(std::string_view prompt);
 
+    // Meets a Claude Code that already runs (handlerd restarted) whose session is
+    // `session_id`, as the last parser reported it: that id is not reported again, and
+    // since a turn may be running that no prompt of this parser's started, a cancel
+    // before the next result counts for it.
+    void adopt(std::string_view session_id) {
+        session_id_ = std::string(session_id);
+        turn_may_run_ = true;
+    }
+
     // Interrupts the running turn (Claude Code's interrupt control request). That turn's
     // result, whatever Claude Code's subtype, is then "cancelled", not a failure.
     std::vector<Event> cancel();
@@ -105,6 +114,7 @@ private:
     std::map<std::string, Asked> controls_;    // our control requests' ids -> what they asked
     std::uint64_t next_control_ = 1;
     std::size_t open_turns_ = 0; // prompts written whose result has not come yet
+    bool turn_may_run_ = false;  // adopted mid-conversation, no result read since
     bool cancelling_ = false;    // an interrupt was sent for the running turn
     std::string session_id_;     // the last harnessSessionId reported
     std::string mode_, model_, thinking_level_;

@@ -1027,6 +1027,31 @@ TEST_F(ClaudeCodePlugin, AConversationsTurnsCancelsAndSettingsGoThroughThePlugin
         << unknown_mode.error().message;
 }
 
+// After a handlerd restart the parser is reopened on a Claude Code that runs, maybe in the
+// middle of a turn no prompt of the new parser's started: a cancel still makes that
+// turn's result the cancelled one, and the session id it was told is not reported again.
+TEST_F(ClaudeCodePlugin, AReopenedParserCancelsTheTurnThatRunsAndKnowsItsSession) {
+    auto stream = harness_->open_events("s_1", std::string_view("0a221ba9-5a37-43e1-9bda-487914d4a684"));
+    ASSERT_TRUE(stream) << stream.error().message;
+    auto cancelled = (*stream)->cancel();
+    ASSERT_TRUE(cancelled) << cancelled.error().message;
+    EXPECT_EQ(cancelled->input, R"({"type":"control_request","request_id":"handler-1","request":{"subtype":"interrupt"}})"
+                                "\n");
+    auto ended = (*stream)->feed(kInterruptedWhileWaiting);
+    ASSERT_TRUE(ended) << ended.error().message;
+    ASSERT_EQ(ended->events.size(), 1u);
+    EXPECT_EQ(json::parse(ended->events[0].json).at("stopReason").as_string(), "cancelled");
+
+    auto next = (*stream)->prompt(R"({"promptId":"p_8","content":{"type":"text","text":"go on"}})");
+    ASSERT_TRUE(next) << next.error().message;
+    auto turn = (*stream)->feed(std::string(kInit) + std::string(kAnswer) + std::string(kSuccess));
+    ASSERT_TRUE(turn) << turn.error().message;
+    for (const auto& event : turn->events)
+        EXPECT_NE(event.kind, handler::plugins::EventKind::session_info) << event.json;
+    ASSERT_FALSE(turn->events.empty());
+    EXPECT_EQ(json::parse(turn->events.back().json).at("stopReason").as_string(), "end_turn");
+}
+
 TEST_F(ClaudeCodePlugin, ItsEventStreamParsesAcrossFeeds) {
     expect_plugin_events(kTranscript, parse_all(kTranscript));
 }
