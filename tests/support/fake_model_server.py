@@ -22,6 +22,12 @@ waits that long between the events of a streamed answer, so that a cancel can la
 middle of one. Each Messages API log line also holds the user's prompts the request carried
 ("user_texts", as for the Responses API), so a test can see that a later turn was sent the
 earlier ones.
+
+For bench/events.sh (Anthropic's API): --timed-chunks N answers every request that offers
+tools with N text blocks and no tool call, --stream-delay seconds apart. Each block's text is
+"[rR cK/N t=NS]": the request's number, the block's, and the CLOCK_MONOTONIC time in
+nanoseconds at which the server wrote it, so a client on the same host can tell how long the
+text took to reach it.
 """
 import argparse
 import http.server
@@ -36,22 +42,26 @@ import time
 args = None
 log_lock = threading.Lock()
 message_numbers = itertools.count(1)
+timed_answers = itertools.count(1)
 
 
-def sse(handler, events, named=True):
-    handler.send_response(200)
-    handler.send_header("Content-Type", "text/event-stream")
-    handler.send_header("Cache-Control", "no-cache")
-    handler.send_header("Connection", "close")
-    handler.end_headers()
+def sse_text(event, named=True):
+    if event == "[DONE]":
+        return "data: [DONE]\n\n"
+    if named:
+        return "event: %s\ndata: %s\n\n" % (event["type"], json.dumps(event))
+    return "data: %s\n\n" % json.dumps(event)
+
+
+def sse(handler, events, named=True, head=True):
+    if head:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
     for event in events:
-        if event == "[DONE]":
-            chunk = "data: [DONE]\n\n"
-        elif named:
-            chunk = "event: %s\ndata: %s\n\n" % (event["type"], json.dumps(event))
-        else:
-            chunk = "data: %s\n\n" % json.dumps(event)
-        handler.wfile.write(chunk.encode())
+        handler.wfile.write(sse_text(event, named).encode())
         handler.wfile.flush()
     handler.close_connection = True
 
@@ -152,6 +162,23 @@ def anthropic_stream(handler, events):
     sse(handler, slowly() if args.stream_delay else events)
 
 
+def timed_chunks(handler, start, end):
+    """--timed-chunks: N text blocks, each written in one go (start, delta, stop) with the
+    time it was written in its text, --stream-delay seconds between them."""
+    number = next(timed_answers)
+    sse(handler, [start])
+    for index in range(args.timed_chunks):
+        if index:
+            time.sleep(args.stream_delay)
+        text = "[r%d c%d/%d t=%d] " % (number, index + 1, args.timed_chunks, time.monotonic_ns())
+        block = [{"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                 {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}},
+                 {"type": "content_block_stop", "index": index}]
+        handler.wfile.write("".join(sse_text(event) for event in block).encode())
+        handler.wfile.flush()
+    sse(handler, end("end_turn"), head=False)
+
+
 def anthropic(handler, body):
     messages = body.get("messages") or []
     done = any(isinstance(m.get("content"), list) and any(
@@ -178,6 +205,9 @@ def anthropic(handler, body):
                  "usage": {"output_tokens": 20}},
                 {"type": "message_stop"}]
 
+    if args.timed_chunks and names:
+        timed_chunks(handler, start, end)
+        return
     if done or not names:
         anthropic_stream(handler, [start] + text_block(0, args.answer) + end("end_turn"))
         return
@@ -299,6 +329,8 @@ def user_texts(body):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Each streamed event leaves at once (no Nagle wait for the previous one's ACK).
+    disable_nagle_algorithm = True
 
     def record(self, body):
         entry = {"method": self.command, "path": self.path, "host": self.headers.get("Host"),
@@ -367,6 +399,8 @@ def main():
     parser.add_argument("--hold", help="while this file exists, model requests wait")
     parser.add_argument("--every-turn", action="store_true", help="a tool call for every new prompt (Anthropic)")
     parser.add_argument("--stream-delay", type=float, default=0, help="seconds between streamed events (Anthropic)")
+    parser.add_argument("--timed-chunks", type=int, default=0,
+                        help="answer with N text blocks, each with the time it was sent (Anthropic; bench/events.sh)")
     args = parser.parse_args()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     if args.tls:

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# A harness's output to the editor's session/update, through Handler and directly, side by
+# side: p50/p99 latency per streamed chunk at 1 and at 50 concurrent conversations, each
+# streaming at once, and handlerd's CPU per 1,000 events it stored.
+# Target (issue 16): p99 <= 20 ms at 50 conversations, and p50 at most 1.2x the direct
+# adapter's.
+#
+#   handler: N conversations of the claude-code harness in rootless podman, each driven
+#            through `handler acp` by the official ACP client SDK (events/client.mjs):
+#            Claude Code's stream-json -> shim -> handlerd (parser, event store) -> the
+#            events WebSocket -> handler acp -> session/update.
+#   direct:  the same client on @agentclientprotocol/claude-agent-acp, Claude Code's own ACP
+#            adapter, on the host, one adapter process per conversation as an editor starts
+#            one: Claude Code's stream-json -> the adapter -> session/update.
+# Both sides run the same Claude Code binary (2.1.328, the version the image pins; npm's
+# @anthropic-ai/claude-code, which the adapter is pointed at with CLAUDE_CODE_EXECUTABLE in
+# place of its Agent SDK's own 2.1.318) against the same fake model server, the only fake.
+# The server answers every prompt with CHUNKS text blocks, CHUNK_INTERVAL_MS apart, each
+# carrying the CLOCK_MONOTONIC time it was written (fake_model_server.py --timed-chunks);
+# the client takes the same clock when the SDK hands it the session/update. A chunk's
+# latency is the difference. Measured from the model server's send, not from Claude Code's
+# stdout (which only Handler's side could tap), which is fair because both sides pass
+# through the same Claude Code binary and its stream-json in between, so the difference
+# between the sides is what each does after Claude Code. Handler's side also goes through
+# its egress proxy on the way in (the container reaches the model only through it, TLS
+# intercepted); the direct side talks HTTPS to the server itself.
+# Each block is one text content block: Claude Code (without --include-partial-messages, as
+# the harness runs it) prints a text block as one `assistant` line when the block ends,
+# while the adapter also gets the deltas; one-delta blocks make those the same moment.
+#
+#   bench/events.sh
+#   CONVERSATIONS="1 50" ROUNDS=5 REPEATS=2 bench/events.sh
+#
+# Run it as a non-root user with rootless podman (the one whose containers and images it
+# uses); the first session of the claude-code harness builds its image (minutes). handlerd
+# runs in a private HOME with its own config and database; podman uses the user's own
+# storage, so the base and harness images are kept between runs. Only the containers this
+# run started are removed.
+# Environment: PREFIX (handler, handlerd, the shim and plugins in the install layout;
+# default build/podman-tests/prefix, from the podman_test_prefix target), CONVERSATIONS
+# (default "1 50"), ROUNDS (measured prompts per conversation, default 5), WARMUP (prompts
+# before them, default 1), CHUNKS (per answer, default 20), CHUNK_INTERVAL_MS (default 50),
+# REPEATS (the whole sequence again, default 1), BENCH_CACHE (the npm install, default
+# ~/.cache/handler-bench/events). Needs node >= 20, npm, python3, openssl, podman.
+# Exits non-zero only when a run broke (a chunk missing, an agent dead), never for a slow one.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+prefix=${PREFIX:-$here/build/podman-tests/prefix}
+counts=${CONVERSATIONS:-1 50}
+rounds=${ROUNDS:-5}
+warmup=${WARMUP:-1}
+chunks=${CHUNKS:-20}
+interval_ms=${CHUNK_INTERVAL_MS:-50}
+repeats=${REPEATS:-1}
+cache=${BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/handler-bench/events}
+fail() { echo "events.sh: $*" >&2; exit 1; }
+
+[ "$(id -u)" -ne 0 ] || fail "run as a non-root user with rootless podman"
+for program in node npm python3 openssl podman; do command -v "$program" >/dev/null || fail "$program is not on PATH"; done
+[ -x "$prefix/bin/handlerd" ] && [ -x "$prefix/libexec/handler/handler-shim" ] ||
+  fail "$prefix lacks handlerd or handler-shim; build the podman_test_prefix target (ninja -C build podman_test_prefix)"
+podman info >/dev/null 2>&1 || fail "rootless podman does not work for $(id -un)"
+
+# The client and the direct side's packages, pinned by events/package-lock.json, installed
+# outside the repository; npm ci again only when the lock changed.
+mkdir -p "$cache"
+if ! cmp -s "$here/bench/events/package-lock.json" "$cache/package-lock.json" || [ ! -d "$cache/node_modules" ]; then
+  cp "$here/bench/events/package.json" "$here/bench/events/package-lock.json" "$cache/"
+  (cd "$cache" && npm ci --no-audit --no-fund --loglevel=error) >&2 || fail "npm ci in $cache failed"
+fi
+cp "$here/bench/events/client.mjs" "$cache/" # beside its node_modules
+claude="$cache/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
+adapter="$cache/node_modules/.bin/claude-agent-acp"
+claude_version=$("$claude" --version | cut -d' ' -f1)
+
+real_data=${XDG_DATA_HOME:-$HOME/.local/share}
+real_config=${XDG_CONFIG_HOME:-$HOME/.config}
+real_runtime=${XDG_RUNTIME_DIR:?XDG_RUNTIME_DIR must be set for rootless podman}
+containers_before=$(podman ps -aq --filter label=io.handler.managed=1 | sort)
+work=$(mktemp -d "$HOME/handler-bench-events-XXXXXX")
+model_pid=""
+cleanup() {
+  local code=$?
+  [ -z "$model_pid" ] || kill "$model_pid" 2>/dev/null || true
+  if [ -s "$work/run/handler/handlerd.pid" ]; then
+    kill "$(cat "$work/run/handler/handlerd.pid")" 2>/dev/null || true
+  fi
+  # The containers this run started, and no others of the user's.
+  comm -13 <(printf '%s\n' "$containers_before") <(podman ps -aq --filter label=io.handler.managed=1 | sort) |
+    xargs -r podman rm -f -t 0 >/dev/null 2>&1 || true
+  if [ $code -ne 0 ]; then
+    echo "--- handlerd.log (last lines)" >&2
+    tail -n 30 "$work/home/.local/share/handler/handlerd.log" >&2 2>/dev/null || true
+    echo "(logs kept in $work)" >&2
+  else
+    rm -rf "$work"
+  fi
+  exit $code
+}
+trap cleanup EXIT
+
+# handlerd's own HOME, config and database; podman's settings and storage are the user's
+# (its storage.conf names the graph and run roots, which would otherwise follow the XDG
+# folders into the private HOME).
+export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_DATA_HOME="$work/home/.local/share"
+export XDG_RUNTIME_DIR="$work/run" PATH="$prefix/bin:$PATH"
+mkdir -p "$XDG_CONFIG_HOME/handler" "$XDG_CONFIG_HOME/containers" "$XDG_DATA_HOME" && install -d -m 0700 "$XDG_RUNTIME_DIR"
+[ ! -d "$real_config/containers" ] || cp -r "$real_config/containers/." "$XDG_CONFIG_HOME/containers/"
+driver=$(podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null || echo overlay)
+printf '[storage]\ndriver = "%s"\ngraphroot = "%s"\nrunroot = "%s"\n' "$driver" "$real_data/containers/storage" \
+  "$real_runtime/containers" > "$XDG_CONFIG_HOME/containers/storage.conf"
+
+# A test CA and one certificate for the model server: api.anthropic.com for the container
+# (handlerd's [network] resolve sends it here), localhost for the direct side.
+pki="$work/pki"
+mkdir -p "$pki"
+(
+  cd "$pki"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=Bench CA" \
+    -keyout ca.key -out ca.crt
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.anthropic.com" -keyout server.key -out server.csr
+  printf 'subjectAltName=DNS:api.anthropic.com,DNS:localhost\nextendedKeyUsage=serverAuth\n' > server.ext
+  openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile server.ext -out server.crt
+) >"$work/openssl.log" 2>&1 || { cat "$work/openssl.log" >&2; fail "could not make the test certificates"; }
+
+python3 "$here/tests/support/fake_model_server.py" --log "$work/model.log" --file "$work/unused" \
+  --timed-chunks "$chunks" --stream-delay "$(awk -v ms="$interval_ms" 'BEGIN { print ms / 1000 }')" \
+  --tls "$pki/server.crt" "$pki/server.key" >"$work/model.port" 2>"$work/model.err" &
+model_pid=$!
+for _ in $(seq 1 50); do [ -s "$work/model.port" ] && break; sleep 0.1; done
+read -r model_port < "$work/model.port" || fail "the model server did not start: $(cat "$work/model.err")"
+
+cat > "$XDG_CONFIG_HOME/handler/config.toml" <<TOML
+format = 2
+[api]
+tcp = false
+[network]
+resolve = { "api.anthropic.com:443" = "127.0.0.1:$model_port" }
+TOML
+# handlerd verifies the model's certificate against the system store: here the test CA.
+SSL_CERT_FILE="$pki/ca.crt" handlerd --detach >/dev/null || fail "handlerd did not start"
+daemon_pid=$(cat "$XDG_RUNTIME_DIR/handler/handlerd.pid")
+handler setup >"$work/setup.log" 2>&1 || { cat "$work/setup.log" >&2; fail "handler setup failed"; }
+project="$work/project"
+mkdir -p "$project"
+stand_in="sk-ant-api03-$(openssl rand -hex 40)"
+printf '%s\n' "$stand_in" | handler account add anthropic --kind anthropic-api-key --api-key-stdin >/dev/null
+handler project add "$project" >/dev/null
+(cd "$project" && handler agent add claude --harness claude-code --account anthropic >/dev/null)
+# One headless run first: the first session of the harness builds its image (minutes), and
+# a broken setup shows here rather than as a timeout.
+echo "preparing: a first claude-code session (builds the harness image the first time)" >&2
+(cd "$project" && timeout 1800 handler run claude -p "warm up" >"$work/warmup.out" 2>&1) ||
+  { tail -n 20 "$work/warmup.out" >&2; fail "the first claude-code session failed"; }
+grep -q 't=' "$work/warmup.out" || { cat "$work/warmup.out" >&2; fail "the first session's answer lacks the timed chunks"; }
+
+# The direct side's Claude Code gets what the harness gives it in the container: the same
+# switches, a key, and a HOME of its own.
+direct_home="$work/direct-home"
+mkdir -p "$direct_home"
+direct_env=(env HOME="$direct_home" XDG_CONFIG_HOME="$direct_home/.config" ANTHROPIC_API_KEY="$stand_in"
+  ANTHROPIC_BASE_URL="https://localhost:$model_port" NODE_EXTRA_CA_CERTS="$pki/ca.crt" SSL_CERT_FILE="$pki/ca.crt"
+  CLAUDE_CODE_EXECUTABLE="$claude" CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
+  DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1)
+
+# run_side SIDE N REPEAT: one client run; its result line goes to $work/results.
+run_side() {
+  local side=$1 n=$2 repeat=$3 line agent extra=()
+  if [ "$side" = handler ]; then
+    agent='["'"$prefix"'/bin/handler","acp","--agent","claude"]'
+    extra=(--daemon-pid "$daemon_pid" --events-json '["'"$prefix"'/bin/handler","session","events"]')
+  else
+    agent='["'"$adapter"'"]'
+  fi
+  echo "measuring: $side, $n conversation(s), repeat $repeat" >&2
+  local command=(node "$cache/client.mjs" --label "$side" --conversations "$n" --rounds "$rounds" --warmup "$warmup"
+    --chunks "$chunks" --cwd "$project" --agent-json "$agent" --logs "$work/$side-$n-$repeat" "${extra[@]}")
+  if [ "$side" = direct ]; then command=("${direct_env[@]}" "${command[@]}"); fi
+  line=$("${command[@]}") || fail "the $side run with $n conversation(s) broke (agent logs in $work/$side-$n-$repeat.*.log)"
+  echo "  $line" >&2
+  echo "$side $n $repeat $line" >> "$work/results"
+  if [ "$side" = handler ]; then
+    # Its conversations stop, and their containers go, before the next run starts.
+    handler session list --json | python3 -c 'import json,sys; print("\n".join(s["id"] for s in json.load(sys.stdin) if s.get("state") != "ended"))' |
+      xargs -r -n1 handler session stop >/dev/null 2>&1 || true
+    comm -13 <(printf '%s\n' "$containers_before") <(podman ps -aq --filter label=io.handler.managed=1 | sort) |
+      xargs -r podman rm -f -t 0 >/dev/null 2>&1 || true
+  fi
+}
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for repeat in $(seq 1 "$repeats"); do
+  for n in $counts; do
+    run_side handler "$n" "$repeat"
+    run_side direct "$n" "$repeat"
+  done
+done
+
+field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }'; }
+per_thousand() { awk -v ms="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.1f", ms * 1000 / n; else print "-" }'; }
+echo
+echo "Harness output to the editor's session/update: Claude Code $claude_version, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)," \
+  "load average before: $load_before"
+echo "$chunks chunks per answer, ${interval_ms} ms apart; $rounds measured prompts per conversation after $warmup warm-up;" \
+  "all conversations prompted at once each round"
+printf '%-8s %5s %3s %8s %8s %8s %7s %7s %12s %14s %13s %12s %12s\n' side convs rep p50_ms p99_ms max_ms chunks \
+  events "handlerd_ms" "handlerd/1000" "adapter_ms" "adapter/1000" "p50 h/d p99"
+while read -r side n repeat line; do
+  adapter_ms=$(field agents_cpu_ms "$line") updates=$(field updates "$line")
+  if [ "$side" = handler ]; then
+    events=$(field events "$line") daemon_ms=$(field daemon_cpu_ms "$line")
+    direct_line=$(awk -v n="$n" -v r="$repeat" '$1 == "direct" && $2 == n && $3 == r { $1 = $2 = $3 = ""; print }' "$work/results")
+    ratios="$(ratio "$(field p50_ms "$line")" "$(field p50_ms "$direct_line")") $(ratio "$(field p99_ms "$line")" "$(field p99_ms "$direct_line")")"
+    per_event=$(per_thousand "$daemon_ms" "$events")
+  else
+    events="-" daemon_ms="-" per_event="-" ratios=""
+  fi
+  printf '%-8s %5s %3s %8s %8s %8s %7s %7s %12s %14s %13s %12s %12s\n' "$side" "$n" "$repeat" "$(field p50_ms "$line")" \
+    "$(field p99_ms "$line")" "$(field max_ms "$line")" "$(field samples "$line")" "$events" "$daemon_ms" "$per_event" \
+    "$adapter_ms" "$(per_thousand "$adapter_ms" "$updates")" "$ratios"
+done < "$work/results"
+echo
+echo "chunks: timed chunks measured (all that were sent arrived); events: what handlerd stored meanwhile"
+echo "(GET /api/v1/sessions/ID/events); handlerd_ms: its CPU (utime+stime) over the measured prompts."
+echo "adapter_ms: the CPU of the processes the editor spawned (handler acp, or claude-agent-acp without the"
+echo "Claude Code it runs), per 1,000 session/updates; Claude Code's own CPU is in neither."
+largest=$(printf '%s\n' $counts | sort -n | tail -1)
+echo
+echo "Targets at $largest conversation(s), per repeat:"
+while read -r side n repeat line; do
+  [ "$side" = handler ] && [ "$n" = "$largest" ] || continue
+  direct_line=$(awk -v n="$n" -v r="$repeat" '$1 == "direct" && $2 == n && $3 == r { $1 = $2 = $3 = ""; print }' "$work/results")
+  p99=$(field p99_ms "$line") p50=$(field p50_ms "$line") direct_p50=$(field p50_ms "$direct_line")
+  awk -v p99="$p99" -v p50="$p50" -v d="$direct_p50" -v r="$repeat" 'BEGIN {
+    printf "  repeat %s: p99 %.2f ms (<= 20 ms: %s); p50 %.2f ms vs direct %.2f ms = %.2fx (<= 1.2x: %s)\n",
+      r, p99, (p99 <= 20) ? "meets" : "MISSES", p50, d, (d > 0) ? p50 / d : 0, (d > 0 && p50 / d <= 1.2) ? "meets" : "MISSES" }'
+done < "$work/results"
