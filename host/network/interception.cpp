@@ -479,8 +479,11 @@ private:
             if (!response->is_done()) {
                 answer.body().data = buffer_.data();
                 answer.body().size = buffer_.size();
-                co_await http::async_read(*upstream_, from_upstream, *response,
-                                          net::redirect_error(net::use_awaitable, error));
+                // What has come goes on at once: a streamed answer (a model's server-sent
+                // events) must not wait until the buffer fills or the body ends, as a
+                // whole async_read would make it.
+                co_await http::async_read_some(*upstream_, from_upstream, *response,
+                                               net::redirect_error(net::use_awaitable, error));
                 if (error == http::error::need_buffer) error = {};
                 // A body that ends when the connection does: many servers close without
                 // TLS's close_notify, and that close is still the body's end (as browsers
@@ -492,7 +495,9 @@ private:
                 if (error) throw boost::system::system_error(error);
                 const std::size_t got = buffer_.size() - answer.body().size;
                 const auto ready = redactor.feed({buffer_.data(), got}, response->is_done());
-                answer.body().data = const_cast<char*>(ready.data());
+                // Nothing to pass on (a read that only took a chunk's size line, or bytes
+                // held back): no data, since an empty piece would go out as the last chunk.
+                answer.body().data = ready.empty() ? nullptr : const_cast<char*>(ready.data());
                 answer.body().size = ready.size();
                 answer.body().more = !response->is_done();
                 received += got;

@@ -593,6 +593,46 @@ TEST_F(InterceptionTest, ABodyThatEndsWithAnUncleanCloseArrivesWhole) {
     EXPECT_TRUE(answer.ends_with("\r\n\r\n" + events)) << answer;
 }
 
+// A model streams its answer: each event must reach the container when it comes, not when
+// the proxy's buffer fills or the answer ends. The upstream sends the rest only once the
+// client has the first event, so a proxy that held it would make the client's read time out.
+TEST_F(InterceptionTest, AStreamedAnswerGoesOnEventByEvent) {
+    const std::string first = "event: message_start\ndata: {}\n\n";
+    const std::string rest = "event: message_stop\ndata: {}\n\n";
+    auto context = std::shared_ptr<SSL_CTX>(server_context(**public_ca_->leaf_for("api.test")).release(), SSL_CTX_free);
+    std::promise<void> first_arrived;
+    auto arrived = first_arrived.get_future().share();
+    Upstream upstream([context, first, rest, arrived](int fd) {
+        TlsStream stream(context.get(), fd, true);
+        if (!stream.ok()) return;
+        stream.read_message();
+        stream.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+        const auto chunk = [](const std::string& data) {
+            char size[16];
+            std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+            return size + data + "\r\n";
+        };
+        stream.write(chunk(first));
+        arrived.wait_for(5s);
+        stream.write(chunk(rest) + "0\r\n\r\n");
+    });
+    const int fd = connect_through("api.test", upstream.port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test");
+    ASSERT_TRUE(tls.ok());
+    timeval limit{2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    tls.write("POST /v1/messages HTTP/1.1\r\nHost: api.test\r\nx-api-key: " + kStandInA +
+              "\r\nContent-Length: 2\r\n\r\n{}");
+    const std::string head_and_first = tls.read_until(first);
+    const bool first_came_alone = head_and_first.ends_with(first);
+    first_arrived.set_value();
+    const std::string after = tls.read_until("0\r\n\r\n");
+    ::close(fd);
+    EXPECT_TRUE(head_and_first.starts_with("HTTP/1.1 200 OK")) << head_and_first;
+    EXPECT_TRUE(first_came_alone) << "the first event waited for the rest: " << head_and_first;
+    EXPECT_TRUE(contains(after, rest)) << after;
+}
+
 TEST_F(InterceptionTest, AnUpstreamThatClosedWhileIdleIsConnectedAgain) {
     auto upstream = https_upstream("api.test", *public_ca_, 1);
     const int fd = connect_through("api.test", upstream->port());
