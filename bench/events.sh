@@ -205,10 +205,13 @@ echo "Harness output to the editor's session/update: Claude Code $claude_version
   "load average before: $load_before"
 echo "$chunks chunks per answer, ${interval_ms} ms apart; $rounds measured prompts per conversation after $warmup warm-up;" \
   "all conversations prompted at once each round"
-printf '%-8s %5s %3s %8s %8s %8s %7s %7s %12s %14s %13s %12s %12s\n' side convs rep p50_ms p99_ms max_ms chunks \
-  events "handlerd_ms" "handlerd/1000" "adapter_ms" "adapter/1000" "p50 h/d p99"
+row() { printf '%-8s %5s %3s %8s %8s %8s %7s %7s %9s %9s %9s %6s %6s %8s   %s\n' "$@"; }
+row side convs rep p50_ms p99_ms max_ms chunks events hd_cpu_ms hd/1000ev ad/1000up claude busy round_ms \
+  "handler/direct p50 p99"
+cores() { awk -v ms="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.2f", ms / 1000 / s; else print "-" }'; }
+# The middle of a list of numbers (the rounds' durations).
+middle() { tr ',' '\n' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 while read -r side n repeat line; do
-  adapter_ms=$(field agents_cpu_ms "$line") updates=$(field updates "$line")
   if [ "$side" = handler ]; then
     events=$(field events "$line") daemon_ms=$(field daemon_cpu_ms "$line")
     direct_line=$(awk -v n="$n" -v r="$repeat" '$1 == "direct" && $2 == n && $3 == r { $1 = $2 = $3 = ""; print }' "$work/results")
@@ -217,15 +220,20 @@ while read -r side n repeat line; do
   else
     events="-" daemon_ms="-" per_event="-" ratios=""
   fi
-  printf '%-8s %5s %3s %8s %8s %8s %7s %7s %12s %14s %13s %12s %12s\n' "$side" "$n" "$repeat" "$(field p50_ms "$line")" \
-    "$(field p99_ms "$line")" "$(field max_ms "$line")" "$(field samples "$line")" "$events" "$daemon_ms" "$per_event" \
-    "$adapter_ms" "$(per_thousand "$adapter_ms" "$updates")" "$ratios"
+  row "$side" "$n" "$repeat" "$(field p50_ms "$line")" "$(field p99_ms "$line")" "$(field max_ms "$line")" \
+    "$(field samples "$line")" "$events" "$daemon_ms" "$per_event" \
+    "$(per_thousand "$(field agents_cpu_ms "$line")" "$(field updates "$line")")" \
+    "$(cores "$(field claude_cpu_ms "$line")" "$(field window_s "$line")")" "$(field busy_cores "$line")" \
+    "$(field round_ms "$line" | middle)" "$ratios"
 done < "$work/results"
 echo
-echo "chunks: timed chunks measured (all that were sent arrived); events: what handlerd stored meanwhile"
-echo "(GET /api/v1/sessions/ID/events); handlerd_ms: its CPU (utime+stime) over the measured prompts."
-echo "adapter_ms: the CPU of the processes the editor spawned (handler acp, or claude-agent-acp without the"
-echo "Claude Code it runs), per 1,000 session/updates; Claude Code's own CPU is in neither."
+echo "chunks: timed chunks measured (every one sent arrived); events: what handlerd stored meanwhile"
+echo "(GET /api/v1/sessions/ID/events); hd_cpu_ms: handlerd's CPU (utime+stime, its egress proxy included)"
+echo "over the measured prompts, hd/1000ev per 1,000 of those events; ad/1000up: the CPU of the processes the"
+echo "editor spawned (handler acp, or claude-agent-acp without the Claude Code it runs) per 1,000 session/updates;"
+echo "claude: the cores the Claude Code processes used meanwhile (the same binary on both sides);"
+echo "busy: cores the whole machine kept busy meanwhile (of $(nproc)); round_ms: the median time for all"
+echo "conversations' answers of a round, $((chunks * interval_ms - interval_ms)) ms when nothing waits for CPU."
 largest=$(printf '%s\n' $counts | sort -n | tail -1)
 echo
 echo "Targets at $largest conversation(s), per repeat:"

@@ -16,7 +16,7 @@
 //
 // Prints one line of key=value results (see events.sh); the latencies go to --samples FILE.
 import { spawn, execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync, createWriteStream } from "node:fs";
+import { readFileSync, readdirSync, statSync, writeFileSync, createWriteStream } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import { parseArgs } from "node:util";
 import * as acp from "@agentclientprotocol/sdk";
@@ -60,6 +60,26 @@ function cpuTicks(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return Number(fields[11]) + Number(fields[12]); // fields 14 and 15 of the whole line
+}
+
+// Busy clock ticks of the whole machine (user, nice, system, irq, softirq, steal): with two
+// cores and N Claude Codes, whether the machine had any time left says what the numbers mean.
+function machineTicks() {
+  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  return fields[0] + fields[1] + fields[2] + fields[5] + fields[6] + fields[7];
+}
+
+// The Claude Code processes of this user (the direct side's, and the containers', whose
+// user is this one under --userns=keep-id), for their CPU: what both sides share.
+function claudeCodes() {
+  const uid = process.getuid();
+  return readdirSync("/proc").filter((name) => /^\d+$/.test(name)).filter((pid) => {
+    try {
+      return statSync(`/proc/${pid}`).uid === uid && readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "claude";
+    } catch {
+      return false; // gone meanwhile
+    }
+  }).map(Number);
 }
 
 // The events handlerd stored for a session, counted from its answer to GET .../events
@@ -174,7 +194,8 @@ const runs = list.map((conversation) => conversation.run(async (prompt) => {
 await barrier.arrive();
 const openedS = Number(process.hrtime.bigint() - started) / 1e9;
 const agentPids = list.map((conversation) => conversation.child.pid);
-let eventsBefore = 0, daemonBefore = 0, agentsBefore = 0, windowStart = 0n;
+let eventsBefore = 0, daemonBefore = 0, agentsBefore = 0, machineBefore = 0, claudeBefore = 0, windowStart = 0n;
+let claudePids = [];
 const roundsMs = [];
 for (let round = 0; round < warmups + rounds; round++) {
   if (round === warmups) {
@@ -182,6 +203,11 @@ for (let round = 0; round < warmups + rounds; round++) {
     if (eventsCommand) eventsBefore = list.reduce((sum, c) => sum + storedEvents(c.sessionId), 0);
     if (daemonPid) daemonBefore = cpuTicks(daemonPid);
     agentsBefore = agentPids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
+    claudePids = claudeCodes();
+    if (claudePids.length !== conversations)
+      console.error(`client (${options.label}): ${claudePids.length} Claude Code processes for ${conversations} conversations`);
+    claudeBefore = claudePids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
+    machineBefore = machineTicks();
     windowStart = process.hrtime.bigint();
     state.measuring = true;
   }
@@ -192,6 +218,8 @@ for (let round = 0; round < warmups + rounds; round++) {
 }
 state.measuring = false;
 const windowS = Number(process.hrtime.bigint() - windowStart) / 1e9;
+const machineBusy = (machineTicks() - machineBefore) / ticksPerSecond / windowS; // cores
+const claudeMs = (claudePids.reduce((sum, pid) => sum + cpuTicks(pid), 0) - claudeBefore) * 1000 / ticksPerSecond;
 const daemonMs = daemonPid ? (cpuTicks(daemonPid) - daemonBefore) * 1000 / ticksPerSecond : 0;
 const agentsMs = (agentPids.reduce((sum, pid) => sum + cpuTicks(pid), 0) - agentsBefore) * 1000 / ticksPerSecond;
 const events = eventsCommand ? list.reduce((sum, c) => sum + storedEvents(c.sessionId), 0) - eventsBefore : 0;
@@ -211,7 +239,7 @@ console.log([
   `p50_ms=${fixed(rank(50))}`, `p90_ms=${fixed(rank(90))}`, `p99_ms=${fixed(rank(99))}`, `max_ms=${fixed(sorted.at(-1))}`,
   `updates=${state.updates}`, `duplicates=${state.duplicates}`, `events=${events}`,
   `daemon_cpu_ms=${fixed(daemonMs, 0)}`, `agents_cpu_ms=${fixed(agentsMs, 0)}`,
-  `window_s=${fixed(windowS, 1)}`, `open_s=${fixed(openedS, 1)}`,
+  `claude_codes=${claudePids.length}`, `claude_cpu_ms=${fixed(claudeMs, 0)}`, `busy_cores=${fixed(machineBusy)}`, `window_s=${fixed(windowS, 1)}`, `open_s=${fixed(openedS, 1)}`,
   `round_ms=${roundsMs.map((v) => v.toFixed(0)).join(",")}`,
 ].join(" "));
 process.exit(0);
