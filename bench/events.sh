@@ -41,7 +41,8 @@
 # (default "1 50"), ROUNDS (measured prompts per conversation, default 5), WARMUP (prompts
 # before them, default 1), CHUNKS (per answer, default 20), CHUNK_INTERVAL_MS (default 50),
 # REPEATS (the whole sequence again, default 1), BENCH_CACHE (the npm install, default
-# ~/.cache/handler-bench/events). Needs node >= 20, npm, python3, openssl, podman.
+# ~/.cache/handler-bench/events), KEEP_WORK (1: keep the run's folder, with the model
+# server's request log and the agents' logs). Needs node >= 20, npm, python3, openssl, podman.
 # Exits non-zero only when a run broke (a chunk missing, an agent dead), never for a slow one.
 set -euo pipefail
 
@@ -92,6 +93,8 @@ cleanup() {
   if [ $code -ne 0 ]; then
     echo "--- handlerd.log (last lines)" >&2
     tail -n 30 "$work/home/.local/share/handler/handlerd.log" >&2 2>/dev/null || true
+    echo "(logs kept in $work)" >&2
+  elif [ "${KEEP_WORK:-0}" = 1 ]; then
     echo "(logs kept in $work)" >&2
   else
     rm -rf "$work"
@@ -171,7 +174,11 @@ run_side() {
     agent='["'"$prefix"'/bin/handler","acp","--agent","claude"]'
     extra=(--daemon-pid "$daemon_pid" --events-json '["'"$prefix"'/bin/handler","session","events"]')
   else
+    # The adapter has Claude Code ask the model for a suggested next prompt after every
+    # turn (a request with tools, which the fake model answers with another streamed
+    # answer); Handler's harness asks for none, so it is off here: both sides do the same work.
     agent='["'"$adapter"'"]'
+    extra=(--session-meta '{"claudeCode":{"options":{"promptSuggestions":false}}}')
   fi
   echo "measuring: $side, $n conversation(s), repeat $repeat" >&2
   local command=(node "$cache/client.mjs" --label "$side" --conversations "$n" --rounds "$rounds" --warmup "$warmup"
@@ -205,8 +212,8 @@ echo "Harness output to the editor's session/update: Claude Code $claude_version
   "load average before: $load_before"
 echo "$chunks chunks per answer, ${interval_ms} ms apart; $rounds measured prompts per conversation after $warmup warm-up;" \
   "all conversations prompted at once each round"
-row() { printf '%-8s %5s %3s %8s %8s %8s %7s %7s %9s %9s %9s %6s %6s %8s   %s\n' "$@"; }
-row side convs rep p50_ms p99_ms max_ms chunks events hd_cpu_ms hd/1000ev ad/1000up claude busy round_ms \
+row() { printf '%-8s %5s %3s %8s %8s %8s %7s %7s %9s %9s %9s %6s %6s %6s %8s   %s\n' "$@"; }
+row side convs rep p50_ms p99_ms max_ms chunks events hd_cpu_ms hd/1000ev ad/1000up claude busy other round_ms \
   "handler/direct p50 p99"
 cores() { awk -v ms="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.2f", ms / 1000 / s; else print "-" }'; }
 # The middle of a list of numbers (the rounds' durations).
@@ -224,7 +231,7 @@ while read -r side n repeat line; do
     "$(field samples "$line")" "$events" "$daemon_ms" "$per_event" \
     "$(per_thousand "$(field agents_cpu_ms "$line")" "$(field updates "$line")")" \
     "$(cores "$(field claude_cpu_ms "$line")" "$(field window_s "$line")")" "$(field busy_cores "$line")" \
-    "$(field round_ms "$line" | middle)" "$ratios"
+    "$(field other_cores "$line")" "$(field round_ms "$line" | middle)" "$ratios"
 done < "$work/results"
 echo
 echo "chunks: timed chunks measured (every one sent arrived); events: what handlerd stored meanwhile"
@@ -232,7 +239,8 @@ echo "(GET /api/v1/sessions/ID/events); hd_cpu_ms: handlerd's CPU (utime+stime, 
 echo "over the measured prompts, hd/1000ev per 1,000 of those events; ad/1000up: the CPU of the processes the"
 echo "editor spawned (handler acp, or claude-agent-acp without the Claude Code it runs) per 1,000 session/updates;"
 echo "claude: the cores the Claude Code processes used meanwhile (the same binary on both sides);"
-echo "busy: cores the whole machine kept busy meanwhile (of $(nproc)); round_ms: the median time for all"
+echo "busy: cores the whole machine kept busy meanwhile (of $(nproc)); other: of those, what was not this user's"
+echo "processes (other users' work, kernel threads): on two cores it comes out of the numbers; round_ms: the median time for all"
 echo "conversations' answers of a round, $((chunks * interval_ms - interval_ms)) ms when nothing waits for CPU."
 largest=$(printf '%s\n' $counts | sort -n | tail -1)
 echo

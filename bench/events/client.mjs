@@ -13,6 +13,7 @@
 //   node client.mjs --conversations N --rounds R --chunks C --cwd DIR --label NAME
 //                   --agent-json '["handler","acp","--agent","claude"]'
 //                   [--daemon-pid PID] [--events-json '["handler","session","events"]']
+//                   [--session-meta JSON (session/new's _meta)]
 //
 // Prints one line of key=value results (see events.sh); the latencies go to --samples FILE.
 import { spawn, execFileSync } from "node:child_process";
@@ -32,6 +33,7 @@ const { values: options } = parseArgs({
     "agent-json": { type: "string" },
     "daemon-pid": { type: "string" },
     "events-json": { type: "string" },
+    "session-meta": { type: "string" },
     samples: { type: "string" },
     logs: { type: "string" },
     "timeout-s": { type: "string", default: "900" },
@@ -69,18 +71,27 @@ function machineTicks() {
   return fields[0] + fields[1] + fields[2] + fields[5] + fields[6] + fields[7];
 }
 
-// The Claude Code processes of this user (the direct side's, and the containers', whose
-// user is this one under --userns=keep-id), for their CPU: what both sides share.
-function claudeCodes() {
+// The CPU ticks of every process of this user, by pid, and which of them are Claude Code
+// (the direct side's, named claude.exe as npm installs it, and the containers', `claude`,
+// whose user is this one under --userns=keep-id). The bench's own processes are all this
+// user's; what the machine did besides came from others (another build, say).
+function userProcesses() {
   const uid = process.getuid();
-  return readdirSync("/proc").filter((name) => /^\d+$/.test(name)).filter((pid) => {
+  const ticks = new Map(), claude = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
     try {
-      return statSync(`/proc/${pid}`).uid === uid && readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "claude";
+      if (statSync(`/proc/${name}`).uid !== uid) continue;
+      ticks.set(name, cpuTicks(name));
+      if (/^claude(\.exe)?$/.test(readFileSync(`/proc/${name}/comm`, "utf8").trim())) claude.push(name);
     } catch {
-      return false; // gone meanwhile
+      // gone meanwhile
     }
-  }).map(Number);
+  }
+  return { ticks, claude };
 }
+const ticksSince = (before, after, pids = [...after.ticks.keys()]) =>
+  pids.reduce((sum, pid) => sum + (after.ticks.get(pid) ?? 0) - (before.ticks.get(pid) ?? 0), 0);
 
 // The events handlerd stored for a session, counted from its answer to GET .../events
 // (the CLI prints one JSON line per event).
@@ -143,7 +154,9 @@ class Conversation {
           clientCapabilities: {},
           clientInfo: { name: "handler-events-bench", version: "0.0.0" },
         });
-        const session = await ctx.request(acp.methods.agent.session.new, { cwd: options.cwd, mcpServers: [] });
+        const session = await ctx.request(acp.methods.agent.session.new, {
+          cwd: options.cwd, mcpServers: [], ...(options["session-meta"] ? { _meta: JSON.parse(options["session-meta"]) } : {}),
+        });
         this.sessionId = session.sessionId;
         return steps(async (text) => {
           const answer = await ctx.request(acp.methods.agent.session.prompt,
@@ -194,8 +207,8 @@ const runs = list.map((conversation) => conversation.run(async (prompt) => {
 await barrier.arrive();
 const openedS = Number(process.hrtime.bigint() - started) / 1e9;
 const agentPids = list.map((conversation) => conversation.child.pid);
-let eventsBefore = 0, daemonBefore = 0, agentsBefore = 0, machineBefore = 0, claudeBefore = 0, windowStart = 0n;
-let claudePids = [];
+let eventsBefore = 0, daemonBefore = 0, agentsBefore = 0, machineBefore = 0, windowStart = 0n;
+let processesBefore = null;
 const roundsMs = [];
 for (let round = 0; round < warmups + rounds; round++) {
   if (round === warmups) {
@@ -203,10 +216,9 @@ for (let round = 0; round < warmups + rounds; round++) {
     if (eventsCommand) eventsBefore = list.reduce((sum, c) => sum + storedEvents(c.sessionId), 0);
     if (daemonPid) daemonBefore = cpuTicks(daemonPid);
     agentsBefore = agentPids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
-    claudePids = claudeCodes();
-    if (claudePids.length !== conversations)
-      console.error(`client (${options.label}): ${claudePids.length} Claude Code processes for ${conversations} conversations`);
-    claudeBefore = claudePids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
+    processesBefore = userProcesses();
+    if (processesBefore.claude.length !== conversations)
+      console.error(`client (${options.label}): ${processesBefore.claude.length} Claude Code processes for ${conversations} conversations`);
     machineBefore = machineTicks();
     windowStart = process.hrtime.bigint();
     state.measuring = true;
@@ -219,7 +231,9 @@ for (let round = 0; round < warmups + rounds; round++) {
 state.measuring = false;
 const windowS = Number(process.hrtime.bigint() - windowStart) / 1e9;
 const machineBusy = (machineTicks() - machineBefore) / ticksPerSecond / windowS; // cores
-const claudeMs = (claudePids.reduce((sum, pid) => sum + cpuTicks(pid), 0) - claudeBefore) * 1000 / ticksPerSecond;
+const processesAfter = userProcesses();
+const claudeMs = ticksSince(processesBefore, processesAfter, processesBefore.claude) * 1000 / ticksPerSecond;
+const othersCores = machineBusy - ticksSince(processesBefore, processesAfter) / ticksPerSecond / windowS;
 const daemonMs = daemonPid ? (cpuTicks(daemonPid) - daemonBefore) * 1000 / ticksPerSecond : 0;
 const agentsMs = (agentPids.reduce((sum, pid) => sum + cpuTicks(pid), 0) - agentsBefore) * 1000 / ticksPerSecond;
 const events = eventsCommand ? list.reduce((sum, c) => sum + storedEvents(c.sessionId), 0) - eventsBefore : 0;
@@ -239,7 +253,8 @@ console.log([
   `p50_ms=${fixed(rank(50))}`, `p90_ms=${fixed(rank(90))}`, `p99_ms=${fixed(rank(99))}`, `max_ms=${fixed(sorted.at(-1))}`,
   `updates=${state.updates}`, `duplicates=${state.duplicates}`, `events=${events}`,
   `daemon_cpu_ms=${fixed(daemonMs, 0)}`, `agents_cpu_ms=${fixed(agentsMs, 0)}`,
-  `claude_codes=${claudePids.length}`, `claude_cpu_ms=${fixed(claudeMs, 0)}`, `busy_cores=${fixed(machineBusy)}`, `window_s=${fixed(windowS, 1)}`, `open_s=${fixed(openedS, 1)}`,
+  `claude_codes=${processesBefore.claude.length}`, `claude_cpu_ms=${fixed(claudeMs, 0)}`,
+  `busy_cores=${fixed(machineBusy)}`, `other_cores=${fixed(othersCores)}`, `window_s=${fixed(windowS, 1)}`, `open_s=${fixed(openedS, 1)}`,
   `round_ms=${roundsMs.map((v) => v.toFixed(0)).join(",")}`,
 ].join(" "));
 process.exit(0);
