@@ -387,6 +387,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class Server(http.server.ThreadingHTTPServer):
+    # Many harnesses may connect at the same moment (bench/events.sh: 50): socketserver's
+    # backlog of 5 would drop their SYNs and have them retry a second later.
+    request_queue_size = 128
+
+
 def main():
     global args
     parser = argparse.ArgumentParser()
@@ -402,10 +408,7 @@ def main():
     parser.add_argument("--timed-chunks", type=int, default=0,
                         help="answer with N text blocks, each with the time it was sent (Anthropic; bench/events.sh)")
     args = parser.parse_args()
-    # Many harnesses may connect at the same moment (bench/events.sh: 50): a backlog of
-    # socketserver's default 5 would drop their SYNs and make them retry a second later.
-    http.server.ThreadingHTTPServer.request_queue_size = 128
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server = Server(("127.0.0.1", args.port), Handler)
     if args.tls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(*args.tls)
