@@ -242,6 +242,16 @@ echo "claude: the cores the Claude Code processes used meanwhile (the same binar
 echo "busy: cores the whole machine kept busy meanwhile (of $(nproc)); other: of those, what was not this user's"
 echo "processes (other users' work, kernel threads): on two cores it comes out of the numbers; round_ms: the median time for all"
 echo "conversations' answers of a round, $((chunks * interval_ms - interval_ms)) ms when nothing waits for CPU."
+echo
+echo "Handler's side split where handlerd stores each event (its wall-clock millisecond, so about 1 ms each way):"
+echo "to handlerd = the proxy, Claude Code, the shim and the parser; from handlerd = the store, the events"
+echo "WebSocket, handler acp and the SDK"
+printf '  %5s %3s %16s %16s %18s %18s\n' convs rep to_hd_p50_ms to_hd_p99_ms from_hd_p50_ms from_hd_p99_ms
+while read -r side n repeat line; do
+  [ "$side" = handler ] || continue
+  printf '  %5s %3s %16s %16s %18s %18s\n' "$n" "$repeat" "$(field to_handlerd_p50_ms "$line")" \
+    "$(field to_handlerd_p99_ms "$line")" "$(field from_handlerd_p50_ms "$line")" "$(field from_handlerd_p99_ms "$line")"
+done < "$work/results"
 largest=$(printf '%s\n' $counts | sort -n | tail -1)
 echo
 echo "Targets at $largest conversation(s), per repeat:"

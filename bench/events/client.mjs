@@ -49,7 +49,7 @@ const daemonPid = options["daemon-pid"] ? Number(options["daemon-pid"]) : null;
 if (!options.cwd || !(conversations > 0) || !(rounds > 0) || !(chunks > 0))
   throw new Error("usage: client.mjs --conversations N --rounds R --chunks C --cwd DIR --agent-json JSON");
 
-const marker = /\[r(\d+) c(\d+)\/(\d+) t=(\d+)\]/g;
+const marker = /\[r(\d+) c(\d+)\/(\d+) t=(\d+) w=(\d+)\]/g;
 const ticksPerSecond = 100; // USER_HZ, as /proc/PID/stat counts
 const fail = (message) => {
   console.error(`client (${options.label}): ${message}`);
@@ -93,12 +93,12 @@ function userProcesses() {
 const ticksSince = (before, after, pids = [...after.ticks.keys()]) =>
   pids.reduce((sum, pid) => sum + (after.ticks.get(pid) ?? 0) - (before.ticks.get(pid) ?? 0), 0);
 
-// The events handlerd stored for a session, counted from its answer to GET .../events
-// (the CLI prints one JSON line per event).
+// The events handlerd stored for a session, from its answer to GET .../events (the CLI
+// prints one JSON line per event).
 function storedEvents(sessionId) {
   const output = execFileSync(eventsCommand[0], [...eventsCommand.slice(1), sessionId, "--json"],
                               { encoding: "utf8", maxBuffer: 1 << 28 });
-  return output.split("\n").filter(Boolean).length;
+  return output.split("\n").filter(Boolean).map((line) => JSON.parse(line));
 }
 
 // What one connection measured: a latency per timed block the first time it arrives (a
@@ -115,12 +115,13 @@ class Conversation {
     this.child.on("exit", (code, signal) => {
       if (!this.closing) fail(`agent ${index} exited (${code ?? signal}) during the run; see ${options.logs}.${index}.log`);
     });
-    this.seen = new Set();
+    this.seen = new Map(); // timed block -> when it arrived, on the wall clock (ms)
     this.blocks = 0; // timed blocks seen in the measured rounds
   }
 
   onUpdate(params) {
     const now = process.hrtime.bigint();
+    const wallMs = performance.timeOrigin + performance.now();
     const update = params.update;
     if (!state.measuring) return;
     state.updates += 1;
@@ -131,7 +132,7 @@ class Conversation {
         state.duplicates += 1;
         continue;
       }
-      this.seen.add(key);
+      this.seen.set(key, wallMs);
       this.blocks += 1;
       state.latencies.push(Number(now - BigInt(match[4])) / 1e6);
     }
@@ -213,7 +214,7 @@ const roundsMs = [];
 for (let round = 0; round < warmups + rounds; round++) {
   if (round === warmups) {
     // The measured window: counts before it, then nothing but the rounds.
-    if (eventsCommand) eventsBefore = list.reduce((sum, c) => sum + storedEvents(c.sessionId), 0);
+    if (eventsCommand) eventsBefore = list.reduce((sum, c) => sum + storedEvents(c.sessionId).length, 0);
     if (daemonPid) daemonBefore = cpuTicks(daemonPid);
     agentsBefore = agentPids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
     processesBefore = userProcesses();
@@ -236,7 +237,28 @@ const claudeMs = ticksSince(processesBefore, processesAfter, processesBefore.cla
 const othersCores = machineBusy - ticksSince(processesBefore, processesAfter) / ticksPerSecond / windowS;
 const daemonMs = daemonPid ? (cpuTicks(daemonPid) - daemonBefore) * 1000 / ticksPerSecond : 0;
 const agentsMs = (agentPids.reduce((sum, pid) => sum + cpuTicks(pid), 0) - agentsBefore) * 1000 / ticksPerSecond;
-const events = eventsCommand ? list.reduce((sum, c) => sum + storedEvents(c.sessionId), 0) - eventsBefore : 0;
+// Where the time went on Handler's side: each stored event has the wall-clock
+// millisecond at which handlerd stored it, so a timed block's latency splits into the way
+// to handlerd (the proxy, Claude Code, the shim, the parser) and the way from it (the
+// store, the WebSocket, handler acp, the SDK). Milliseconds only: about 1 ms each way.
+const toDaemon = [], fromDaemon = [];
+let events = 0;
+if (eventsCommand) {
+  for (const conversation of list) {
+    const stored = storedEvents(conversation.sessionId);
+    events += stored.length;
+    for (const event of stored) {
+      if (event.kind !== "agent_message_chunk" || typeof event.payload?.content?.text !== "string") continue;
+      for (const match of event.payload.content.text.matchAll(marker)) {
+        const arrived = conversation.seen.get(`${match[1]}:${match[2]}`);
+        if (arrived === undefined) continue; // a warm-up round's
+        toDaemon.push(event.at - Number(BigInt(match[5]) / 1000000n));
+        fromDaemon.push(arrived - event.at);
+      }
+    }
+  }
+  events -= eventsBefore;
+}
 
 const expected = conversations * rounds * chunks;
 const seen = list.reduce((sum, c) => sum + c.blocks, 0);
@@ -244,13 +266,18 @@ list.forEach((conversation) => conversation.close());
 await Promise.allSettled(runs);
 if (seen !== expected) fail(`${seen} of ${expected} timed chunks arrived`);
 
-const sorted = state.latencies.slice().sort((a, b) => a - b);
-const rank = (p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+const ordered = (values) => values.slice().sort((a, b) => a - b);
+const rankOf = (values, p) => values.length ? values[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)] : NaN;
+const sorted = ordered(state.latencies);
+const rank = (p) => rankOf(sorted, p);
+const [toSorted, fromSorted] = [ordered(toDaemon), ordered(fromDaemon)];
 if (options.samples) writeFileSync(options.samples, sorted.map((v) => v.toFixed(3)).join("\n") + "\n");
 const fixed = (value, digits = 2) => value.toFixed(digits);
 console.log([
   `label=${options.label}`, `conversations=${conversations}`, `rounds=${rounds}`, `samples=${sorted.length}`,
   `p50_ms=${fixed(rank(50))}`, `p90_ms=${fixed(rank(90))}`, `p99_ms=${fixed(rank(99))}`, `max_ms=${fixed(sorted.at(-1))}`,
+  `to_handlerd_p50_ms=${rankOf(toSorted, 50)}`, `to_handlerd_p99_ms=${rankOf(toSorted, 99)}`,
+  `from_handlerd_p50_ms=${fixed(rankOf(fromSorted, 50))}`, `from_handlerd_p99_ms=${fixed(rankOf(fromSorted, 99))}`,
   `updates=${state.updates}`, `duplicates=${state.duplicates}`, `events=${events}`,
   `daemon_cpu_ms=${fixed(daemonMs, 0)}`, `agents_cpu_ms=${fixed(agentsMs, 0)}`,
   `claude_codes=${processesBefore.claude.length}`, `claude_cpu_ms=${fixed(claudeMs, 0)}`,

@@ -25,9 +25,10 @@ earlier ones.
 
 For bench/events.sh (Anthropic's API): --timed-chunks N answers every request that offers
 tools with N text blocks and no tool call, --stream-delay seconds apart. Each block's text is
-"[rR cK/N t=NS]": the request's number, the block's, and the CLOCK_MONOTONIC time in
-nanoseconds at which the server wrote it, so a client on the same host can tell how long the
-text took to reach it.
+"[rR cK/N t=NS w=NS]": the request's number, the block's, and the CLOCK_MONOTONIC and
+CLOCK_REALTIME times in nanoseconds at which the server wrote it, so a client on the same
+host can tell how long the text took to reach it (and a stored event's wall-clock time, how
+long it took to get there).
 """
 import argparse
 import http.server
@@ -170,7 +171,7 @@ def timed_chunks(handler, start, end):
     for index in range(args.timed_chunks):
         if index:
             time.sleep(args.stream_delay)
-        text = "[r%d c%d/%d t=%d] " % (number, index + 1, args.timed_chunks, time.monotonic_ns())
+        text = "[r%d c%d/%d t=%d w=%d] " % (number, index + 1, args.timed_chunks, time.monotonic_ns(), time.time_ns())
         block = [{"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
                  {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}},
                  {"type": "content_block_stop", "index": index}]
