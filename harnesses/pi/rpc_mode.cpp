@@ -123,12 +123,14 @@ std::vector<Event> RpcModeParser::set(std::string_view name, std::string_view va
     if (name == "model") {
         // "provider/id" as --model takes it; an id alone is one of the current provider's.
         const std::size_t slash = value.find('/');
-        const std::string_view provider = slash == std::string_view::npos ? std::string_view(provider_) : value.substr(0, slash);
+        const std::string_view provider =
+            slash == std::string_view::npos ? std::string_view(provider_) : value.substr(0, slash);
         const std::string_view id = slash == std::string_view::npos ? value : value.substr(slash + 1);
         if (provider.empty() || id.empty())
             throw std::invalid_argument("pi takes a model as provider/id (anthropic/claude-sonnet-4-5), not '" +
                                         common::truncate_utf8(value, common::kTitleDetailBytes) + "'");
-        send(Request::set_model, json::object{{"type", "set_model"}, {"provider", view(provider)}, {"modelId", view(id)}});
+        send(Request::set_model,
+             json::object{{"type", "set_model"}, {"provider", view(provider)}, {"modelId", view(id)}});
         return {};
     }
     if (name == "thinking_level") {
@@ -251,7 +253,8 @@ void RpcModeParser::on_response(const json::object& message, std::vector<Event>&
             available.push_back(json::object{{"name", string_at(*command, "name")},
                                              {"description", string_at(*command, "description")}});
         }
-        out.push_back(common::make_event(HD_EVENT_AVAILABLE_COMMANDS, json::object{{"availableCommands", std::move(available)}}));
+        out.push_back(
+            common::make_event(HD_EVENT_AVAILABLE_COMMANDS, json::object{{"availableCommands", std::move(available)}}));
         return;
     }
     const auto found = sent_.find(std::string(id));
@@ -327,7 +330,8 @@ void RpcModeParser::on_state(const json::object& state, bool confirm, std::vecto
     if (!level.empty()) thinking_level_ = std::string(level);
     const json::object* model = object_at(state, "model");
     const bool model_changed = model != nullptr && note_model(string_at(*model, "provider"), string_at(*model, "id"));
-    if (confirm || model_changed || level_changed) out.push_back(common::mode_changed("default", model_, thinking_level_));
+    if (confirm || model_changed || level_changed)
+        out.push_back(common::mode_changed("default", model_, thinking_level_));
 }
 
 void RpcModeParser::on_turn_stats(const json::object& stats, std::vector<Event>& out) {
@@ -447,6 +451,7 @@ void RpcModeParser::finish_turn(std::vector<Event>& out) {
 }
 
 void RpcModeParser::reset_turn() {
+    announced_.clear(); // a tool call is a turn's
     turn_open_ = false;
     prompt_unanswered_ = false;
     run_started_ = false;
