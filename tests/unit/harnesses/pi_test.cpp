@@ -166,6 +166,14 @@ const std::string kRetryCancelled = lines({
     R"pi({"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"})pi",
     R"pi({"id":"handler-4","type":"response","command":"abort","success":true})pi"});
 
+// pi's failed model call, the same each time it retries.
+const std::string kFailedAttempt = lines({
+    R"pi({"type":"agent_start"})pi",
+    R"pi({"type":"message_start","message":{"role":"assistant","content":[],"api":"anthropic-messages","provider":"anthropic","model":"claude-opus-4-7","usage":{"input":0,"output":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}})pi",
+    R"pi({"type":"message_end","message":{"role":"assistant","content":[],"api":"anthropic-messages","provider":"anthropic","model":"claude-opus-4-7","usage":{"input":0,"output":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}})pi",
+    R"pi({"type":"agent_end","messages":[]})pi"});
+
+// Every attempt fails: the first, three retries (the same attempt each time), the end.
 const std::string kRetriesFail = lines({
     R"pi({"id":"handler-1","type":"response","command":"prompt","success":true})pi",
     R"pi({"type":"agent_start"})pi",
@@ -175,23 +183,14 @@ const std::string kRetriesFail = lines({
     R"pi({"type":"message_end","message":{"role":"assistant","content":[],"api":"anthropic-messages","provider":"anthropic","model":"claude-opus-4-7","usage":{"input":0,"output":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}})pi",
     R"pi({"type":"agent_end","messages":[]})pi",
     R"pi({"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"})pi",
-    R"pi({"id":"handler-3","type":"response","command":"get_session_stats","success":true,"data":{"sessionId":"01a23254-71ad-700e-bed6-4691c1b502ea","cost":0,"contextUsage":{"tokens":8,"contextWindow":1000000,"percent":0.0007999999999999999}}})pi",
-    R"pi({"type":"agent_start"})pi",
-    R"pi({"type":"message_start","message":{"role":"assistant","content":[],"api":"anthropic-messages","provider":"anthropic","model":"claude-opus-4-7","usage":{"input":0,"output":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}})pi",
-    R"pi({"type":"message_end","message":{"role":"assistant","content":[],"api":"anthropic-messages","provider":"anthropic","model":"claude-opus-4-7","usage":{"input":0,"output":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}})pi",
-    R"pi({"type":"agent_end","messages":[]})pi",
+    R"pi({"id":"handler-3","type":"response","command":"get_session_stats","success":true,"data":{"sessionId":"01a23254-71ad-700e-bed6-4691c1b502ea","cost":0,"contextUsage":{"tokens":8,"contextWindow":1000000,"percent":0.0007999999999999999}}})pi"}) +
+    kFailedAttempt + lines({
     R"pi({"type":"auto_retry_start","attempt":2,"maxAttempts":3,"delayMs":4000,"errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"})pi",
-    R"pi({"id":"handler-4","type":"response","command":"get_session_stats","success":true,"data":{"sessionId":"01a23254-71ad-700e-bed6-4691c1b502ea","cost":0,"contextUsage":{"tokens":8,"contextWindow":1000000,"percent":0.0007999999999999999}}})pi",
-    R"pi({"type":"agent_start"})pi",
-    R"pi({"type":"message_start","message":{"role":"assistant","content":[],"api":"anthropic-messages","provider":"anthropic","model":"claude-opus-4-7","usage":{"input":0,"output":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}})pi",
-    R"pi({"type":"message_end","message":{"role":"assistant","content":[],"api":"anthropic-messages","provider":"anthropic","model":"claude-opus-4-7","usage":{"input":0,"output":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}})pi",
-    R"pi({"type":"agent_end","messages":[]})pi",
+    R"pi({"id":"handler-4","type":"response","command":"get_session_stats","success":true,"data":{"sessionId":"01a23254-71ad-700e-bed6-4691c1b502ea","cost":0,"contextUsage":{"tokens":8,"contextWindow":1000000,"percent":0.0007999999999999999}}})pi"}) +
+    kFailedAttempt + lines({
     R"pi({"type":"auto_retry_start","attempt":3,"maxAttempts":3,"delayMs":8000,"errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"})pi",
-    R"pi({"id":"handler-5","type":"response","command":"get_session_stats","success":true,"data":{"sessionId":"01a23254-71ad-700e-bed6-4691c1b502ea","cost":0,"contextUsage":{"tokens":8,"contextWindow":1000000,"percent":0.0007999999999999999}}})pi",
-    R"pi({"type":"agent_start"})pi",
-    R"pi({"type":"message_start","message":{"role":"assistant","content":[],"api":"anthropic-messages","provider":"anthropic","model":"claude-opus-4-7","usage":{"input":0,"output":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}})pi",
-    R"pi({"type":"message_end","message":{"role":"assistant","content":[],"api":"anthropic-messages","provider":"anthropic","model":"claude-opus-4-7","usage":{"input":0,"output":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}})pi",
-    R"pi({"type":"agent_end","messages":[]})pi",
+    R"pi({"id":"handler-5","type":"response","command":"get_session_stats","success":true,"data":{"sessionId":"01a23254-71ad-700e-bed6-4691c1b502ea","cost":0,"contextUsage":{"tokens":8,"contextWindow":1000000,"percent":0.0007999999999999999}}})pi"}) +
+    kFailedAttempt + lines({
     R"pi({"type":"auto_retry_end","success":false,"attempt":3,"finalError":"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"})pi",
     R"pi({"id":"handler-6","type":"response","command":"get_session_stats","success":true,"data":{"sessionId":"01a23254-71ad-700e-bed6-4691c1b502ea","cost":0,"contextUsage":{"tokens":8,"contextWindow":1000000,"percent":0.0007999999999999999}}})pi"});
 
