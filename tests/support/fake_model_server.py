@@ -9,10 +9,11 @@ is logged as one JSON line (path, model, the credential headers it carried), so 
 check which key reached the provider.
 
 Usage: fake_model_server.py --log LOG --file FILE [--content TEXT] [--answer TEXT]
-                            [--tls CERT KEY] [--port N] [--hold FILE]
+                            [--tls CERT KEY] [--port N] [--hold FILE] [--overloaded N]
 Prints the port it listens on (on 127.0.0.1), then serves until killed. While FILE (--hold)
 exists, model requests wait (up to a minute), so a test can look inside a session that is
-in the middle of a turn.
+in the middle of a turn. The first N model requests (--overloaded) are answered 529
+overloaded_error, as a busy provider does, so a test sees a harness retry.
 """
 import argparse
 import http.server
@@ -25,6 +26,7 @@ import time
 
 args = None
 log_lock = threading.Lock()
+overloaded_left = [0]
 
 
 def sse(handler, events, named=True):
@@ -43,6 +45,21 @@ def sse(handler, events, named=True):
         handler.wfile.write(chunk.encode())
         handler.wfile.flush()
     handler.close_connection = True
+
+
+def overloaded(handler):
+    """Answers 529 while --overloaded requests are left; whether it did."""
+    with log_lock:
+        if overloaded_left[0] <= 0:
+            return False
+        overloaded_left[0] -= 1
+    payload = json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}).encode()
+    handler.send_response(529)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+    return True
 
 
 def tool_output(body):
@@ -242,6 +259,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         while args.hold and os.path.exists(args.hold) and time.time() < deadline:
             time.sleep(0.1)
         path = self.path.split("?", 1)[0]
+        if overloaded(self):
+            return
         if path.endswith("/messages"):
             anthropic(self, body)
         elif path.endswith("/responses"):
@@ -273,7 +292,9 @@ def main():
     parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--hold", help="while this file exists, model requests wait")
+    parser.add_argument("--overloaded", type=int, default=0, help="answer the first N model requests 529")
     args = parser.parse_args()
+    overloaded_left[0] = args.overloaded
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     if args.tls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
