@@ -14,6 +14,7 @@
 #include <boost/json/string.hpp>
 #include <plugin_common/events.hpp>
 #include <plugin_common/launch.hpp>
+#include <plugin_common/mcp.hpp>
 #include <plugin_common/sdk_parser.hpp>
 
 #include <string>
@@ -84,7 +85,8 @@ public:
                R"({"id":"bypassPermissions","label":"Bypass permissions"},)"
                R"({"id":"plan","label":"Plan only"}],)"
                R"("thinking_levels":["low","medium","high","xhigh","max"],)"
-               R"("launch_modes":["interactive","headless","conversation"],"events":"structured","stdin":"protocol"})";
+               R"("launch_modes":["interactive","headless","conversation"],"mcp":["stdio","http","sse"],)"
+               R"("events":"structured","stdin":"protocol"})";
     }
 
     // Pinned, so that the parser meets the output format it was written against.
@@ -161,6 +163,17 @@ public:
         }
         launch.arguments({"--permission-mode", mode});
         if (!request.resume.empty()) launch.arguments({"--resume", request.resume});
+        // An editor's MCP servers, and only those: stdio ones run here, in the container;
+        // HTTP ones are reached through the session's proxy, under its rules.
+        if (!request.mcp_servers.empty()) {
+            try {
+                launch.arguments({"--mcp-config", boost::json::serialize(handler::plugin_common::mcp_config(
+                                                      request.mcp_servers)),
+                                  "--strict-mcp-config"});
+            } catch (const std::invalid_argument& error) {
+                throw PluginError(HD_STATUS_INVALID_ARGUMENT, std::string("Claude Code: ") + error.what());
+            }
+        }
         if (!request.model.empty()) launch.arguments({"--model", request.model});
         if (!request.thinking_level.empty())
             launch.arguments({"--effort", handler::plugin_common::thinking_level(
