@@ -189,7 +189,12 @@ test(`${agent}: permission questions answered in the editor, or elsewhere while 
     const allowed = await ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: text("create hello.txt containing hi") });
     const written = existsSync(hello);
     rmSync(hello, { force: true });
+    // A conversation of its own: the fake model calls its tool once per conversation.
     mode = "elsewhere";
+    const other = await ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] });
+    sessionId = other.sessionId;
+    if (process.env.ACP_MODEL)
+      await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value: process.env.ACP_MODEL });
     const elsewhere = await ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: text("create hello.txt containing hi") });
     return { allowed, written, elsewhere };
   }, {
@@ -223,6 +228,9 @@ test(`${agent}: handlerd killed with -9 and started again, the conversation goes
     await until("handlerd gone", () => home.daemonPid() === null, 10000);
     execFileSync(join(bin, "handlerd"), ["--detach"], { env: home.env, stdio: "ignore" });
     await until("handlerd back", () => home.daemonPid() !== null, 20000);
+    // At once, as an editor would; ACP_SETTLE_MS waits first (to tell a race at handlerd's
+    // start from a conversation that does not come back at all).
+    await sleep(Number(process.env.ACP_SETTLE_MS || 0));
     return ctx.request(acp.methods.agent.session.prompt, { sessionId: state.sessionId, prompt: text("still there?") });
   });
   assert.equal(result.stopReason, "end_turn");
