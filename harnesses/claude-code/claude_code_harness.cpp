@@ -1,7 +1,9 @@
 // The Claude Code harness: Anthropic's `claude` CLI, its TUI for interactive sessions and
 // `claude -p` speaking stream-json both ways for headless ones: stream_json.cpp turns its
 // output into session events and answers its control requests, so that it can ask a
-// client before it acts. The flags, variables and hosts below were
+// client before it acts. A conversation is the same headless run with its stdin kept open
+// for prompt after prompt, its state in the session's own folder so that `--resume`
+// continues it in a later container. The flags, variables and hosts below were
 // checked by running 2.1.328, the version the image pins.
 #include "claude-code/stream_json.hpp"
 
@@ -9,6 +11,8 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
+#include <boost/json/string.hpp>
+#include <plugin_common/events.hpp>
 #include <plugin_common/launch.hpp>
 #include <plugin_common/sdk_parser.hpp>
 
@@ -49,6 +53,20 @@ const char* key_variable(std::string_view account_kind) {
 // Ollama and llama.cpp servers speak Anthropic's Messages API too, at their own URL.
 bool is_local(std::string_view account_kind) { return account_kind == "ollama" || account_kind == "llama-cpp"; }
 
+// Claude Code's session ids are UUIDs (8-4-4-4-12 hex digits). The one to resume came out
+// of a container (its system/init), so nothing else reaches the command line, where it
+// could be read as an option or a session's name.
+bool is_session_id(std::string_view id) {
+    if (id.size() != 36) return false;
+    for (std::size_t i = 0; i < id.size(); ++i) {
+        const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        const char c = id[i];
+        const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        if (dash ? c != '-' : !hex) return false;
+    }
+    return true;
+}
+
 class ClaudeCodeHarness : public handler::sdk::Harness {
 public:
     std::string describe() override {
@@ -66,7 +84,7 @@ public:
                R"({"id":"bypassPermissions","label":"Bypass permissions"},)"
                R"({"id":"plan","label":"Plan only"}],)"
                R"("thinking_levels":["low","medium","high","xhigh","max"],)"
-               R"("launch_modes":["interactive","headless"],"events":"structured","stdin":"protocol"})";
+               R"("launch_modes":["interactive","headless","conversation"],"events":"structured","stdin":"protocol"})";
     }
 
     // Pinned, so that the parser meets the output format it was written against.
@@ -89,6 +107,17 @@ public:
                               "Claude Code needs the name of the model to ask a local server for: handler run "
                               "AGENT --model NAME (as the server lists it)");
         const char* mode = permission_mode(request.start_mode);
+        if (request.conversation && !request.headless())
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT,
+                              "a conversation with Claude Code runs headless (stream-json on its stdin), "
+                              "not in its TUI");
+        // Quoted as JSON: the id is the container's, and may hold any bytes.
+        if (!request.resume.empty() && !is_session_id(request.resume))
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT,
+                              "Claude Code cannot resume " +
+                                  boost::json::serialize(boost::json::string(
+                                      handler::plugin_common::truncate_utf8(request.resume, 64))) +
+                                  ": a Claude Code session id is a UUID (as its system/init reported it)");
 
         if (request.interactive()) {
             // A session's home is new every time, so the TUI would open on its first-run
@@ -119,7 +148,8 @@ public:
         const bool prompt_looks_like_option =
             request.interactive() && !request.prompt.empty() && request.prompt.front() == '-';
         if (request.headless()) {
-            if (request.prompt.empty())
+            // A conversation may start empty: its prompts come later, through the parser.
+            if (request.prompt.empty() && !request.conversation)
                 throw PluginError(HD_STATUS_INVALID_ARGUMENT,
                                   "Claude Code needs a prompt to run headless (handler run claude-code "
                                   "-p \"what to do\"); start it interactively to talk to it instead");
@@ -130,17 +160,25 @@ public:
                               "--permission-prompt-tool", "stdio"});
         }
         launch.arguments({"--permission-mode", mode});
+        if (!request.resume.empty()) launch.arguments({"--resume", request.resume});
         if (!request.model.empty()) launch.arguments({"--model", request.model});
         if (!request.thinking_level.empty())
             launch.arguments({"--effort", handler::plugin_common::thinking_level(
                                               "Claude Code", request.thinking_level,
-                                              {"low", "medium", "high", "xhigh", "max"})});
+                                              handler::claude_code::kEffortLevels)});
         launch.arguments(request.extra_args);
         if (request.interactive() && !request.prompt.empty() && !prompt_looks_like_option)
             launch.argument(request.prompt); // the TUI starts with it as the first message
         if (prompt_looks_like_option) launch.arguments({"--", request.prompt});
 
         if (!request.project_path.empty()) launch.workdir(request.project_path);
+        if (request.conversation) {
+            // Claude Code keeps everything in its config folder (transcripts under
+            // projects/<cwd>/<session id>.jsonl, which --resume reads, and its .claude.json),
+            // and HOME only when CLAUDE_CONFIG_DIR is unset: checked with 2.1.328.
+            launch.session_state("CLAUDE_CONFIG_DIR");
+            launch.input(handler::claude_code::StreamJsonParser::initialize_request());
+        }
         if (variable != nullptr) launch.env_from_secret(variable, request.account_kind);
         if (request.account_kind == "openrouter-api-key") {
             launch.env("ANTHROPIC_BASE_URL", "https://openrouter.ai/api");
@@ -170,6 +208,14 @@ public:
 
     std::unique_ptr<handler::sdk::EventParser> open_events(std::string_view) override {
         return std::make_unique<handler::plugin_common::SdkEventParser<handler::claude_code::StreamJsonParser>>();
+    }
+
+    // handlerd restarted while Claude Code runs: the new parser knows the session it is in.
+    std::unique_ptr<handler::sdk::EventParser> reopen_events(std::string_view,
+                                                             std::string_view harness_session_id) override {
+        auto parser = std::make_unique<handler::plugin_common::SdkEventParser<handler::claude_code::StreamJsonParser>>();
+        parser->parser().adopt(harness_session_id);
+        return parser;
     }
 };
 

@@ -1,12 +1,14 @@
 #include "claude-code/stream_json.hpp"
 
 #include <plugin_common/json_access.hpp>
+#include <plugin_common/launch.hpp>
 
 #include <boost/json/array.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -16,6 +18,7 @@ namespace handler::claude_code {
 namespace json = boost::json;
 namespace common = handler::plugin_common;
 using common::array_at;
+using common::as_object;
 using common::bool_at;
 using common::display_path;
 using common::empty_object;
@@ -120,7 +123,41 @@ std::vector<common::PermissionOption> permission_options(bool can_remember) {
     return options;
 }
 
+// The id of the initialize request a conversation's launch writes; ours count from 1
+// under another prefix, so neither is taken for the other, nor for one of Claude Code's.
+constexpr std::string_view kInitializeId = "handler-initialize";
+
+std::string control_request(std::string_view request_id, json::object request) {
+    return json::serialize(json::object{
+               {"type", "control_request"}, {"request_id", request_id}, {"request", std::move(request)}}) +
+           "\n";
+}
+
+std::string joined(std::initializer_list<std::string_view> words) {
+    std::string list;
+    for (std::string_view word : words) list += (list.empty() ? "" : ", ") + std::string(word);
+    return list;
+}
+
+// The context in use, in ACP's usage_update sense: what the turn's last model request
+// read (its input, and the cache it wrote and read), out of the model's window as Claude
+// Code knows it (the result's modelUsage), and what the session has cost so far.
+Event usage_event(std::int64_t context_tokens, std::string_view model, const json::object& result) {
+    json::object usage{{"used", context_tokens}};
+    if (const json::object* models = object_at(result, "modelUsage"))
+        if (const json::object* entry = object_at(*models, model))
+            if (const std::optional<std::int64_t> size = common::int_at(*entry, "contextWindow"); size && *size > 0)
+                usage["size"] = *size;
+    if (const json::value* cost = result.if_contains("total_cost_usd"); cost != nullptr && cost->is_number())
+        usage["cost"] = json::object{{"amount", cost->to_number<double>()}, {"currency", "USD"}};
+    return common::make_event(HD_EVENT_USAGE, usage);
+}
+
 } // namespace
+
+std::string StreamJsonParser::initialize_request() {
+    return control_request(kInitializeId, {{"subtype", "initialize"}});
+}
 
 std::string StreamJsonParser::user_message(std::string_view text) {
     json::object message{{"role", "user"},
@@ -134,7 +171,67 @@ std::string StreamJsonParser::user_message(std::string_view text) {
 
 std::vector<Event> StreamJsonParser::prompt(std::string_view prompt) {
     reply_.input += user_message(common::prompt_text(prompt, "Claude Code"));
+    ++open_turns_;
     return {};
+}
+
+std::vector<Event> StreamJsonParser::cancel() {
+    // Claude Code answers an interrupt with no turn running, and prints nothing more (seen
+    // with 2.1.328), so one is harmless then; but only an open turn's result is the
+    // cancelled one, never the next turn's.
+    if (open_turns_ > 0 || turn_may_run_) cancelling_ = true;
+    send_control(Control::interrupt, {}, {{"subtype", "interrupt"}});
+    return {};
+}
+
+std::vector<Event> StreamJsonParser::set(std::string_view name, std::string_view value) {
+    if (name == "model") {
+        if (value.empty()) throw std::invalid_argument("Claude Code needs the name of the model to switch to");
+        send_control(Control::model, value, {{"subtype", "set_model"}, {"model", value}});
+    } else if (name == "mode") {
+        if (std::find(kPermissionModes.begin(), kPermissionModes.end(), value) == kPermissionModes.end())
+            throw std::invalid_argument("Claude Code has no mode '" + std::string(value) + "'; its modes are " +
+                                        joined(kPermissionModes));
+        send_control(Control::mode, value, {{"subtype", "set_permission_mode"}, {"mode", value}});
+    } else if (name == "thinking_level") {
+        common::thinking_level("Claude Code", value, kEffortLevels);
+        send_control(Control::thinking_level, value,
+                     {{"subtype", "apply_flag_settings"}, {"settings", {{"effortLevel", value}}}});
+    } else {
+        throw handler::sdk::PluginError(HD_STATUS_UNSUPPORTED, "Claude Code cannot change its " + std::string(name) +
+                                                                   " while it runs (it changes its model, mode "
+                                                                   "and thinking_level)");
+    }
+    return {};
+}
+
+void StreamJsonParser::send_control(Control control, std::string_view value, json::object request) {
+    const std::string id = "handler-" + std::to_string(next_control_++);
+    controls_[id] = Asked{control, std::string(value)};
+    reply_.input += control_request(id, std::move(request));
+}
+
+void StreamJsonParser::note_settings(std::string_view mode, std::string_view model, std::string_view thinking_level,
+                                     std::vector<Event>& out) {
+    if (!mode.empty()) mode_ = std::string(mode);
+    if (!model.empty()) model_ = std::string(model);
+    if (!thinking_level.empty()) thinking_level_ = std::string(thinking_level);
+    // MODE_CHANGED names a mode: until Claude Code has said which, the rest waits.
+    if (mode_.empty()) return;
+    Event event = common::mode_changed(mode_, model_, thinking_level_);
+    if (event.json == reported_settings_) return;
+    reported_settings_ = event.json;
+    out.push_back(std::move(event));
+}
+
+void StreamJsonParser::note_commands(std::vector<Command> commands, std::vector<Event>& out) {
+    if (commands_reported_ && commands == commands_) return;
+    commands_ = std::move(commands);
+    commands_reported_ = true;
+    json::array listed;
+    for (const Command& command : commands_)
+        listed.push_back(json::object{{"name", command.name}, {"description", command.description}});
+    out.push_back(common::make_event(HD_EVENT_AVAILABLE_COMMANDS, json::object{{"availableCommands", std::move(listed)}}));
 }
 
 std::vector<Event> StreamJsonParser::answer(std::string_view request_text, std::string_view answer_text) {
@@ -202,14 +299,37 @@ void StreamJsonParser::on_object(const json::object& message, std::vector<Event>
     else if (type == "user") on_user(message, out);
     else if (type == "control_request") on_control_request(message, out);
     else if (type == "control_cancel_request") on_control_cancel(message, out);
+    else if (type == "control_response") on_control_response(message, out);
     else if (type == "result") on_result(message, out);
 }
 
+// Claude Code prints system/init at the start of every turn, and system/status with the
+// permission mode when it changes (a set_permission_mode, or the model leaving plan mode).
 void StreamJsonParser::on_system(const json::object& message, std::vector<Event>& out) {
-    if (string_at(message, "subtype") != "init") return;
+    const std::string_view subtype = string_at(message, "subtype");
+    if (subtype == "status") note_settings(string_at(message, "permissionMode"), {}, {}, out);
+    if (subtype != "init") return;
     cwd_ = std::string(string_at(message, "cwd"));
-    const std::string_view mode = string_at(message, "permissionMode");
-    if (!mode.empty()) out.push_back(common::mode_changed(mode, string_at(message, "model")));
+    // The id `--resume` takes; a resumed conversation keeps it.
+    const std::string_view session_id = string_at(message, "session_id");
+    if (!session_id.empty() && session_id != session_id_) {
+        session_id_ = std::string(session_id);
+        out.push_back(common::make_event(HD_EVENT_SESSION_INFO, json::object{{"harnessSessionId", session_id}}));
+    }
+    // Only names here; the initialize answer gave their descriptions, which are kept.
+    if (const json::array* names = array_at(message, "slash_commands")) {
+        std::vector<Command> commands;
+        for (const json::value& entry : *names) {
+            if (!entry.is_string() || entry.get_string().empty()) continue;
+            Command command{std::string(entry.get_string()), {}};
+            const auto known = std::find_if(commands_.begin(), commands_.end(),
+                                            [&](const Command& old) { return old.name == command.name; });
+            if (known != commands_.end()) command.description = known->description;
+            commands.push_back(std::move(command));
+        }
+        note_commands(std::move(commands), out);
+    }
+    note_settings(string_at(message, "permissionMode"), string_at(message, "model"), {}, out);
 }
 
 void StreamJsonParser::on_assistant(const json::object& message, std::vector<Event>& out) {
@@ -221,6 +341,16 @@ void StreamJsonParser::on_assistant(const json::object& message, std::vector<Eve
     // session's own.
     const json::value* parent = message.if_contains("parent_tool_use_id");
     const bool top_level = parent == nullptr || parent->is_null();
+    // Each of the session's own model requests says what it read, for the turn's USAGE.
+    if (const json::object* usage = object_at(*body, "usage"); usage != nullptr && top_level) {
+        std::optional<std::int64_t> tokens;
+        for (std::string_view key : {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"})
+            if (const std::optional<std::int64_t> count = common::int_at(*usage, key)) tokens = tokens.value_or(0) + *count;
+        if (tokens) {
+            context_tokens_ = tokens;
+            context_model_ = std::string(string_at(*body, "model"));
+        }
+    }
     for (const json::value& entry : *content) {
         const json::object* block = entry.if_object();
         if (block == nullptr) continue;
@@ -295,6 +425,67 @@ void StreamJsonParser::on_control_cancel(const json::object& message, std::vecto
     asked_.erase(found);
 }
 
+// Our control requests' answers. The initialize one lists the slash commands with their
+// descriptions and says the permission mode; the others confirm or refuse a change, and
+// a refusal is Claude Code's own words in an ERROR.
+void StreamJsonParser::on_control_response(const json::object& message, std::vector<Event>& out) {
+    const json::object& response = as_object(message.if_contains("response"));
+    const std::string_view request_id = string_at(response, "request_id");
+    const bool success = string_at(response, "subtype") == "success";
+    const json::object& answer = as_object(response.if_contains("response"));
+    if (request_id == kInitializeId) {
+        if (!success) return; // system/init names the commands anyway
+        std::vector<Command> commands;
+        if (const json::array* listed = array_at(answer, "commands")) {
+            for (const json::value& entry : *listed) {
+                const json::object& command = as_object(&entry);
+                if (!string_at(command, "name").empty())
+                    commands.push_back({std::string(string_at(command, "name")),
+                                        std::string(string_at(command, "description"))});
+            }
+        }
+        note_commands(std::move(commands), out);
+        note_settings(string_at(answer, "current_permission_mode"), {}, {}, out);
+        return;
+    }
+    const auto found = controls_.find(std::string(request_id));
+    if (found == controls_.end()) return; // not one of ours
+    const Asked asked = std::move(found->second);
+    controls_.erase(found);
+    if (!success) {
+        std::string reason(string_at(response, "error"));
+        if (reason.empty()) reason = "it gave no reason";
+        switch (asked.control) {
+        case Control::interrupt: out.push_back(common::error("Claude Code did not interrupt the turn: " + reason)); break;
+        case Control::model:
+            out.push_back(common::error("Claude Code did not switch to model '" + asked.value + "': " + reason));
+            break;
+        case Control::mode:
+            out.push_back(common::error("Claude Code did not change to mode '" + asked.value + "': " + reason));
+            break;
+        case Control::thinking_level:
+            out.push_back(common::error("Claude Code did not change to effort '" + asked.value + "': " + reason));
+            break;
+        }
+        return;
+    }
+    switch (asked.control) {
+    case Control::interrupt: break; // the turn's result follows
+    case Control::model: {
+        // The answer names the model the alias resolved to ("haiku" -> claude-haiku-...).
+        const std::string_view model = string_at(answer, "model");
+        note_settings({}, model.empty() ? std::string_view(asked.value) : model, {}, out);
+        break;
+    }
+    case Control::mode: {
+        const std::string_view mode = string_at(answer, "mode");
+        note_settings(mode.empty() ? std::string_view(asked.value) : mode, {}, {}, out);
+        break;
+    }
+    case Control::thinking_level: note_settings({}, {}, asked.value, out); break;
+    }
+}
+
 void StreamJsonParser::on_result(const json::object& message, std::vector<Event>& out) {
     // The turn is over. handlerd ends the input of a one-shot run (Claude Code then
     // exits); a conversation's stays open for the next prompt.
@@ -303,6 +494,16 @@ void StreamJsonParser::on_result(const json::object& message, std::vector<Event>
     // API failures arrive as subtype "success" with is_error set; the error_* subtypes
     // are failures whatever is_error says.
     turn.is_error = bool_at(message, "is_error") || string_at(message, "subtype").substr(0, 6) == "error_";
+    // An interrupted turn ends in error_during_execution ("aborted_streaming" while the
+    // model answered, "aborted_tools" at a tool or a question): a client's cancel, which
+    // ACP reports as the stop reason, not as a failure.
+    if (cancelling_) {
+        turn.stop_reason = "cancelled";
+        turn.is_error = false;
+    }
+    cancelling_ = false;
+    turn_may_run_ = false;
+    if (open_turns_ > 0) --open_turns_;
     if (const json::value* text = message.if_contains("result"); text != nullptr && text->is_string())
         turn.result = std::string(text->get_string().data(), text->get_string().size());
     if (const json::value* usage = message.if_contains("usage"); usage != nullptr && usage->is_object())
@@ -314,6 +515,8 @@ void StreamJsonParser::on_result(const json::object& message, std::vector<Event>
         else if (turns->is_uint64()) turn.num_turns = static_cast<std::int64_t>(turns->get_uint64());
     }
     if (turn.is_error) out.push_back(common::error(error_message(message)));
+    if (context_tokens_) out.push_back(usage_event(*context_tokens_, context_model_, message));
+    context_tokens_.reset();
     out.push_back(common::result(turn));
 }
 

@@ -72,6 +72,12 @@ public:
     // Throws std::invalid_argument for another name or a value Codex does not take.
     std::vector<Event> set(std::string_view name, std::string_view value);
     plugin_common::Reply take_reply() { return std::exchange(reply_, {}); }
+    // Meets a running app server (handlerd restarted) whose thread is `thread_id`, as the
+    // last parser reported it; a thread id of another shape is ignored, and prompts then
+    // wait for a thread as before.
+    void adopt(std::string_view thread_id) {
+        if (is_thread_id(thread_id)) thread_id_ = std::string(thread_id);
+    }
 
 private:
     // The thread's settings in Codex's words; empty: not known, or (in a change) unchanged.

@@ -214,6 +214,15 @@ public:
     std::unique_ptr<handler::sdk::EventParser> open_events(std::string_view) override {
         return std::make_unique<handler::plugin_common::SdkEventParser<handler::codex::AppServerParser>>();
     }
+
+    // After a handlerd restart the app server runs on: its thread is the one the last
+    // parser reported, and the next prompt is a turn/start on it.
+    std::unique_ptr<handler::sdk::EventParser> reopen_events(std::string_view,
+                                                             std::string_view thread_id) override {
+        auto parser = std::make_unique<handler::plugin_common::SdkEventParser<handler::codex::AppServerParser>>();
+        parser->parser().adopt(thread_id);
+        return parser;
+    }
 };
 
 } // namespace

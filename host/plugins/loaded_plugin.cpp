@@ -296,18 +296,22 @@ Result<LaunchSpec> LoadedHarness::launch(const LaunchRequest& request) {
     return call_launch(parts_.harness.launch, "launch", request);
 }
 
-Result<std::unique_ptr<EventStream>> LoadedHarness::open_events(std::string_view session_id) {
+Result<std::unique_ptr<EventStream>> LoadedHarness::open_events(std::string_view session_id,
+                                                               std::optional<std::string_view> harness_session) {
     if (parts_.harness.events_open == nullptr || parts_.harness.events_feed == nullptr)
         return make_error(ErrorCode::unavailable,
                           "plugin '" + id() + "' has no structured output parser");
     StringSink error(kMaxErrorBytes);
     void* parser = nullptr;
     hd_status status;
+    const bool reopen = harness_session && parts_.harness.events_reopen != nullptr;
     {
         const std::lock_guard lock(mutex_);
-        status = parts_.harness.events_open(parts_.instance, to_str(session_id), &parser, error.sink());
+        status = reopen ? parts_.harness.events_reopen(parts_.instance, to_str(session_id), to_str(*harness_session),
+                                                       &parser, error.sink())
+                        : parts_.harness.events_open(parts_.instance, to_str(session_id), &parser, error.sink());
     }
-    if (status != HD_STATUS_OK) return call_failed(id(), "events_open", status, error);
+    if (status != HD_STATUS_OK) return call_failed(id(), reopen ? "events_reopen" : "events_open", status, error);
     return std::unique_ptr<EventStream>(new EventStream(shared_from_this(), parser));
 }
 

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -86,7 +87,10 @@ public:
     Result<LaunchSpec> launch(const LaunchRequest& request);
     // A parser for one headless session's output; an error (code unavailable) when the
     // harness has none.
-    Result<std::unique_ptr<EventStream>> open_events(std::string_view session_id);
+    // `harness_session` set: the harness already runs (handlerd restarted), and that is
+    // its own session id (empty when it never said).
+    Result<std::unique_ptr<EventStream>> open_events(std::string_view session_id,
+                                                     std::optional<std::string_view> harness_session = std::nullopt);
 };
 
 class LoadedAddon final : public LoadedPlugin {

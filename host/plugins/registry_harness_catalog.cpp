@@ -52,10 +52,11 @@ Result<LaunchSpec> RegistryHarnessCatalog::contribute(std::string_view addon, co
 }
 
 Result<sessions::OpenedEvents> RegistryHarnessCatalog::open_events(std::string_view harness,
-                                                                   std::string_view session_id) {
+                                                                   std::string_view session_id,
+                                                                   std::optional<std::string_view> harness_session) {
     auto found = registry_.harness(harness);
     if (!found) return found.take_error();
-    auto stream = (*found)->open_events(session_id);
+    auto stream = (*found)->open_events(session_id, harness_session);
     if (!stream) return stream.take_error();
     sessions::OpenedEvents opened;
     opened.parser = std::make_unique<PluginEvents>(std::move(*stream));

@@ -20,7 +20,8 @@ public:
     Result<LaunchSpec> contribute(std::string_view addon, const LaunchRequest& request) override;
     // The parser's mode and whether it owns the harness's stdin come from the
     // description's "events" and "stdin".
-    Result<sessions::OpenedEvents> open_events(std::string_view harness, std::string_view session_id) override;
+    Result<sessions::OpenedEvents> open_events(std::string_view harness, std::string_view session_id,
+                                               std::optional<std::string_view> harness_session = std::nullopt) override;
     Result<std::optional<runtime::LayerRecipe>> image_recipe(std::string_view harness) override;
 
 private:

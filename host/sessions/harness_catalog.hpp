@@ -73,7 +73,10 @@ public:
     // What addon `addon` adds to one session. not_found: no such addon.
     virtual Result<plugins::LaunchSpec> contribute(std::string_view addon, const plugins::LaunchRequest& request) = 0;
     // A parser for a headless session of `harness`; unavailable: the harness has none.
-    virtual Result<OpenedEvents> open_events(std::string_view harness, std::string_view session_id) = 0;
+    // `harness_session` set: its harness already runs (handlerd restarted), and that is
+    // the harness's own session id from its last session_info (empty: none came).
+    virtual Result<OpenedEvents> open_events(std::string_view harness, std::string_view session_id,
+                                             std::optional<std::string_view> harness_session = std::nullopt) = 0;
     // What harness `harness` adds to the base image; nullopt: nothing (its sessions run
     // the base image).
     virtual Result<std::optional<runtime::LayerRecipe>> image_recipe(std::string_view harness) = 0;

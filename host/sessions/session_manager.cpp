@@ -192,7 +192,11 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, ChannelOwner {
         return found == channels.end() ? nullptr : found->second;
     }
 
-    Result<std::shared_ptr<Channel>> open_channel(const store::Session& session);
+    // `running`: its harness already runs (a restarted handlerd adopts it), so its parser
+    // is told the harness's own session id.
+    Result<std::shared_ptr<Channel>> open_channel(const store::Session& session, bool running = false);
+    // The last harnessSessionId the session's parser reported; empty: none.
+    std::string harness_session_of(const std::string& id);
     Result<store::Session> carry_out(StartPlan plan, const std::string& id, const std::string& prompt, bool resuming);
     // The channel of a live conversation; conflict otherwise, saying what it is.
     Result<std::shared_ptr<Channel>> live_channel(std::string_view id) {
@@ -307,7 +311,19 @@ SessionProxy SessionManager::Impl::make_proxy(const std::string& id, const fs::p
     return made;
 }
 
-Result<std::shared_ptr<Channel>> SessionManager::Impl::open_channel(const store::Session& session) {
+std::string SessionManager::Impl::harness_session_of(const std::string& id) {
+    std::string harness_session;
+    for_each_event(id, 0, [&](const store::SessionEvent& event) {
+        if (event.kind != "session_info") return;
+        boost::system::error_code error;
+        const auto payload = json::parse(event.payload, error);
+        const auto* value = error || !payload.is_object() ? nullptr : payload.as_object().if_contains("harnessSessionId");
+        if (value != nullptr && value->is_string()) harness_session = std::string(value->get_string());
+    });
+    return harness_session;
+}
+
+Result<std::shared_ptr<Channel>> SessionManager::Impl::open_channel(const store::Session& session, bool running) {
     auto log = OutputLog::open(options.output_root / session.id, options.log_limit_bytes);
     if (!log) return log.take_error();
     const fs::path control_dir = options.control_root / session.id;
@@ -321,7 +337,9 @@ Result<std::shared_ptr<Channel>> SessionManager::Impl::open_channel(const store:
     if (!session.tty) {
         // A parser re-opened after a restart starts mid-stream: a line the old one had
         // half of is lost (its bytes are still in the output log).
-        auto opened = harnesses.open_events(session.harness, session.id);
+        std::optional<std::string> harness_session;
+        if (running) harness_session = harness_session_of(session.id);
+        auto opened = harnesses.open_events(session.harness, session.id, harness_session);
         if (opened) channel->parse_events(std::move(*opened), session.mode == "conversation");
         else if (opened.error().code != ErrorCode::unavailable)
             spdlog::warn("session {}: no events: {}", session.id, opened.error().message);
@@ -544,7 +562,7 @@ void SessionManager::reconcile(std::function<void()> done) {
     // at once. Sessions whose containers turn out to be gone are finished below.
     for (const auto& session : *sessions)
         if (is_live(session.state) && !impl.channel(session.id))
-            if (auto channel = impl.open_channel(session); !channel)
+            if (auto channel = impl.open_channel(session, true); !channel)
                 spdlog::error("session {}: {}", session.id, channel.error().message);
     impl.in_background(
         [&impl] { return impl.runtime.list(runtime::kManagedSelector); },
@@ -581,7 +599,7 @@ void SessionManager::reconcile(std::function<void()> done) {
                 changes.container_id = info.id;
                 if (info.state == runtime::ContainerState::running) {
                     if (!impl.channel(session.id)) {
-                        auto channel = impl.open_channel(session);
+                        auto channel = impl.open_channel(session, true);
                         if (!channel) {
                             spdlog::error("session {}: {}", session.id, channel.error().message);
                             continue;
@@ -774,15 +792,7 @@ Result<store::Session> SessionManager::resume(std::string_view id) {
         request.network = std::string(network::to_string(*session->network_mode));
     auto plan = plan_start(request, *snapshot, impl.harnesses, impl.start_settings());
     if (!plan) return plan.take_error();
-    std::string harness_session;
-    impl.for_each_event(session->id, 0, [&](const store::SessionEvent& event) {
-        if (event.kind != "session_info") return;
-        boost::system::error_code error;
-        const auto payload = json::parse(event.payload, error);
-        const auto* value = error || !payload.is_object() ? nullptr : payload.as_object().if_contains("harnessSessionId");
-        if (value != nullptr && value->is_string()) harness_session = std::string(value->get_string());
-    });
-    plan->launch.resume = harness_session;
+    plan->launch.resume = impl.harness_session_of(session->id);
     store::SessionChanges changes;
     changes.state = SessionState::starting;
     changes.exit_code = std::optional<std::int64_t>();

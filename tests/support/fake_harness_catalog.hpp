@@ -30,6 +30,9 @@ public:
     std::map<std::string, Harness, std::less<>> harnesses;
     std::map<std::string, LaunchFn, std::less<>> addons;
     std::vector<plugins::LaunchRequest> launches; // every launch asked for, in order
+    // Each open_events, in order: unset for a new harness, else the harness session id of
+    // one that already ran.
+    std::vector<std::optional<std::string>> reopened;
 
     bool has_harness(std::string_view harness) const override { return harnesses.contains(harness); }
 
@@ -59,7 +62,9 @@ public:
         return found->second(request);
     }
 
-    Result<sessions::OpenedEvents> open_events(std::string_view harness, std::string_view) override {
+    Result<sessions::OpenedEvents> open_events(std::string_view harness, std::string_view,
+                                               std::optional<std::string_view> harness_session) override {
+        reopened.push_back(harness_session ? std::optional<std::string>(*harness_session) : std::nullopt);
         const auto found = harnesses.find(harness);
         if (found == harnesses.end() || !found->second.parser)
             return make_error(ErrorCode::unavailable, "no events");

@@ -9,13 +9,24 @@ is logged as one JSON line (path, model, the credential headers it carried), so 
 check which key reached the provider.
 
 Usage: fake_model_server.py --log LOG --file FILE [--content TEXT] [--answer TEXT]
-                            [--tls CERT KEY] [--port N] [--hold FILE]
+                            [--tls CERT KEY] [--port N] [--hold FILE] [--overloaded N]
 Prints the port it listens on (on 127.0.0.1), then serves until killed. While FILE (--hold)
 exists, model requests wait (up to a minute), so a test can look inside a session that is
-in the middle of a turn.
+in the middle of a turn. The first N model requests (--overloaded) are answered 529
+overloaded_error, as a busy provider does, so a test sees a harness retry.
+
+For conversations (Anthropic's API): --every-turn plays the script again for every new
+prompt (a tool call, then the answer), not once per conversation, and gives every answer and
+tool call an id of its own, as a real API does (Claude Code, resuming a conversation, joins
+the messages of one id and drops a tool call whose id it has seen); --stream-delay SECONDS
+waits that long between the events of a streamed answer, so that a cancel can land in the
+middle of one. Each Messages API log line also holds the user's prompts the request carried
+("user_texts", as for the Responses API), so a test can see that a later turn was sent the
+earlier ones.
 """
 import argparse
 import http.server
+import itertools
 import json
 import os
 import ssl
@@ -25,6 +36,8 @@ import time
 
 args = None
 log_lock = threading.Lock()
+overloaded_left = [0]
+message_numbers = itertools.count(1)
 
 
 def sse(handler, events, named=True):
@@ -43,6 +56,21 @@ def sse(handler, events, named=True):
         handler.wfile.write(chunk.encode())
         handler.wfile.flush()
     handler.close_connection = True
+
+
+def overloaded(handler):
+    """Answers 529 while --overloaded requests are left; whether it did."""
+    with log_lock:
+        if overloaded_left[0] <= 0:
+            return False
+        overloaded_left[0] -= 1
+    payload = json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}).encode()
+    handler.send_response(529)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+    return True
 
 
 def tool_output(body):
@@ -87,15 +115,72 @@ def tool_names(tools):
     return names
 
 
+def message_parts(message):
+    """An Anthropic message's content blocks (a string is one text block)."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [part for part in content if isinstance(part, dict)] if isinstance(content, list) else []
+
+
+def typed_text(message, part):
+    """What the user typed, if this block is that. Harnesses add text blocks of their own
+    (reminders in angle brackets), which are not."""
+    text = part.get("text") if part.get("type") == "text" else None
+    if message.get("role") == "user" and isinstance(text, str) and not text.lstrip().startswith("<"):
+        return text
+    return None
+
+
+def user_prompts(body):
+    """The text the user typed in each message of an Anthropic request, oldest first."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    prompts = []
+    for message in messages if isinstance(messages, list) else []:
+        for part in message_parts(message):
+            text = typed_text(message, part)
+            if text is not None:
+                prompts.append(text[:200])
+    return prompts
+
+
+def answered_tool(messages):
+    """Whether the tool call the script asked for in this turn has its result: a tool_result
+    after the last thing the user typed, which --every-turn takes as "this turn's tool ran".
+    Claude Code adds messages of its own after the result (a "system" one with the tokens
+    left), so it need not be the last."""
+    answered = False
+    for message in messages if isinstance(messages, list) else []:
+        for part in message_parts(message):
+            if typed_text(message, part) is not None:
+                answered = False
+            elif part.get("type") == "tool_result":
+                answered = True
+    return answered
+
+
+def anthropic_stream(handler, events):
+    """sse(), with --stream-delay seconds between the events."""
+    def slowly():
+        for index, event in enumerate(events):
+            if index:
+                time.sleep(args.stream_delay)
+            yield event
+    sse(handler, slowly() if args.stream_delay else events)
+
+
 def anthropic(handler, body):
     messages = body.get("messages") or []
     done = any(isinstance(m.get("content"), list) and any(
         isinstance(part, dict) and part.get("type") == "tool_result" for part in m["content"])
         for m in messages)
+    if args.every_turn:
+        done = answered_tool(messages)
     names = tool_names(body.get("tools"))
     model = body.get("model", "fake-model")
+    number = next(message_numbers) if args.every_turn else None
     start = {"type": "message_start", "message": {
-        "id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [],
+        "id": "msg_fake" if number is None else "msg_fake_%d" % number, "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None,
         "usage": {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0,
                   "cache_read_input_tokens": 0}}}
@@ -111,7 +196,7 @@ def anthropic(handler, body):
                 {"type": "message_stop"}]
 
     if done or not names:
-        sse(handler, [start] + text_block(0, args.answer) + end("end_turn"))
+        anthropic_stream(handler, [start] + text_block(0, args.answer) + end("end_turn"))
         return
     if "Write" in names:
         name, arguments = "Write", {"file_path": args.file, "content": args.content}
@@ -119,9 +204,10 @@ def anthropic(handler, body):
         name, arguments = "write", {"path": args.file, "content": args.content}
     encoded = json.dumps(arguments)
     middle = len(encoded) // 2
-    sse(handler, [start] + text_block(0, "I'll create the file.") + [
+    anthropic_stream(handler, [start] + text_block(0, "I'll create the file.") + [
         {"type": "content_block_start", "index": 1,
-         "content_block": {"type": "tool_use", "id": "toolu_fake", "name": name, "input": {}}},
+         "content_block": {"type": "tool_use", "id": "toolu_fake" if number is None else "toolu_fake_%d" % number,
+                           "name": name, "input": {}}},
         {"type": "content_block_delta", "index": 1,
          "delta": {"type": "input_json_delta", "partial_json": encoded[:middle]}},
         {"type": "content_block_delta", "index": 1,
@@ -241,6 +327,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "tool_output": tool_output(body),
                  "user_texts": user_texts(body)}
         entry.update(responses_history(body) if self.path.split("?", 1)[0].endswith("/responses") else {})
+        entry.update({"user_texts": user_prompts(body)} if self.path.split("?", 1)[0].endswith("/messages") else {})
         with log_lock, open(args.log, "a") as log:
             log.write(json.dumps(entry) + "\n")
 
@@ -264,6 +351,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         while args.hold and os.path.exists(args.hold) and time.time() < deadline:
             time.sleep(0.1)
         path = self.path.split("?", 1)[0]
+        if overloaded(self):
+            return
         if path.endswith("/messages"):
             anthropic(self, body)
         elif path.endswith("/responses"):
@@ -295,7 +384,11 @@ def main():
     parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--hold", help="while this file exists, model requests wait")
+    parser.add_argument("--overloaded", type=int, default=0, help="answer the first N model requests 529")
+    parser.add_argument("--every-turn", action="store_true", help="a tool call for every new prompt (Anthropic)")
+    parser.add_argument("--stream-delay", type=float, default=0, help="seconds between streamed events (Anthropic)")
     args = parser.parse_args()
+    overloaded_left[0] = args.overloaded
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     if args.tls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -527,6 +527,13 @@ public:
         (void)session_id;
         return nullptr;
     }
+    // A parser for a session whose harness already runs (sdk.h, events_reopen), told the
+    // harness's own session id; by default the same as open_events.
+    virtual std::unique_ptr<EventParser> reopen_events(std::string_view session_id,
+                                                       std::string_view harness_session_id) {
+        (void)harness_session_id;
+        return open_events(session_id);
+    }
 };
 
 class Addon : public PluginBase {
@@ -688,18 +695,31 @@ inline hd_status harness_launch(void* instance, const hd_launch_request* raw_req
     });
 }
 
-inline hd_status harness_events_open(void* instance, hd_str session_id, void** out_parser,
-                                     hd_sink out_error) noexcept {
+template <class Open>
+hd_status open_parser(const char* call, void** out_parser, hd_sink out_error, Open&& open) noexcept {
     if (out_parser == nullptr) {
-        write_to(out_error, "events_open() was called without out_parser");
+        write_to(out_error, std::string(call) + "() was called without out_parser");
         return HD_STATUS_INVALID_ARGUMENT;
     }
     *out_parser = nullptr;
     return guarded(out_error, [&] {
-        std::unique_ptr<EventParser> parser = self<Harness>(instance).open_events(to_view(session_id));
+        std::unique_ptr<EventParser> parser = open();
         if (!parser)
             throw PluginError(HD_STATUS_UNSUPPORTED, "this harness has no structured output parser");
         *out_parser = parser.release();
+    });
+}
+
+inline hd_status harness_events_open(void* instance, hd_str session_id, void** out_parser,
+                                     hd_sink out_error) noexcept {
+    return open_parser("events_open", out_parser, out_error,
+                       [&] { return self<Harness>(instance).open_events(to_view(session_id)); });
+}
+
+inline hd_status harness_events_reopen(void* instance, hd_str session_id, hd_str harness_session_id,
+                                       void** out_parser, hd_sink out_error) noexcept {
+    return open_parser("events_reopen", out_parser, out_error, [&] {
+        return self<Harness>(instance).reopen_events(to_view(session_id), to_view(harness_session_id));
     });
 }
 
@@ -765,7 +785,7 @@ inline constexpr hd_harness_vtable kHarnessVtable = {
     sizeof(hd_harness_vtable), &describe<Harness>,  &image_recipe<Harness>, &harness_launch,
     &harness_events_open,      &harness_events_feed, &harness_events_close,
     &harness_events_answer,    &harness_events_prompt, &harness_events_cancel,
-    &harness_events_set,
+    &harness_events_set,       &harness_events_reopen,
 };
 
 inline constexpr hd_addon_vtable kAddonVtable = {

@@ -318,6 +318,13 @@ typedef struct hd_harness_vtable {
      * HD_STATUS_UNSUPPORTED: not while it runs (handlerd says it applies on resume). */
     hd_status (*events_set)(void* parser, hd_str name, hd_str value, const hd_event_sink* sink,
                             hd_sink out_error);
+    /* Minor 1. Like events_open, for a session whose harness already runs: handlerd was
+     * restarted, and the new parser meets the harness mid-conversation. `harness_session_id`
+     * is the last SESSION_INFO's "harnessSessionId" (empty: none came), which a parser
+     * whose protocol names its conversation (Codex's thread) needs for the next prompt.
+     * NULL: events_open is used. */
+    hd_status (*events_reopen)(void* instance, hd_str session_id, hd_str harness_session_id,
+                               void** out_parser, hd_sink out_error);
 } hd_harness_vtable;
 
 /* An addon: adds to the image and to every session it is enabled for. */

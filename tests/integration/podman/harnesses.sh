@@ -250,6 +250,13 @@ check_conversation() {
     *"create hello.txt containing hi"*"an eighth, after the resume"*) ;;
     *) fail "$agent: after the resume the model request lacks the earlier turns: $(last_user_texts "$host")";;
   esac
+  # The harness's own conversation went on: one session id of its own, before and after.
+  events_of "$id" | python3 -c '
+import json, sys
+ids = {e["payload"]["harnessSessionId"] for e in map(json.loads, filter(str.strip, sys.stdin))
+       if e["kind"] == "session_info" and "harnessSessionId" in e["payload"]}
+assert len(ids) == 1, ids' || fail "$agent: not one harness session across the resume: $(events_of "$id" | grep session_info)"
+
   handler session stop "$id" >/dev/null
   wait_state_long "$id" exited
   echo "PASS $agent conversation"

@@ -64,18 +64,21 @@ const std::string kTranscript =
 
 TEST(ClaudeCodeStreamJson, TurnsARealRunIntoEvents) {
     const std::vector<Event> events = parse_all(kTranscript);
-    ASSERT_EQ(events.size(), 6u) << describe(events);
+    ASSERT_EQ(events.size(), 8u) << describe(events);
 
-    EXPECT_EQ(events[0].kind, HD_EVENT_MODE_CHANGED);
-    EXPECT_EQ(events[0].json, R"({"modeId":"acceptEdits","model":"claude-sonnet-4-5"})");
+    EXPECT_EQ(events[0].kind, HD_EVENT_SESSION_INFO);
+    EXPECT_EQ(events[0].json, R"({"harnessSessionId":"dded16df"})");
 
-    EXPECT_EQ(events[1].kind, HD_EVENT_AGENT_MESSAGE_CHUNK);
-    EXPECT_EQ(payload(events[1]).at("content").at("text").as_string(),
+    EXPECT_EQ(events[1].kind, HD_EVENT_MODE_CHANGED);
+    EXPECT_EQ(events[1].json, R"({"modeId":"acceptEdits","model":"claude-sonnet-4-5"})");
+
+    EXPECT_EQ(events[2].kind, HD_EVENT_AGENT_MESSAGE_CHUNK);
+    EXPECT_EQ(payload(events[2]).at("content").at("text").as_string(),
               "I'll create the file \xe2\x80\x94 caf\xc3\xa9 \xf0\x9f\x98\x80");
-    EXPECT_EQ(payload(events[1]).at("content").at("type").as_string(), "text");
+    EXPECT_EQ(payload(events[2]).at("content").at("type").as_string(), "text");
 
-    EXPECT_EQ(events[2].kind, HD_EVENT_TOOL_CALL);
-    const json::object tool = payload(events[2]);
+    EXPECT_EQ(events[3].kind, HD_EVENT_TOOL_CALL);
+    const json::object tool = payload(events[3]);
     EXPECT_EQ(tool.at("toolCallId").as_string(), "toolu_9474");
     EXPECT_EQ(tool.at("title").as_string(), "Write hello.txt"); // relative to init's cwd
     EXPECT_EQ(tool.at("name").as_string(), "Write");
@@ -85,16 +88,21 @@ TEST(ClaudeCodeStreamJson, TurnsARealRunIntoEvents) {
               R"({"file_path":"/home/u/project/hello.txt","content":"hello from mock\n"})");
     EXPECT_EQ(json::serialize(tool.at("locations")), R"([{"path":"/home/u/project/hello.txt"}])");
 
-    EXPECT_EQ(events[3].kind, HD_EVENT_TOOL_CALL_UPDATE);
-    EXPECT_EQ(events[3].json,
+    EXPECT_EQ(events[4].kind, HD_EVENT_TOOL_CALL_UPDATE);
+    EXPECT_EQ(events[4].json,
               R"({"toolCallId":"toolu_9474","status":"completed","content":[{"type":"content","content":)"
               R"({"type":"text","text":"File created successfully at: /home/u/project/hello.txt"}}]})");
 
-    EXPECT_EQ(events[4].kind, HD_EVENT_AGENT_MESSAGE_CHUNK);
-    EXPECT_EQ(events[4].json, R"({"content":{"type":"text","text":"Done: wrote hello.txt"}})");
+    EXPECT_EQ(events[5].kind, HD_EVENT_AGENT_MESSAGE_CHUNK);
+    EXPECT_EQ(events[5].json, R"({"content":{"type":"text","text":"Done: wrote hello.txt"}})");
 
-    EXPECT_EQ(events[5].kind, HD_EVENT_RESULT);
-    const json::object result = payload(events[5]);
+    // The context the last model request read (its input tokens, there being no cache), and
+    // the run's cost; no window size, since this result names none for the model.
+    EXPECT_EQ(events[6].kind, HD_EVENT_USAGE);
+    EXPECT_EQ(events[6].json, R"({"used":3,"cost":{"amount":7.77E-4,"currency":"USD"}})");
+
+    EXPECT_EQ(events[7].kind, HD_EVENT_RESULT);
+    const json::object result = payload(events[7]);
     EXPECT_EQ(result.at("stopReason").as_string(), "end_turn");
     EXPECT_EQ(result.at("result").as_string(), "Done: wrote hello.txt");
     EXPECT_EQ(result.at("isError").as_bool(), false);
@@ -104,7 +112,7 @@ TEST(ClaudeCodeStreamJson, TurnsARealRunIntoEvents) {
 }
 
 TEST(ClaudeCodeStreamJson, GivesTheSameEventsWhereverTheOutputIsSplit) {
-    handler::testing::harnesses::expect_same_events_wherever_split<StreamJsonParser>(kTranscript, 6);
+    handler::testing::harnesses::expect_same_events_wherever_split<StreamJsonParser>(kTranscript, 8);
 }
 
 TEST(ClaudeCodeStreamJson, ThinkingIsAThoughtChunk) {
@@ -390,6 +398,260 @@ TEST(ClaudeCodeStreamJson, AnOverLongLineIsAnErrorAndTheNextLinesStillCount) {
     EXPECT_EQ(events[0].json, R"({"modeId":"plan"})");
 }
 
+// ------------------------------------------------------------------ conversations
+
+// A conversation as Claude Code 2.1.328 printed it against the fake model server (trimmed:
+// fewer tools and commands, shorter descriptions, fewer fields). The initialize answer
+// comes before any prompt, system/init at the start of every turn.
+constexpr std::string_view kInitializeAnswer =
+    R"({"type":"control_response","response":{"subtype":"success","request_id":"handler-initialize","response":{"commands":[)"
+    R"({"name":"code-review","description":"Review the current changes","argumentHint":"","builtin":true},)"
+    R"({"name":"compact","description":"Clear conversation history but keep a summary in context","argumentHint":"<optional custom summarization instructions>"}],)"
+    R"("current_permission_mode":"acceptEdits","claude_code_version":"2.1.328","pid":28884}}})"
+    "\n";
+constexpr std::string_view kInit =
+    R"({"type":"system","subtype":"init","cwd":"/home/u/project","session_id":"0a221ba9-5a37-43e1-9bda-487914d4a684",)"
+    R"("tools":["Task","Bash","Write"],"mcp_servers":[],"model":"claude-opus-5-5","permissionMode":"acceptEdits",)"
+    R"("slash_commands":["code-review","compact","context"],"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.328",)"
+    R"("uuid":"056f398e-a635-49c9-b4e3-da46d399a7eb"})"
+    "\n";
+constexpr std::string_view kAnswer =
+    R"({"type":"assistant","message":{"id":"msg_fake_3","type":"message","role":"assistant","model":"claude-opus-5-5",)"
+    R"("content":[{"type":"text","text":"Done: wrote the file."}],"stop_reason":null,"usage":{"input_tokens":10,)"
+    R"("output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}},"parent_tool_use_id":null,)"
+    R"("session_id":"0a221ba9-5a37-43e1-9bda-487914d4a684"})"
+    "\n";
+constexpr std::string_view kSuccess =
+    R"({"duration_api_ms":32,"stop_reason":"end_turn","session_id":"0a221ba9-5a37-43e1-9bda-487914d4a684","total_cost_usd":0.00088,)"
+    R"("usage":{"input_tokens":20,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":40},)"
+    R"("modelUsage":{"claude-opus-5-5":{"inputTokens":20,"outputTokens":40,"costUSD":0.00088,"contextWindow":1000000,"maxOutputTokens":128000}},)"
+    R"("permission_denials":[],"terminal_reason":"completed","is_error":false,"num_turns":2,"subtype":"success",)"
+    R"("result":"Done: wrote the file.","type":"result"})"
+    "\n";
+// An interrupt while the model request was still unanswered (the fake server held it).
+constexpr std::string_view kInterruptedWhileWaiting =
+    R"({"type":"control_response","response":{"subtype":"success","request_id":"handler-1","response":{"still_queued":[]}}})"
+    "\n"
+    R"({"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]},"parent_tool_use_id":null,"session_id":"0a221ba9-5a37-43e1-9bda-487914d4a684"})"
+    "\n"
+    R"({"duration_api_ms":0,"stop_reason":null,"session_id":"0a221ba9-5a37-43e1-9bda-487914d4a684","total_cost_usd":0,)"
+    R"("usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0},"modelUsage":{},)"
+    R"("permission_denials":[],"terminal_reason":"aborted_streaming","is_error":true,"num_turns":2,"subtype":"error_during_execution",)"
+    R"("errors":["[ede_diagnostic] result_type=user last_content_type=n/a stop_reason=null"],"type":"result"})"
+    "\n";
+
+std::vector<hd_event_kind> kinds(const std::vector<Event>& events) {
+    std::vector<hd_event_kind> out;
+    for (const Event& event : events) out.push_back(event.kind);
+    return out;
+}
+
+TEST(ClaudeCodeConversation, TheSessionIdCommandsAndModeComeFromInitializeAndInit) {
+    StreamJsonParser parser;
+    const auto before = parser.feed(kInitializeAnswer);
+    ASSERT_EQ(before.size(), 2u) << describe(before);
+    EXPECT_EQ(before[0].kind, HD_EVENT_AVAILABLE_COMMANDS);
+    EXPECT_EQ(before[0].json, R"({"availableCommands":[{"name":"code-review","description":"Review the current changes"},)"
+                              R"({"name":"compact","description":"Clear conversation history but keep a summary in context"}]})");
+    EXPECT_EQ(before[1].kind, HD_EVENT_MODE_CHANGED);
+    EXPECT_EQ(before[1].json, R"({"modeId":"acceptEdits"})");
+
+    // init names one command more: the list is sent again, keeping the descriptions.
+    const auto first_turn = parser.feed(kInit);
+    ASSERT_EQ(first_turn.size(), 3u) << describe(first_turn);
+    EXPECT_EQ(first_turn[0].kind, HD_EVENT_SESSION_INFO);
+    EXPECT_EQ(first_turn[0].json, R"({"harnessSessionId":"0a221ba9-5a37-43e1-9bda-487914d4a684"})");
+    EXPECT_EQ(first_turn[1].kind, HD_EVENT_AVAILABLE_COMMANDS);
+    EXPECT_EQ(first_turn[1].json,
+              R"({"availableCommands":[{"name":"code-review","description":"Review the current changes"},)"
+              R"({"name":"compact","description":"Clear conversation history but keep a summary in context"},)"
+              R"({"name":"context","description":""}]})");
+    EXPECT_EQ(first_turn[2].json, R"({"modeId":"acceptEdits","model":"claude-opus-5-5"})");
+
+    // Every later turn starts with the same init: nothing new to say.
+    EXPECT_TRUE(parser.feed(kInit).empty());
+    // Without an initialize answer (a one-shot run), init's names alone.
+    StreamJsonParser one_shot;
+    const auto names = one_shot.feed(kInit);
+    ASSERT_EQ(names.size(), 3u) << describe(names);
+    EXPECT_EQ(payload(names[1]).at("availableCommands").at(0).at("description").as_string(), "");
+}
+
+TEST(ClaudeCodeConversation, UsageIsTheLastRequestsContextInTheModelsWindow) {
+    // Shapes from the real run; the token counts are set so that each one counts.
+    StreamJsonParser parser;
+    const auto events = parser.feed(
+        std::string(kInit) +
+        R"({"type":"assistant","message":{"model":"claude-opus-5-5","content":[{"type":"text","text":"Looking."}],)"
+        R"("usage":{"input_tokens":3,"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":100}},"parent_tool_use_id":null})"
+        "\n"
+        R"({"type":"assistant","message":{"model":"claude-opus-5-5","content":[{"type":"text","text":"Done."}],)"
+        R"("usage":{"input_tokens":5,"output_tokens":1,"cache_creation_input_tokens":7,"cache_read_input_tokens":200}},"parent_tool_use_id":null})"
+        "\n"
+        R"({"type":"assistant","message":{"model":"claude-haiku-5-5","content":[{"type":"tool_use","id":"toolu_s","name":"Glob","input":{}}],)"
+        R"("usage":{"input_tokens":9000,"output_tokens":1}},"parent_tool_use_id":"toolu_task"})"
+        "\n" +
+        std::string(kSuccess));
+    ASSERT_GE(events.size(), 2u) << describe(events);
+    const Event& usage = events[events.size() - 2];
+    EXPECT_EQ(usage.kind, HD_EVENT_USAGE) << describe(events);
+    EXPECT_EQ(usage.json, R"({"used":212,"size":1000000,"cost":{"amount":8.8E-4,"currency":"USD"}})")
+        << "input and cache tokens of the session's own last request, not the subagent's";
+    EXPECT_EQ(events.back().kind, HD_EVENT_RESULT);
+
+    // A turn interrupted before the model answered read nothing: no usage to report.
+    parser.prompt(R"({"content":{"type":"text","text":"again"}})");
+    parser.cancel();
+    EXPECT_EQ(kinds(parser.feed(kInterruptedWhileWaiting)), (std::vector<hd_event_kind>{HD_EVENT_RESULT}));
+}
+
+TEST(ClaudeCodeConversation, ACancelIsAnInterruptAndItsTurnEndsCancelledNotFailed) {
+    StreamJsonParser parser;
+    parser.feed(std::string(kInitializeAnswer) + std::string(kInit));
+    parser.prompt(R"({"content":{"type":"text","text":"create hello.txt"}})");
+    parser.take_reply();
+    EXPECT_TRUE(parser.cancel().empty());
+    const auto reply = parser.take_reply();
+    EXPECT_EQ(reply.input, R"({"type":"control_request","request_id":"handler-1","request":{"subtype":"interrupt"}})"
+                           "\n");
+    EXPECT_FALSE(reply.close);
+    // Claude Code's own error_during_execution result is the cancelled turn's, once.
+    const auto events = parser.feed(kInterruptedWhileWaiting);
+    ASSERT_EQ(events.size(), 1u) << describe(events);
+    EXPECT_EQ(events[0].kind, HD_EVENT_RESULT);
+    EXPECT_EQ(payload(events[0]).at("stopReason").as_string(), "cancelled");
+    EXPECT_EQ(payload(events[0]).at("isError").as_bool(), false);
+
+    // The conversation goes on, and its next turn is not taken for a cancelled one.
+    parser.prompt(R"({"content":{"type":"text","text":"after the cancel"}})");
+    const auto next = parser.feed(std::string(kAnswer) + std::string(kSuccess));
+    ASSERT_FALSE(next.empty());
+    EXPECT_EQ(payload(next.back()).at("stopReason").as_string(), "end_turn");
+}
+
+TEST(ClaudeCodeConversation, ACancelAtAQuestionWithdrawsItAndEndsTheTurnCancelled) {
+    StreamJsonParser parser;
+    parser.prompt(R"({"content":{"type":"text","text":"create hello.txt"}})");
+    const auto asked = parser.feed(
+        R"({"type":"control_request","request_id":"9826fbe1-d86f-4ad9-a485-7fe472568bd2","request":{"subtype":"can_use_tool","tool_name":"Write",)"
+        R"("display_name":"Write","input":{"file_path":"/home/u/project/hello.txt","content":"hi\n"},"description":"hello.txt",)"
+        R"("permission_suggestions":[{"type":"setMode","mode":"acceptEdits","destination":"session"}],"tool_use_id":"toolu_fake_17"}})"
+        "\n");
+    ASSERT_EQ(kinds(asked), (std::vector<hd_event_kind>{HD_EVENT_PERMISSION_REQUEST}));
+    parser.cancel();
+    const auto events = parser.feed(
+        R"({"type":"control_cancel_request","request_id":"9826fbe1-d86f-4ad9-a485-7fe472568bd2"})"
+        "\n"
+        R"({"type":"control_response","response":{"subtype":"success","request_id":"handler-1","response":{"still_queued":[]}}})"
+        "\n"
+        R"({"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"The user doesn't want to proceed with this tool use.",)"
+        R"("is_error":true,"tool_use_id":"toolu_fake_17"}]},"parent_tool_use_id":null,"tool_use_result":"User rejected tool use"})"
+        "\n"
+        R"({"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]},"parent_tool_use_id":null})"
+        "\n"
+        R"({"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":3,"stop_reason":"tool_use","total_cost_usd":0.00044,)"
+        R"("usage":{"input_tokens":10,"output_tokens":20},"terminal_reason":"aborted_tools",)"
+        R"("errors":["[ede_diagnostic] result_type=user last_content_type=n/a stop_reason=tool_use"]})"
+        "\n");
+    ASSERT_EQ(kinds(events), (std::vector<hd_event_kind>{HD_EVENT_PERMISSION_ANSWER, HD_EVENT_TOOL_CALL_UPDATE,
+                                                         HD_EVENT_RESULT}))
+        << describe(events);
+    EXPECT_EQ(events[0].json, R"({"toolCallId":"toolu_fake_17","kind":"cancelled"})");
+    EXPECT_EQ(payload(events[1]).at("status").as_string(), "failed");
+    EXPECT_EQ(payload(events[2]).at("stopReason").as_string(), "cancelled");
+    EXPECT_EQ(payload(events[2]).at("isError").as_bool(), false);
+}
+
+// Claude Code answers an interrupt with no turn running and prints nothing else; a cancel
+// that arrives once the turn's result was read leaves the next turn's result as it is.
+TEST(ClaudeCodeConversation, ACancelAfterTheTurnEndedDoesNotMarkTheNextTurn) {
+    StreamJsonParser parser;
+    parser.prompt(R"({"content":{"type":"text","text":"first"}})");
+    parser.feed(std::string(kInit) + std::string(kAnswer) + std::string(kSuccess));
+    parser.take_reply();
+    parser.cancel();
+    EXPECT_TRUE(parser.take_reply().input.find(R"("subtype":"interrupt")") != std::string::npos);
+    EXPECT_TRUE(parser.feed(R"({"type":"control_response","response":{"subtype":"success","request_id":"handler-1","response":{"still_queued":[]}}})"
+                            "\n")
+                    .empty());
+    parser.prompt(R"({"content":{"type":"text","text":"second"}})");
+    const auto next = parser.feed(std::string(kInit) + std::string(kAnswer) + std::string(kSuccess));
+    ASSERT_FALSE(next.empty());
+    EXPECT_EQ(payload(next.back()).at("stopReason").as_string(), "end_turn");
+}
+
+TEST(ClaudeCodeConversation, SettingsAreControlRequestsThatChangeWhenClaudeCodeConfirms) {
+    StreamJsonParser parser;
+    parser.feed(kInit);
+    const auto sent = [&] { return parser.take_reply().input; };
+
+    EXPECT_TRUE(parser.set("model", "haiku").empty());
+    EXPECT_EQ(sent(), R"({"type":"control_request","request_id":"handler-1","request":{"subtype":"set_model","model":"haiku"}})"
+                      "\n");
+    // The answer names the model the alias resolved to.
+    auto confirmed = parser.feed(
+        R"({"type":"control_response","response":{"subtype":"success","request_id":"handler-1","response":{"model":"claude-haiku-5-5"}}})"
+        "\n");
+    ASSERT_EQ(confirmed.size(), 1u) << describe(confirmed);
+    EXPECT_EQ(confirmed[0].kind, HD_EVENT_MODE_CHANGED);
+    EXPECT_EQ(confirmed[0].json, R"({"modeId":"acceptEdits","model":"claude-haiku-5-5"})");
+
+    parser.set("thinking_level", "high");
+    EXPECT_EQ(sent(), R"({"type":"control_request","request_id":"handler-2","request":{"subtype":"apply_flag_settings","settings":{"effortLevel":"high"}}})"
+                      "\n");
+    confirmed = parser.feed(R"({"type":"control_response","response":{"subtype":"success","request_id":"handler-2"}})"
+                            "\n");
+    ASSERT_EQ(confirmed.size(), 1u) << describe(confirmed);
+    EXPECT_EQ(confirmed[0].json, R"({"modeId":"acceptEdits","model":"claude-haiku-5-5","thinkingLevel":"high"})");
+
+    parser.set("mode", "plan");
+    EXPECT_EQ(sent(), R"({"type":"control_request","request_id":"handler-3","request":{"subtype":"set_permission_mode","mode":"plan"}})"
+                      "\n");
+    confirmed = parser.feed(
+        R"({"type":"control_response","response":{"subtype":"success","request_id":"handler-3","response":{"mode":"plan"}}})"
+        "\n"
+        R"({"type":"system","subtype":"status","status":null,"permissionMode":"plan","session_id":"0a221ba9-5a37-43e1-9bda-487914d4a684"})"
+        "\n");
+    ASSERT_EQ(confirmed.size(), 1u) << "the status line says what the answer said: " << describe(confirmed);
+    EXPECT_EQ(confirmed[0].json, R"({"modeId":"plan","model":"claude-haiku-5-5","thinkingLevel":"high"})");
+    // Claude Code's own change (the model leaving plan mode) shows the same way.
+    EXPECT_EQ(payload(parser.feed(R"({"type":"system","subtype":"status","status":null,"permissionMode":"default"})"
+                                  "\n")
+                          .at(0))
+                  .at("modeId")
+                  .as_string(),
+              "default");
+
+    // A refusal is Claude Code's reason, and nothing changes.
+    parser.set("mode", "bypassPermissions");
+    sent();
+    const auto refused = parser.feed(
+        R"({"type":"control_response","response":{"subtype":"error","request_id":"handler-4","error":"Cannot set permission mode to )"
+        R"(bypassPermissions because the session was not launched with --dangerously-skip-permissions","error_code":"bypass_not_launched"}})"
+        "\n");
+    ASSERT_EQ(refused.size(), 1u) << describe(refused);
+    EXPECT_EQ(refused[0].kind, HD_EVENT_ERROR);
+    EXPECT_EQ(refused[0].json, R"({"message":"Claude Code did not change to mode 'bypassPermissions': Cannot set permission mode )"
+                               R"(to bypassPermissions because the session was not launched with --dangerously-skip-permissions"})");
+    // An answer to a request that is not ours (or answered already) is nobody's.
+    EXPECT_TRUE(parser.feed(R"({"type":"control_response","response":{"subtype":"success","request_id":"handler-4"}})"
+                            "\n")
+                    .empty());
+
+    // What Claude Code does not have is refused before anything is written.
+    EXPECT_THROW(parser.set("mode", "dontAsk"), std::invalid_argument);
+    EXPECT_THROW(parser.set("thinking_level", "minimal"), std::invalid_argument);
+    EXPECT_THROW(parser.set("model", ""), std::invalid_argument);
+    try {
+        parser.set("color", "red");
+        ADD_FAILURE() << "a setting Claude Code cannot change live";
+    } catch (const handler::sdk::PluginError& error) {
+        EXPECT_EQ(error.status(), HD_STATUS_UNSUPPORTED);
+        EXPECT_TRUE(handler::testing::contains(error.what(), "cannot change its color")) << error.what();
+    }
+    EXPECT_TRUE(sent().empty());
+}
+
 // ------------------------------------------------------------------ the loaded plugin
 
 using handler::plugins::LaunchMode;
@@ -404,6 +666,14 @@ protected:
     static LaunchRequest request(LaunchMode mode, StartMode start, std::string prompt,
                                  std::string account_kind = "anthropic-api-key") {
         return HarnessPluginTest::request(mode, start, std::move(prompt), std::move(account_kind));
+    }
+
+    // The launch is refused as the caller's mistake, with a message that says `why`.
+    void expect_refused(const LaunchRequest& r, const std::string& why) {
+        auto spec = harness_->launch(r);
+        ASSERT_FALSE(spec) << why;
+        EXPECT_EQ(spec.error().code, handler::ErrorCode::invalid_argument);
+        EXPECT_TRUE(handler::testing::contains(spec.error().message, why)) << spec.error().message;
     }
 };
 
@@ -434,7 +704,7 @@ TEST_F(ClaudeCodePlugin, DescribesItsHostCredentialsModesAndStructuredEvents) {
     std::vector<std::string> models;
     for (const auto& model : value.at("models").as_array()) models.emplace_back(model.at("id").as_string());
     EXPECT_EQ(models, (std::vector<std::string>{"sonnet", "opus", "haiku"}));
-    EXPECT_EQ(json::serialize(value.at("launch_modes")), R"(["interactive","headless"])");
+    EXPECT_EQ(json::serialize(value.at("launch_modes")), R"(["interactive","headless","conversation"])");
     EXPECT_EQ(value.at("events").as_string(), "structured");
 }
 
@@ -656,10 +926,130 @@ TEST_F(ClaudeCodePlugin, RefusesAnotherProvidersAccount) {
 }
 
 TEST_F(ClaudeCodePlugin, HeadlessWithoutAPromptIsAnInvalidArgument) {
-    auto spec = harness_->launch(request(LaunchMode::headless, StartMode::guarded, ""));
-    ASSERT_FALSE(spec);
-    EXPECT_EQ(spec.error().code, handler::ErrorCode::invalid_argument);
-    EXPECT_TRUE(handler::testing::contains(spec.error().message, "needs a prompt")) << spec.error().message;
+    expect_refused(request(LaunchMode::headless, StartMode::guarded, ""), "needs a prompt");
+}
+
+// A conversation may start empty: no prompt on the command line or stdin, only the
+// initialize request; its prompts come later through the parser.
+TEST_F(ClaudeCodePlugin, AConversationStartsWithoutAPromptAndKeepsItsStateInTheSessionsFolder) {
+    LaunchRequest r = request(LaunchMode::headless, StartMode::guarded, "");
+    r.conversation = true;
+    auto spec = harness_->launch(r);
+    ASSERT_TRUE(spec) << spec.error().message;
+    EXPECT_EQ(spec->arguments,
+              (std::vector<std::string>{"claude", "-p", "--input-format", "stream-json", "--output-format",
+                                        "stream-json", "--verbose", "--permission-prompt-tool", "stdio",
+                                        "--permission-mode", "acceptEdits"}));
+    EXPECT_EQ(spec->session_state_env, "CLAUDE_CONFIG_DIR");
+    EXPECT_EQ(spec->input, R"({"type":"control_request","request_id":"handler-initialize","request":{"subtype":"initialize"}})"
+                           "\n");
+    EXPECT_TRUE(spec->account_state_env.empty());
+    // A one-shot run keeps Claude Code's state in the session's home, gone with its container.
+    auto one_shot = harness_->launch(request(LaunchMode::headless, StartMode::guarded, "go"));
+    ASSERT_TRUE(one_shot) << one_shot.error().message;
+    EXPECT_TRUE(one_shot->session_state_env.empty());
+
+    r.mode = LaunchMode::interactive;
+    expect_refused(r, "runs headless");
+}
+
+TEST_F(ClaudeCodePlugin, AResumeNamesTheSessionAndOnlyAUuidIsTaken) {
+    LaunchRequest r = request(LaunchMode::headless, StartMode::locked_down, "");
+    r.conversation = true;
+    r.resume = "a7876dd3-a227-4a63-ab8d-742ed07e9947";
+    r.model = "opus";
+    const auto argv = arguments(r);
+    EXPECT_EQ(std::vector<std::string>(argv.end() - 6, argv.end()),
+              (std::vector<std::string>{"--permission-mode", "default", "--resume", "a7876dd3-a227-4a63-ab8d-742ed07e9947",
+                                        "--model", "opus"}));
+    r.resume = "A7876DD3-A227-4A63-AB8D-742ED07E9947";
+    EXPECT_FALSE(arguments(r).empty());
+
+    // The id came out of the container: anything but a UUID could be an option, a name
+    // Claude Code would look up, or worse.
+    for (const std::string& hostile : std::vector<std::string>{
+             "--dangerously-skip-permissions", "-p", "a7876dd3-a227-4a63-ab8d-742ed07e994", "a7876dd3-a227-4a63-ab8d-742ed07e99470",
+          "a7876dd3a227-4a63-ab8d-742ed07e9947-", "a7876dd3-a227-4a63-ab8d-742ed07e994g", "../../etc/passwd",
+          "a7876dd3-a227-4a63-ab8d-742ed07e9947\n", std::string("a7876dd3-a227-4a63-ab8d-742ed07e994") + '\0', "my session"}) {
+        r.resume = hostile;
+        expect_refused(r, "is a UUID");
+    }
+    // The refusal quotes the id as JSON, so that none of its bytes reach a log or a terminal raw.
+    r.resume = "\x1b[2J--x\n";
+    expect_refused(r, R"(cannot resume "\u001b[2J--x\n")");
+}
+
+// Through the plugin's waist, as handlerd drives a conversation: two prompts on one open
+// stdin, each turn ending in its one result; a cancel and a setting reach Claude Code's
+// stdin, and what it cannot change is refused as unsupported.
+TEST_F(ClaudeCodePlugin, AConversationsTurnsCancelsAndSettingsGoThroughThePlugin) {
+    auto stream = harness_->open_events("s_1");
+    ASSERT_TRUE(stream) << stream.error().message;
+    std::vector<handler::plugins::SessionEvent> events;
+    std::string input;
+    bool closed = false;
+    const auto take = [&](auto result) {
+        ASSERT_TRUE(result) << result.error().message;
+        events.insert(events.end(), result->events.begin(), result->events.end());
+        input += result->input;
+        closed = closed || result->close_input;
+    };
+    take((*stream)->feed(kInitializeAnswer));
+    take((*stream)->prompt(R"({"promptId":"p_1","content":{"type":"text","text":"create hello.txt"}})"));
+    take((*stream)->feed(std::string(kInit) + std::string(kAnswer) + std::string(kSuccess)));
+    take((*stream)->prompt(R"({"promptId":"p_2","content":{"type":"text","text":"and now?"}})"));
+    take((*stream)->cancel());
+    take((*stream)->feed(std::string(kInit) + std::string(kInterruptedWhileWaiting)));
+    take((*stream)->set("model", "sonnet"));
+    EXPECT_FALSE(closed) << "a conversation's stdin stays open";
+    EXPECT_EQ(input, StreamJsonParser::user_message("create hello.txt") + StreamJsonParser::user_message("and now?") +
+                         R"({"type":"control_request","request_id":"handler-1","request":{"subtype":"interrupt"}})"
+                         "\n"
+                         R"({"type":"control_request","request_id":"handler-2","request":{"subtype":"set_model","model":"sonnet"}})"
+                         "\n");
+    std::vector<std::string> results;
+    std::size_t session_infos = 0;
+    for (const auto& event : events) {
+        if (event.kind == handler::plugins::EventKind::result)
+            results.emplace_back(json::parse(event.json).at("stopReason").as_string());
+        session_infos += event.kind == handler::plugins::EventKind::session_info;
+    }
+    EXPECT_EQ(results, (std::vector<std::string>{"end_turn", "cancelled"}));
+    EXPECT_EQ(session_infos, 1u) << "the second turn's init names the same session";
+
+    auto unsupported = (*stream)->set("color", "red");
+    ASSERT_FALSE(unsupported);
+    EXPECT_EQ(unsupported.error().code, handler::ErrorCode::unavailable);
+    auto unknown_mode = (*stream)->set("mode", "yolo");
+    ASSERT_FALSE(unknown_mode);
+    EXPECT_EQ(unknown_mode.error().code, handler::ErrorCode::invalid_argument);
+    EXPECT_TRUE(handler::testing::contains(unknown_mode.error().message, "its modes are default, acceptEdits"))
+        << unknown_mode.error().message;
+}
+
+// After a handlerd restart the parser is reopened on a Claude Code that runs, maybe in the
+// middle of a turn no prompt of the new parser's started: a cancel still makes that
+// turn's result the cancelled one, and the session id it was told is not reported again.
+TEST_F(ClaudeCodePlugin, AReopenedParserCancelsTheTurnThatRunsAndKnowsItsSession) {
+    auto stream = harness_->open_events("s_1", std::string_view("0a221ba9-5a37-43e1-9bda-487914d4a684"));
+    ASSERT_TRUE(stream) << stream.error().message;
+    auto cancelled = (*stream)->cancel();
+    ASSERT_TRUE(cancelled) << cancelled.error().message;
+    EXPECT_EQ(cancelled->input, R"({"type":"control_request","request_id":"handler-1","request":{"subtype":"interrupt"}})"
+                                "\n");
+    auto ended = (*stream)->feed(kInterruptedWhileWaiting);
+    ASSERT_TRUE(ended) << ended.error().message;
+    ASSERT_EQ(ended->events.size(), 1u);
+    EXPECT_EQ(json::parse(ended->events[0].json).at("stopReason").as_string(), "cancelled");
+
+    auto next = (*stream)->prompt(R"({"promptId":"p_8","content":{"type":"text","text":"go on"}})");
+    ASSERT_TRUE(next) << next.error().message;
+    auto turn = (*stream)->feed(std::string(kInit) + std::string(kAnswer) + std::string(kSuccess));
+    ASSERT_TRUE(turn) << turn.error().message;
+    for (const auto& event : turn->events)
+        EXPECT_NE(event.kind, handler::plugins::EventKind::session_info) << event.json;
+    ASSERT_FALSE(turn->events.empty());
+    EXPECT_EQ(json::parse(turn->events.back().json).at("stopReason").as_string(), "end_turn");
 }
 
 TEST_F(ClaudeCodePlugin, ItsEventStreamParsesAcrossFeeds) {

@@ -978,4 +978,24 @@ TEST_F(CodexPlugin, ThePluginsParserCancelsAndChangesSettings) {
     EXPECT_EQ(refused.error().code, handler::ErrorCode::invalid_argument);
 }
 
+// After a handlerd restart the parser is reopened on a running app server: told the
+// thread its predecessor reported, the next prompt is a turn/start on that thread at once
+// (a new parser alone would wait for a thread/start answer that came long ago). A thread
+// id of another shape is not taken.
+TEST_F(CodexPlugin, AReopenedParserGoesOnInTheThreadItIsTold) {
+    auto stream = harness_->open_events("s_1", std::string_view("01a229ea-7906-7d31-a1b6-6c3a63c2b5e4"));
+    ASSERT_TRUE(stream) << stream.error().message;
+    auto prompted = (*stream)->prompt(R"({"promptId":"p_2","content":{"type":"text","text":"go on"}})");
+    ASSERT_TRUE(prompted) << prompted.error().message;
+    EXPECT_TRUE(handler::testing::contains(prompted->input, R"("method":"turn/start")")) << prompted->input;
+    EXPECT_TRUE(handler::testing::contains(prompted->input, R"("threadId":"01a229ea-7906-7d31-a1b6-6c3a63c2b5e4")"))
+        << prompted->input;
+
+    auto hostile = harness_->open_events("s_2", std::string_view("x\",\"method\":\"thread/delete"));
+    ASSERT_TRUE(hostile) << hostile.error().message;
+    auto waiting = (*hostile)->prompt(R"({"promptId":"p_3","content":{"type":"text","text":"go on"}})");
+    ASSERT_TRUE(waiting);
+    EXPECT_TRUE(waiting->input.empty()) << waiting->input;
+}
+
 } // namespace

@@ -46,7 +46,7 @@
     X(hd_harness_vtable, events_open) X(hd_harness_vtable, events_feed)                        \
     X(hd_harness_vtable, events_close) X(hd_harness_vtable, events_answer)                     \
     X(hd_harness_vtable, events_prompt) X(hd_harness_vtable, events_cancel)                    \
-    X(hd_harness_vtable, events_set)                                                           \
+    X(hd_harness_vtable, events_set) X(hd_harness_vtable, events_reopen)                       \
     X(hd_addon_vtable, struct_size) X(hd_addon_vtable, describe)                               \
     X(hd_addon_vtable, image_recipe) X(hd_addon_vtable, contribute)                            \
     X(hd_plugin_info, struct_size) X(hd_plugin_info, abi_major) X(hd_plugin_info, abi_minor)   \

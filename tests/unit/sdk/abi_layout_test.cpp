@@ -85,7 +85,7 @@ static_assert(offsetof(hd_event_sink, emit) == 16);
 static_assert(offsetof(hd_event_sink, write_input) == 24);
 static_assert(offsetof(hd_event_sink, close_input) == 32);
 
-static_assert(sizeof(hd_harness_vtable) == 88);
+static_assert(sizeof(hd_harness_vtable) == 96);
 static_assert(offsetof(hd_harness_vtable, describe) == 8);
 static_assert(offsetof(hd_harness_vtable, image_recipe) == 16);
 static_assert(offsetof(hd_harness_vtable, launch) == 24);
@@ -96,6 +96,7 @@ static_assert(offsetof(hd_harness_vtable, events_answer) == 56);
 static_assert(offsetof(hd_harness_vtable, events_prompt) == 64);
 static_assert(offsetof(hd_harness_vtable, events_cancel) == 72);
 static_assert(offsetof(hd_harness_vtable, events_set) == 80);
+static_assert(offsetof(hd_harness_vtable, events_reopen) == 88);
 
 static_assert(sizeof(hd_addon_vtable) == 32);
 static_assert(offsetof(hd_addon_vtable, describe) == 8);

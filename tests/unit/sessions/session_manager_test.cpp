@@ -398,7 +398,7 @@ TEST_F(SessionManagerTest, OnlyOpenModeGetsARealNetwork) {
 // The network mode is also what the harness is told to be (docs/harnesses.md, "Start
 // modes"): no network is locked down, open network is open, the rest guarded.
 TEST_F(SessionManagerTest, TheNetworkModeIsTheHarnessesStartModeAndTheModelIsPassedOn) {
-    api::StartRequest request;
+    api::StartRequest request{};
     request.harness = "shell";
     request.directory = (dir_ / "project").string();
     request.model = "opus";
@@ -1591,6 +1591,39 @@ TEST_F(SessionManagerTest, AnEndedConversationIsResumedWhereTheHarnessLeftIt) {
     EXPECT_FALSE(next->queued);
 }
 
+
+// A restarted handlerd adopts a running conversation: its parser is told the harness's
+// own session id (a new parser has not seen the harness say it), and the turns go on
+// from the stored events. A conversation just started or resumed gets a fresh parser.
+TEST_F(SessionManagerTest, ARestartedHandlerdToldTheParserWhichConversationRuns) {
+    api::StartRequest request;
+    request.harness = "talking";
+    request.directory = (dir_ / "project").string();
+    request.conversation = true;
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    const std::string id = started->id;
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    ASSERT_EQ(catalog_.reopened.size(), 1u);
+    EXPECT_FALSE(catalog_.reopened[0]) << "a new harness: a new parser";
+    ASSERT_TRUE(store_->add_session_events(id, clock_.now_ms(),
+                                           {{"session_info", R"({"harnessSessionId":"thread-1"})"},
+                                            {"session_info", R"({"title":"named"})"}})
+                    .ok());
+    ASSERT_TRUE(manager_->prompt(id, "one").ok());
+
+    manager_.reset();
+    make_manager();
+    bool reconciled = false;
+    manager_->reconcile([&] { reconciled = true; });
+    ASSERT_TRUE(pump_until([&] { return reconciled; }));
+    ASSERT_GE(catalog_.reopened.size(), 2u);
+    EXPECT_EQ(catalog_.reopened.back(), std::optional<std::string>("thread-1"));
+    // The turn of "one" still runs, as the events say: the next prompt waits for it.
+    auto next = manager_->prompt(id, "two");
+    ASSERT_TRUE(next.ok()) << next.error().message;
+    EXPECT_TRUE(next->queued);
+}
 
 } // namespace
 } // namespace handler::sessions

@@ -69,6 +69,9 @@ public:
         }
     }
 
+    // The wrapped parser, for a plugin that sets it up (a reopened conversation's).
+    Parser& parser() { return parser_; }
+
 private:
     static constexpr bool kCancels = requires(Parser parser) { parser.cancel(); };
     static constexpr bool kSets = requires(Parser parser, std::string_view text) { parser.set(text, text); };
