@@ -49,8 +49,9 @@ using Stream = beast::basic_stream<Local>;
 // exhausting the CLI's memory.
 constexpr std::uint64_t kResponseBodyLimitBytes = 64ull * 1024 * 1024;
 
-// What a failure to reach or talk to handlerd means to a person.
-Error connection_error(const std::filesystem::path& socket, beast::error_code error,
+} // namespace
+
+Error connection_error(const std::filesystem::path& socket, boost::system::error_code error,
                        bool connected, unsigned timeout_ms) {
     if (!connected && (error == net::error::connection_refused ||
                        error == boost::system::errc::no_such_file_or_directory))
@@ -73,31 +74,36 @@ Error connection_error(const std::filesystem::path& socket, beast::error_code er
                                                   error.message());
 }
 
-// One request/response exchange; the lambdas chain connect → write → read.
-class Exchange {
-public:
-    Exchange(const std::filesystem::path& socket, unsigned timeout_ms)
-        : socket_(socket), timeout_ms_(timeout_ms), stream_(io_) {}
+namespace {
 
-    Result<Response> run(http::request<http::string_body> request) {
+// One request/response exchange on `io`; the lambdas chain connect → write → read, and
+// `done` is called once at the end.
+class Exchange : public std::enable_shared_from_this<Exchange> {
+public:
+    Exchange(net::io_context& io, std::filesystem::path socket, unsigned timeout_ms,
+             std::function<void(Result<Response>)> done)
+        : socket_(std::move(socket)), timeout_ms_(timeout_ms), stream_(io), done_(std::move(done)) {}
+
+    void start(http::request<http::string_body> request) {
         request_ = std::move(request);
         parser_.body_limit(kResponseBodyLimitBytes);
         stream_.expires_after(std::chrono::milliseconds(timeout_ms_));
-        stream_.async_connect(Local::endpoint(socket_.native()), [this](beast::error_code error) {
-            if (error) return fail(error);
-            connected_ = true;
-            http::async_write(stream_, request_, [this](beast::error_code write_error,
-                                                        std::size_t) {
-                if (write_error) return fail(write_error);
-                http::async_read(stream_, buffer_, parser_,
-                                 [this](beast::error_code read_error, std::size_t) {
-                                     if (read_error) fail(read_error);
+        stream_.async_connect(Local::endpoint(socket_.native()), [self = shared_from_this()](beast::error_code error) {
+            if (error) return self->fail(error);
+            self->connected_ = true;
+            http::async_write(self->stream_, self->request_, [self](beast::error_code write_error, std::size_t) {
+                if (write_error) return self->fail(write_error);
+                http::async_read(self->stream_, self->buffer_, self->parser_,
+                                 [self](beast::error_code read_error, std::size_t) {
+                                     if (read_error) return self->fail(read_error);
+                                     self->finish();
                                  });
             });
         });
-        io_.run();
-        if (error_) return std::move(*error_);
+    }
 
+private:
+    void finish() {
         auto& message = parser_.get();
         Response response;
         response.status = message.result_int();
@@ -106,26 +112,53 @@ public:
             if (field.name() != http::field::content_type)
                 response.headers[std::string(field.name_string())] = std::string(field.value());
         response.body = std::move(message.body());
-        return response;
+        done_(std::move(response));
     }
 
-private:
-    void fail(beast::error_code error) {
-        error_ = connection_error(socket_, error, connected_, timeout_ms_);
-    }
+    void fail(beast::error_code error) { done_(connection_error(socket_, error, connected_, timeout_ms_)); }
 
-    const std::filesystem::path& socket_;
+    const std::filesystem::path socket_;
     const unsigned timeout_ms_;
-    net::io_context io_;
     Stream stream_;
+    std::function<void(Result<Response>)> done_;
     beast::flat_buffer buffer_;
     http::request<http::string_body> request_;
     http::response_parser<http::string_body> parser_;
-    std::optional<Error> error_;
     bool connected_ = false;
 };
 
+http::request<http::string_body> make_request(std::string_view method, std::string_view target, std::string body) {
+    http::request<http::string_body> message;
+    message.version(11);
+    const http::verb verb = http::string_to_verb(method);
+    if (verb == http::verb::unknown) message.method_string(method);
+    else message.method(verb);
+    message.target(target);
+    message.set(http::field::host, "localhost");
+    message.set(http::field::user_agent, "handler/" HANDLER_VERSION);
+    if (!body.empty()) message.set(http::field::content_type, "application/json");
+    message.body() = std::move(body);
+    message.prepare_payload();
+    return message;
+}
+
 enum class Stage { connect = 1, handshake };
+
+// A refused upgrade as an Error: handlerd's own message from its {"error":{...}} body.
+Error refusal(const websocket::response_type& response) {
+    std::string message = response.body();
+    boost::system::error_code parse_error;
+    auto value = boost::json::parse(message, parse_error);
+    if (!parse_error && value.is_object())
+        if (const auto* inner = value.as_object().if_contains("error"); inner && inner->is_object())
+            if (const auto* text = inner->as_object().if_contains("message"); text && text->is_string())
+                message = std::string(text->as_string());
+    const auto status = response.result_int();
+    return make_error(status == 404 ? ErrorCode::not_found
+                      : status == 400 ? ErrorCode::invalid_argument
+                                      : ErrorCode::unavailable,
+                      message);
+}
 
 // Connects to handlerd's socket and opens the WebSocket at `target`; `done(error, stage)`
 // says how far it got. Connecting and the handshake must finish within timeout_ms (the
@@ -441,15 +474,7 @@ private:
 
     void on_handshake_error(beast::error_code error) {
         if (error != websocket::error::upgrade_declined) return fail(error);
-        std::string message = response_.body();
-        boost::system::error_code parse_error;
-        auto value = boost::json::parse(message, parse_error);
-        if (!parse_error && value.is_object())
-            if (const auto* inner = value.as_object().if_contains("error"); inner && inner->is_object())
-                if (const auto* text = inner->as_object().if_contains("message"); text && text->is_string())
-                    message = std::string(text->as_string());
-        error_ = make_error(response_.result_int() == 404 ? ErrorCode::not_found : ErrorCode::unavailable,
-                            message);
+        error_ = refusal(response_);
         stop_extras();
     }
 
@@ -495,6 +520,75 @@ private:
     bool done_ = false;
 };
 
+// A WebSocket read for its text messages on someone else's io_context. The handle the
+// caller holds closes it; the reads in flight keep this object alive until they end, and
+// nothing reaches the hooks once the handle is gone.
+class MessageReader final : public std::enable_shared_from_this<MessageReader> {
+public:
+    MessageReader(net::io_context& io, std::filesystem::path socket, MessageHooks hooks, unsigned timeout_ms)
+        : socket_(std::move(socket)), hooks_(std::move(hooks)), timeout_ms_(timeout_ms), ws_(io) {}
+
+    void start(std::string target) {
+        ws_.read_message_max(std::size_t{64} << 20);
+        open_websocket(ws_, socket_, std::move(target), timeout_ms_, response_,
+                       [self = shared_from_this()](beast::error_code error, Stage stage) {
+                           if (self->stopped_) return;
+                           self->connected_ = stage == Stage::handshake;
+                           if (!error) return self->read();
+                           self->finish(stage == Stage::handshake && error == websocket::error::upgrade_declined
+                                            ? Result<CloseReason>(refusal(self->response_))
+                                            : Result<CloseReason>(connection_error(self->socket_, error, self->connected_,
+                                                                                   self->timeout_ms_)));
+                       });
+    }
+
+    void stop() {
+        stopped_ = true;
+        beast::error_code ignored;
+        beast::get_lowest_layer(ws_).socket().close(ignored);
+    }
+
+private:
+    void read() {
+        ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code error, std::size_t) {
+            if (self->stopped_) return;
+            if (error) {
+                if (error == websocket::error::closed)
+                    return self->finish(CloseReason{self->ws_.reason().code, std::string(self->ws_.reason().reason.c_str())});
+                return self->finish(connection_error(self->socket_, error, self->connected_, self->timeout_ms_));
+            }
+            const auto data = self->buffer_.cdata();
+            const std::string text(static_cast<const char*>(data.data()), data.size());
+            self->buffer_.consume(self->buffer_.size());
+            if (!self->ws_.got_binary() && self->hooks_.message) self->hooks_.message(text);
+            if (!self->stopped_) self->read();
+        });
+    }
+
+    void finish(Result<CloseReason> how) {
+        stopped_ = true;
+        if (hooks_.closed) hooks_.closed(std::move(how));
+    }
+
+    const std::filesystem::path socket_;
+    MessageHooks hooks_;
+    const unsigned timeout_ms_;
+    websocket::stream<Stream> ws_;
+    websocket::response_type response_;
+    beast::flat_buffer buffer_;
+    bool connected_ = false;
+    bool stopped_ = false;
+};
+
+class ReaderHandle final : public MessageStream {
+public:
+    explicit ReaderHandle(std::shared_ptr<MessageReader> reader) : reader_(std::move(reader)) {}
+    ~ReaderHandle() override { reader_->stop(); }
+
+private:
+    std::shared_ptr<MessageReader> reader_;
+};
+
 } // namespace
 
 Result<TerminalEnd> attach_terminal(const std::filesystem::path& socket, std::string_view target,
@@ -505,19 +599,28 @@ Result<TerminalEnd> attach_terminal(const std::filesystem::path& socket, std::st
 
 Result<Response> request(const std::filesystem::path& socket, std::string_view method,
                          std::string_view target, std::string body, unsigned timeout_ms) {
-    http::request<http::string_body> message;
-    message.version(11);
-    const http::verb verb = http::string_to_verb(method);
-    if (verb == http::verb::unknown) message.method_string(method);
-    else message.method(verb);
-    message.target(target);
-    message.set(http::field::host, "localhost");
-    message.set(http::field::user_agent, "handler/" HANDLER_VERSION);
-    if (!body.empty()) message.set(http::field::content_type, "application/json");
-    message.body() = std::move(body);
-    message.prepare_payload();
-    Exchange exchange(socket, timeout_ms);
-    return exchange.run(std::move(message));
+    net::io_context io;
+    std::optional<Result<Response>> answer;
+    std::make_shared<Exchange>(io, socket, timeout_ms, [&answer](Result<Response> done) {
+        answer.emplace(std::move(done));
+    })->start(make_request(method, target, std::move(body)));
+    io.run();
+    return std::move(*answer);
+}
+
+void request_async(net::io_context& io, const std::filesystem::path& socket, std::string_view method,
+                   std::string_view target, std::string body, unsigned timeout_ms,
+                   std::function<void(Result<Response>)> done) {
+    std::make_shared<Exchange>(io, socket, timeout_ms, std::move(done))
+        ->start(make_request(method, target, std::move(body)));
+}
+
+std::unique_ptr<MessageStream> open_message_stream(net::io_context& io, const std::filesystem::path& socket,
+                                                  std::string_view target, MessageHooks hooks,
+                                                  unsigned connect_timeout_ms) {
+    auto reader = std::make_shared<MessageReader>(io, socket, std::move(hooks), connect_timeout_ms);
+    reader->start(std::string(target));
+    return std::make_unique<ReaderHandle>(std::move(reader));
 }
 
 Result<void> follow_events(const std::filesystem::path& socket, const EventCallback& on_event,

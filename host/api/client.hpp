@@ -1,6 +1,7 @@
 // The CLI's side of the API: synchronous calls to handlerd over its unix socket (where
-// the file mode is the authentication, so no token is sent). Free of Beast and Asio;
-// only client.cpp includes them. Each call makes its own connection: a CLI run makes a
+// the file mode is the authentication, so no token is sent), and asynchronous ones for
+// `handler acp`, which runs an io_context of its own. Free of Beast and Asio; only
+// client.cpp includes them. Each call makes its own connection: a CLI run makes a
 // handful of calls, and a fresh connection cannot be left in a bad state by a previous
 // one.
 #pragma once
@@ -12,12 +13,18 @@
 #include <filesystem>
 #include <cstdint>
 #include <boost/json/object.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <string>
 #include <string_view>
+
+namespace boost::asio {
+class io_context;
+}
 
 namespace handler::api::client {
 
@@ -32,6 +39,37 @@ namespace handler::api::client {
 Result<Response> request(const std::filesystem::path& socket, std::string_view method,
                          std::string_view target, std::string body,
                          unsigned timeout_ms = 10'000);
+
+// The same exchange for a program that runs its own io_context (`handler acp`): `done` is
+// called once, on `io`, with what request() would return.
+void request_async(boost::asio::io_context& io, const std::filesystem::path& socket, std::string_view method,
+                   std::string_view target, std::string body, unsigned timeout_ms,
+                   std::function<void(Result<Response>)> done);
+
+// What a failure to reach or talk to handlerd on `socket` means to a person (the
+// messages above); `connected`: it broke after the connection was made.
+Error connection_error(const std::filesystem::path& socket, boost::system::error_code error, bool connected,
+                       unsigned timeout_ms);
+
+// A WebSocket's text messages, read on the caller's io_context (binary messages are
+// skipped). `closed` is called once at the end: with the server's close code and reason,
+// or an Error (no connection, a refused upgrade with handlerd's message, a dropped
+// connection). Destroying the stream closes it; no hook is called after that.
+struct CloseReason {
+    std::uint16_t code = 0;
+    std::string reason;
+};
+struct MessageHooks {
+    std::function<void(std::string_view text)> message;
+    std::function<void(Result<CloseReason> how)> closed;
+};
+class MessageStream {
+public:
+    virtual ~MessageStream() = default;
+};
+std::unique_ptr<MessageStream> open_message_stream(boost::asio::io_context& io, const std::filesystem::path& socket,
+                                                  std::string_view target, MessageHooks hooks,
+                                                  unsigned connect_timeout_ms = 10'000);
 
 enum class Follow { keep_going = 1, stop };
 

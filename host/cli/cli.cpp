@@ -546,6 +546,16 @@ const Command kCommands[] = {
          return session.context().run_daemon(DaemonCommand{options.verbosity});
      },
      false},
+    {"acp", "Speak ACP on stdin/stdout: an editor (Zed...) drives the project's agent in its container",
+     [](CLI::App& command, Options& options) {
+         command.add_option("--agent", options.name, "The agent to start conversations with (default: the project's only one)");
+         command.add_flag("-v,--verbose", options.verbosity, "More log lines on stderr (repeat for more)");
+     },
+     [](Session& session, const Options& options) {
+         if (!session.context().run_acp) return session.fail("handler acp is not available in this build", kExitUsage);
+         return session.context().run_acp(AcpCommand{options.name, options.verbosity});
+     },
+     false},
     {"status", "Show whether handlerd runs, and its state", add_json_flag, command_status},
     {"plugins list", "List plugins: loaded, refused, failed", add_json_flag, command_plugins_list},
     {"context add", "Add a context",

@@ -30,6 +30,12 @@ struct DaemonCommand {
     int verbosity = 0; // each -v lowers the log level one step
 };
 
+// `handler acp`: the ACP agent on stdin/stdout (host/acp/stdio_server.hpp).
+struct AcpCommand {
+    std::string agent; // --agent NAME; empty: the project's only agent
+    int verbosity = 0;
+};
+
 struct CliContext {
     // Made on first use, so `handler --help` and `handler completions` need no daemon.
     std::function<std::unique_ptr<ApiClient>()> connect;
@@ -55,6 +61,8 @@ struct CliContext {
     // What "now" and the local zone are when times are shown to people.
     const Clock* clock = &system_clock();
     const TimeZone* time_zone = &local_time_zone();
+    // `handler acp` takes over stdin and stdout; unset: the command says it is unavailable.
+    std::function<int(const AcpCommand&)> run_acp;
 };
 
 // Builds the command tree without running anything: also the source of the shell

@@ -1,4 +1,5 @@
 // `handler`: the command line. See docs/cli.md.
+#include "acp/stdio_server.hpp"
 #include "cli/cli.hpp"
 #include "core/paths.hpp"
 #include "daemon/daemon.hpp"
@@ -51,6 +52,9 @@ int main(int argc, char** argv) {
         [](std::string_view bytes) { write_all(STDOUT_FILENO, bytes); },
         [](std::string_view bytes) { write_all(STDERR_FILENO, bytes); },
         home != nullptr && *home == '/' ? std::filesystem::path(home) : std::filesystem::path(),
-        &cli::system_clock(), &cli::local_time_zone()};
+        &cli::system_clock(), &cli::local_time_zone(),
+        [](const cli::AcpCommand& command) {
+            return acp::run_stdio_server(acp::ServerOptions{command.agent, command.verbosity});
+        }};
     return cli::run_cli(std::vector<std::string>(argv + 1, argv + argc), context);
 }

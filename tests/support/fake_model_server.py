@@ -293,6 +293,27 @@ def chat(handler, body):
                   chunk({}, "tool_calls"), usage, "[DONE]"], named=False)
 
 
+def user_texts(body):
+    """The texts of the user's messages in a request (Anthropic messages, OpenAI input or
+    chat messages), so a test sees that a conversation's next turn carries the earlier
+    ones."""
+    texts = []
+    if not isinstance(body, dict):
+        return texts
+    items = (body.get("messages") if isinstance(body.get("messages"), list) else []) + \
+        (body.get("input") if isinstance(body.get("input"), list) else [])
+    for item in items:
+        if not isinstance(item, dict) or item.get("role") != "user":
+            continue
+        content = item.get("content")
+        for part in content if isinstance(content, list) else [content]:
+            if isinstance(part, str):
+                texts.append(part[:500])
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                texts.append(part["text"][:500])
+    return texts
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -303,7 +324,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "tools": len(body.get("tools") or []) if isinstance(body, dict) else 0,
                  "tool_names": sorted(str(n) for n in tool_names(body.get("tools"))) if isinstance(body, dict) else [],
                  "content_encoding": self.headers.get("Content-Encoding"),
-                 "tool_output": tool_output(body)}
+                 "tool_output": tool_output(body),
+                 "user_texts": user_texts(body)}
         entry.update(responses_history(body) if self.path.split("?", 1)[0].endswith("/responses") else {})
         entry.update({"user_texts": user_prompts(body)} if self.path.split("?", 1)[0].endswith("/messages") else {})
         with log_lock, open(args.log, "a") as log:

@@ -28,18 +28,7 @@ pki="$work/pki"
 make_pki "$pki" api.anthropic.com api.openai.com api.mistral.ai
 project="$work/projects/app"
 mkdir -p "$project"
-model_pids=()
-trap 'status=$?; kill "${model_pids[@]}" 2>/dev/null; (exit $status); cleanup' EXIT
-start_model_server() { # HOST PLACEHOLDER: one fake provider per API host, each with its log
-  python3 "$here/fake_model_server.py" --log "$work/$1.log" --file "$project/hello.txt" --content "hi" \
-    --answer "Done: wrote hello.txt" --hold "$work/hold" --tls "$pki/$1.crt" "$pki/$1.key" \
-    >"$work/$1.port" 2>"$work/$1.err" &
-  model_pids+=($!)
-  for _ in $(seq 1 50); do [ -s "$work/$1.port" ] && break; sleep 0.1; done
-  local port
-  read -r port < "$work/$1.port" || fail "the model server for $1 did not start: $(cat "$work/$1.err")"
-  sed -i "s/$2/$port/" "$XDG_CONFIG_HOME/handler/config.toml"
-}
+# One fake provider per API host, each with its log (session_env.sh).
 start_model_server api.anthropic.com ANTHROPIC_PORT
 start_model_server api.openai.com OPENAI_PORT
 start_model_server api.mistral.ai MISTRAL_PORT

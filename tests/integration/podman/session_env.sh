@@ -28,8 +28,10 @@ kill_handlerd() { # SIGNAL
   kill "-$1" "$pid" 2>/dev/null || true
   for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
 }
+model_pids=() # the fake model providers (start_model_server), stopped at the end
 cleanup() {
   local code=$?
+  [ ${#model_pids[@]} -eq 0 ] || kill "${model_pids[@]}" 2>/dev/null || true
   if [ $code -ne 0 ]; then
     echo "--- handlerd.log" >&2; tail -n 40 "$log" >&2 2>/dev/null || true
     echo "--- podman ps -a" >&2; podman ps -a >&2 2>/dev/null || true
@@ -85,4 +87,21 @@ make_pki() {
     openssl x509 -req -in "$dir/$host.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
       -extfile "$dir/$host.ext" -out "$dir/$host.crt" 2>/dev/null
   done
+}
+
+# A fake model provider for HOST (tests/support/fake_model_server.py, HTTPS with HOST's
+# certificate from make_pki in $pki; its log in $work/HOST.log; held while $work/hold
+# exists): its tool call writes $model_content into $project/hello.txt, its answer is
+# $model_answer. Its port replaces PLACEHOLDER in config.toml. start_model_server HOST PLACEHOLDER
+model_content=hi
+model_answer="Done: wrote hello.txt"
+start_model_server() {
+  python3 "$here/fake_model_server.py" --log "$work/$1.log" --file "$project/hello.txt" --content "$model_content" \
+    --answer "$model_answer" --hold "$work/hold" --tls "$pki/$1.crt" "$pki/$1.key" \
+    >"$work/$1.port" 2>"$work/$1.err" &
+  model_pids+=($!)
+  for _ in $(seq 1 50); do [ -s "$work/$1.port" ] && break; sleep 0.1; done
+  local port
+  read -r port < "$work/$1.port" || fail "the model server for $1 did not start: $(cat "$work/$1.err")"
+  sed -i "s/$2/$port/" "$XDG_CONFIG_HOME/handler/config.toml"
 }

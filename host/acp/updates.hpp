@@ -1,0 +1,75 @@
+// What a conversation's events become for an editor, and what an editor's prompt becomes
+// for handlerd: pure functions, no state but what the caller passes in.
+//
+// The events' payloads come from a harness's output, that is from inside a container.
+// So nothing of a payload is passed on as it is: every field of an ACP update is built
+// here from a field of the payload that is on a list and has the right type (an unknown
+// enum value becomes the default, an unusable event becomes nothing). The result is only
+// ever the `update` of a session/update notification, or the params of a permission
+// request we make; whatever a payload holds (a string shaped like a JSON-RPC request
+// included) stays a string inside it.
+#pragma once
+
+#include "core/result.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace handler::acp {
+
+// One event of a conversation, as handlerd stores and streams it (docs/conversations.md).
+struct ConversationEvent {
+    std::int64_t seq = 0;
+    std::int64_t at_ms = 0;
+    std::string kind;
+    boost::json::object payload;
+};
+
+// Reads {"seq","at","kind","payload"} (an element of GET .../events, or a WebSocket
+// "event" message); nullopt when a field is missing or of another type.
+std::optional<ConversationEvent> read_event(const boost::json::object& message);
+
+// Consecutive chunks of one kind are one message; its id is made from the seq of its
+// first chunk, so replaying the same events gives the same ids.
+struct MessageRun {
+    std::string kind;
+    std::string id;
+};
+
+// The ACP SessionUpdate for one event, or nullopt: for the events that are turn
+// bookkeeping or settings (result, prompt_queued, prompt_withdrawn, permission_request,
+// permission_answer, mode_changed: agent.* handles those) and for unusable ones.
+// user_prompt becomes a user_message_chunk whose messageId is the prompt's id.
+std::optional<boost::json::object> to_update(const ConversationEvent& event, MessageRun& run);
+
+// {"sessionId":..., "update":...}: the params of session/update.
+boost::json::object session_notification(std::string_view session_id, boost::json::object update);
+
+// The params of session/request_permission for a permission_request payload, or nullopt
+// when it has no tool call id or no usable option.
+std::optional<boost::json::object> permission_params(std::string_view session_id,
+                                                     const boost::json::object& payload);
+
+// The stop reason of a result payload: one of ACP's StopReason values, else end_turn.
+std::string stop_reason(const boost::json::object& payload);
+
+// A time in milliseconds since the epoch as ISO 8601 in UTC ("2026-08-22T10:00:00.000Z").
+std::string iso8601(std::int64_t ms);
+
+// Whether `path` lies inside `folder` (whole path components; both absolute).
+bool path_within(std::string_view path, std::string_view folder);
+
+// An editor's prompt (ACP ContentBlock[]) as the text handlerd takes: text blocks as they
+// are, a resource_link as a line naming it (the project is mounted at its own path, so a
+// file:// link names the same file in the container), an embedded text resource as its
+// text under its uri. An image, audio or binary resource is refused naming the block,
+// since promptCapabilities does not offer them; so is a prompt longer than limit_bytes.
+Result<std::string> prompt_text(const boost::json::array& blocks, std::size_t limit_bytes);
+
+} // namespace handler::acp
