@@ -228,9 +228,6 @@ test(`${agent}: handlerd killed with -9 and started again, the conversation goes
     await until("handlerd gone", () => home.daemonPid() === null, 10000);
     execFileSync(join(bin, "handlerd"), ["--detach"], { env: home.env, stdio: "ignore" });
     await until("handlerd back", () => home.daemonPid() !== null, 20000);
-    // At once, as an editor would; ACP_SETTLE_MS waits first (to tell a race at handlerd's
-    // start from a conversation that does not come back at all).
-    await sleep(Number(process.env.ACP_SETTLE_MS || 0));
     return ctx.request(acp.methods.agent.session.prompt, { sessionId: state.sessionId, prompt: text("still there?") });
   });
   assert.equal(result.stopReason, "end_turn");
