@@ -91,21 +91,10 @@ def tool_output(body):
     return None
 
 
-def responses_history(body):
-    """What a Responses API request carries of the conversation so far, for the log: the
-    text of each user message and the reasoning effort asked for. A later turn of a
-    conversation (or of a resumed one) shows the earlier prompts here."""
-    if not isinstance(body, dict):
-        return {}
-    texts = []
-    for item in body.get("input") if isinstance(body.get("input"), list) else []:
-        if not isinstance(item, dict) or item.get("type", "message") != "message" or item.get("role") != "user":
-            continue
-        for part in item.get("content") if isinstance(item.get("content"), list) else []:
-            if isinstance(part, dict) and part.get("type") == "input_text":
-                texts.append(str(part.get("text"))[:200])
-    reasoning = body.get("reasoning") if isinstance(body.get("reasoning"), dict) else {}
-    return {"user_texts": texts, "effort": reasoning.get("effort")}
+def responses_effort(body):
+    """The reasoning effort a Responses API request asks for (the thinking level), for the log."""
+    reasoning = body.get("reasoning") if isinstance(body, dict) and isinstance(body.get("reasoning"), dict) else {}
+    return {"effort": reasoning.get("effort")}
 
 
 def tool_names(tools):
@@ -325,9 +314,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "tool_names": sorted(str(n) for n in tool_names(body.get("tools"))) if isinstance(body, dict) else [],
                  "content_encoding": self.headers.get("Content-Encoding"),
                  "tool_output": tool_output(body),
-                 "user_texts": user_texts(body)}
-        entry.update(responses_history(body) if self.path.split("?", 1)[0].endswith("/responses") else {})
-        entry.update({"user_texts": user_prompts(body)} if self.path.split("?", 1)[0].endswith("/messages") else {})
+                 # What the user typed, oldest first: a conversation's later turn carries the
+                 # earlier ones. Claude Code's own additions to a user message are left out.
+                 "user_texts": user_prompts(body) if self.path.split("?", 1)[0].endswith("/messages")
+                 else user_texts(body)}
+        entry.update(responses_effort(body) if self.path.split("?", 1)[0].endswith("/responses") else {})
         with log_lock, open(args.log, "a") as log:
             log.write(json.dumps(entry) + "\n")
 
