@@ -57,16 +57,7 @@ bool is_local(std::string_view account_kind) { return account_kind == "ollama" |
 // Claude Code's session ids are UUIDs (8-4-4-4-12 hex digits). The one to resume came out
 // of a container (its system/init), so nothing else reaches the command line, where it
 // could be read as an option or a session's name.
-bool is_session_id(std::string_view id) {
-    if (id.size() != 36) return false;
-    for (std::size_t i = 0; i < id.size(); ++i) {
-        const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        const char c = id[i];
-        const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-        if (dash ? c != '-' : !hex) return false;
-    }
-    return true;
-}
+bool is_session_id(std::string_view id) { return handler::plugin_common::is_uuid(id); }
 
 class ClaudeCodeHarness : public handler::sdk::Harness {
 public:

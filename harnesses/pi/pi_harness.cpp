@@ -78,16 +78,7 @@ const char* tools_for(hd_start_mode start_mode) {
 // Whether `id` has the shape of pi's session ids (UUIDs, which it writes in lowercase).
 // A resume's id comes from the session's earlier container, so it is checked before pi's
 // --session sees it: pi would read anything with a "/" in it as a file's path.
-bool is_session_id(std::string_view id) {
-    constexpr std::string_view kShape = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
-    if (id.size() != kShape.size()) return false;
-    for (std::size_t i = 0; i < id.size(); ++i) {
-        const char c = id[i];
-        const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-        if (kShape[i] == '-' ? c != '-' : !hex) return false;
-    }
-    return true;
-}
+bool is_session_id(std::string_view id) { return handler::plugin_common::is_uuid(id, true); }
 
 class PiHarness : public handler::sdk::Harness {
 public:
