@@ -352,8 +352,12 @@ check_image_pruning() {
   echo "PASS older plugin images pruned, a running session's kept"
 }
 
-# HANDLER_TEST_HARNESSES="codex pi" runs only those (for working on one harness).
-only=" ${HANDLER_TEST_HARNESSES:-claude codex pi local images vibe} "
+# shellcheck source=acp_checks.sh
+source "$here/acp_checks.sh"
+
+# HANDLER_TEST_HARNESSES="codex pi" runs only those (for working on one harness); "acp"
+# runs the editors' tests for the harnesses named (all three when none is).
+only=" ${HANDLER_TEST_HARNESSES:-claude codex pi local images vibe acp} "
 if [[ $only == *" claude "* ]]; then
   check_harness claude Write edit api.anthropic.com anthropic-api-key "$anthropic_key" ANTHROPIC_API_KEY sk-ant-api03-
 
@@ -468,5 +472,12 @@ if [[ $only == *" vibe "* ]]; then
     handler agent add vibe --harness vibe --account mistral >/dev/null
     check_harness vibe write_file edit api.mistral.ai mistral-api-key "$mistral_key" MISTRAL_API_KEY ""
   fi
+fi
+if [[ $only == *" acp "* ]]; then
+  acp_harnesses=()
+  for harness in claude codex pi; do [[ $only == *" $harness "* ]] && acp_harnesses+=("$harness"); done
+  [ ${#acp_harnesses[@]} -gt 0 ] || acp_harnesses=(claude codex pi)
+  # Last: its tests kill handlerd, and its providers' tool calls write another content.
+  check_acp "${acp_harnesses[@]}"
 fi
 echo "PASS harnesses"
