@@ -14,6 +14,7 @@
 #include <boost/json/string.hpp>
 #include <plugin_common/events.hpp>
 #include <plugin_common/launch.hpp>
+#include <plugin_common/mcp.hpp>
 #include <plugin_common/sdk_parser.hpp>
 
 #include <string>
@@ -56,16 +57,7 @@ bool is_local(std::string_view account_kind) { return account_kind == "ollama" |
 // Claude Code's session ids are UUIDs (8-4-4-4-12 hex digits). The one to resume came out
 // of a container (its system/init), so nothing else reaches the command line, where it
 // could be read as an option or a session's name.
-bool is_session_id(std::string_view id) {
-    if (id.size() != 36) return false;
-    for (std::size_t i = 0; i < id.size(); ++i) {
-        const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        const char c = id[i];
-        const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-        if (dash ? c != '-' : !hex) return false;
-    }
-    return true;
-}
+bool is_session_id(std::string_view id) { return handler::plugin_common::is_uuid(id); }
 
 class ClaudeCodeHarness : public handler::sdk::Harness {
 public:
@@ -84,7 +76,8 @@ public:
                R"({"id":"bypassPermissions","label":"Bypass permissions"},)"
                R"({"id":"plan","label":"Plan only"}],)"
                R"("thinking_levels":["low","medium","high","xhigh","max"],)"
-               R"("launch_modes":["interactive","headless","conversation"],"events":"structured","stdin":"protocol"})";
+               R"("launch_modes":["interactive","headless","conversation"],"mcp":["stdio","http","sse"],)"
+               R"("events":"structured","stdin":"protocol"})";
     }
 
     // Pinned, so that the parser meets the output format it was written against.
@@ -161,6 +154,17 @@ public:
         }
         launch.arguments({"--permission-mode", mode});
         if (!request.resume.empty()) launch.arguments({"--resume", request.resume});
+        // An editor's MCP servers, and only those: stdio ones run here, in the container;
+        // HTTP ones are reached through the session's proxy, under its rules.
+        if (!request.mcp_servers.empty()) {
+            try {
+                launch.arguments({"--mcp-config", boost::json::serialize(handler::plugin_common::mcp_config(
+                                                      request.mcp_servers)),
+                                  "--strict-mcp-config"});
+            } catch (const std::invalid_argument& error) {
+                throw PluginError(HD_STATUS_INVALID_ARGUMENT, std::string("Claude Code: ") + error.what());
+            }
+        }
         if (!request.model.empty()) launch.arguments({"--model", request.model});
         if (!request.thinking_level.empty())
             launch.arguments({"--effort", handler::plugin_common::thinking_level(

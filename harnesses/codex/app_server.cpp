@@ -197,16 +197,7 @@ std::string item_title(const json::object& item) {
     return std::string(type);
 }
 
-bool is_thread_id(std::string_view text) {
-    if (text.size() != 36) return false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        const bool dash_here = i == 8 || i == 13 || i == 18 || i == 23;
-        const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-        if (dash_here ? c != '-' : !hex) return false;
-    }
-    return true;
-}
+bool is_thread_id(std::string_view text) { return common::is_uuid(text); }
 
 std::string_view sandbox_mode(std::string_view approval_policy) {
     return approval_policy == "never" ? "danger-full-access" : "workspace-write";

@@ -1,8 +1,8 @@
 // The pi harness: the pi coding agent (@mariozechner/pi-coding-agent), its TUI for
-// interactive sessions and `pi -p --mode json` for headless ones, whose output
-// json_mode.cpp turns into session events. The flags, variables and hosts below were
-// checked by running 0.73.1, the version the image pins.
-#include "pi/json_mode.hpp"
+// interactive sessions and `pi --mode rpc` for headless ones, one-shot runs and
+// conversations alike, whose protocol rpc_mode.cpp speaks. The flags, variables and hosts
+// below were checked by running 0.73.1, the version the image pins.
+#include "pi/rpc_mode.hpp"
 
 #include <handler/plugin.hpp>
 #include <plugin_common/launch.hpp>
@@ -11,6 +11,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
 
 #include <array>
 #include <string>
@@ -74,6 +75,11 @@ const char* tools_for(hd_start_mode start_mode) {
     return "read,bash,edit,write";
 }
 
+// Whether `id` has the shape of pi's session ids (UUIDs, which it writes in lowercase).
+// A resume's id comes from the session's earlier container, so it is checked before pi's
+// --session sees it: pi would read anything with a "/" in it as a file's path.
+bool is_session_id(std::string_view id) { return handler::plugin_common::is_uuid(id, true); }
+
 class PiHarness : public handler::sdk::Harness {
 public:
     std::string describe() override {
@@ -88,7 +94,9 @@ public:
                R"j({"kind":"llama-cpp","label":"llama.cpp server (its OpenAI-compatible API; name the model)"}],)j"
                R"("modes":[{"id":"default","label":"Runs its tools without asking"}],)"
                R"("thinking_levels":["off","minimal","low","medium","high","xhigh"],)"
-               R"("launch_modes":["interactive","headless"],"events":"structured"})";
+               R"("launch_modes":["interactive","headless","conversation"],"events":"structured",)"
+               // Per harness, not per launch: headless runs all speak rpc, one-shot ones too.
+               R"("stdin":"protocol"})";
     }
 
     // Pinned, so that the parser meets the output format it was written against.
@@ -109,41 +117,49 @@ public:
             throw PluginError(HD_STATUS_INVALID_ARGUMENT,
                               "pi needs the name of the model to ask a local server for: handler run AGENT "
                               "--model NAME (as the server lists it)");
-        if (request.headless() && request.prompt.empty())
+        if (request.headless() && !request.conversation && request.resume.empty() && request.prompt.empty())
             throw PluginError(HD_STATUS_INVALID_ARGUMENT,
                               "pi needs a prompt to run headless (handler run pi -p \"what to do\"); "
                               "start it interactively to talk to it instead");
+        if (!request.resume.empty() && !is_session_id(request.resume))
+            throw PluginError(HD_STATUS_INVALID_ARGUMENT,
+                              // Quoted as JSON: it came from inside a container, and may hold escapes.
+                              "pi cannot resume " +
+                                  boost::json::serialize(boost::json::value(
+                                      handler::plugin_common::truncate_utf8(request.resume, 80))) +
+                                  ": that is not one of pi's session ids (a UUID such as "
+                                  "01a2324e-88ae-70b0-a640-6b7efc57e908)");
 
-        // pi -p reads all of a stdin that is not a terminal before it starts; a session's
-        // never ends.
-        const bool close_stdin = request.headless();
         if (local)
             launch.arguments(handler::plugin_common::with_home_file(
-                ".pi/agent/models.json", local_models_json(request.account_base_url, request.model), "pi",
-                close_stdin));
-        else if (close_stdin)
-            launch.arguments(handler::plugin_common::without_stdin("pi"));
+                ".pi/agent/models.json", local_models_json(request.account_base_url, request.model), "pi", false));
         else
             launch.argument("pi");
-        // Its session files would land in the session's home, which ends with it.
-        if (request.headless()) launch.arguments({"-p", "--mode", "json", "--no-session"});
+        // A conversation's transcript is kept in the session's own folder, so that a later
+        // container continues it; a one-shot run's would land in the session's home,
+        // which ends with it.
+        const bool keeps_session = request.conversation || !request.resume.empty();
+        if (request.headless()) launch.arguments({"--mode", "rpc"});
+        if (request.headless() && !keeps_session) launch.argument("--no-session");
+        if (!request.resume.empty()) launch.arguments({"--session", request.resume});
         if (local)
             launch.arguments({"--provider", "handler-local"});
         else if (provider != nullptr && request.model.find('/') == std::string_view::npos)
             launch.arguments({"--provider", provider->provider}); // "provider/id" names its own
         if (!request.model.empty()) launch.arguments({"--model", request.model});
         if (!request.thinking_level.empty())
-            launch.arguments({"--thinking", handler::plugin_common::thinking_level(
-                                                "pi", request.thinking_level,
-                                                {"off", "minimal", "low", "medium", "high", "xhigh"})});
+            launch.arguments({"--thinking", handler::pi::thinking_level(request.thinking_level)});
         launch.arguments({"--tools", tools_for(request.start_mode)});
         launch.arguments(request.extra_args);
-        if (!request.prompt.empty()) {
+        if (request.interactive() && !request.prompt.empty()) {
             // pi reads any argument starting with "-" as an option, and takes no "--";
             // a leading space keeps the prompt a prompt, and the model reads it the same.
             launch.argument(request.prompt.front() == '-' ? " " + std::string(request.prompt)
                                                           : std::string(request.prompt));
         }
+        // Headless, the prompt is an rpc command (the parser's prompt()), after these.
+        if (request.headless()) launch.input(handler::pi::RpcModeParser::opening(request.project_path));
+        if (keeps_session) launch.session_state("PI_CODING_AGENT_SESSION_DIR");
 
         if (!request.project_path.empty()) launch.workdir(request.project_path);
         if (provider != nullptr) {
@@ -155,11 +171,12 @@ public:
     }
 
     std::unique_ptr<handler::sdk::EventParser> open_events(std::string_view) override {
-        return std::make_unique<handler::plugin_common::SdkEventParser<handler::pi::JsonModeParser>>();
+        return std::make_unique<handler::plugin_common::SdkEventParser<handler::pi::RpcModeParser>>();
     }
 };
 
 } // namespace
 
 HD_HARNESS_PLUGIN(PiHarness, "pi", "0.1.0", "pi",
-                  "The pi coding agent, interactive in its TUI or headless (pi -p --mode json) with structured events")
+                  "The pi coding agent, interactive in its TUI or headless and in conversations (pi --mode rpc) "
+                  "with structured events")

@@ -54,6 +54,17 @@ bool safe_for_volume(const fs::path& path) {
     return text.find_first_of(":,\n") == std::string::npos;
 }
 
+// A folder of handlerd's to mount read-write (an account's or a session's state): where it
+// really is, once it is known to exist, be absolute and fit a volume argument. `what`
+// names it in the error.
+Result<fs::path> existing_folder(const fs::path& folder, const std::string& what) {
+    std::error_code error;
+    fs::path real = fs::canonical(folder, error);
+    if (error || !fs::is_directory(real, error) || !folder.is_absolute() || !safe_for_volume(real))
+        return make_error(ErrorCode::invalid_argument, what + " '" + folder.string() + "' is not an existing absolute folder");
+    return real;
+}
+
 // `ancestor` is `path` or one of its parents (both absolute and normal).
 bool is_within(const fs::path& path, const fs::path& ancestor) {
     auto [end_ancestor, end_path] =
@@ -406,13 +417,9 @@ Result<void> PodmanRuntime::add_mounts(const ContainerSpec& spec, std::set<fs::p
     }
 
     if (!spec.account_state_dir.empty()) {
-        std::error_code error;
-        const fs::path state = fs::canonical(spec.account_state_dir, error);
-        if (error || !fs::is_directory(state, error) || !spec.account_state_dir.is_absolute() ||
-            !safe_for_volume(state))
-            return make_error(ErrorCode::invalid_argument, "account state folder '" +
-                                                               spec.account_state_dir.string() +
-                                                               "' is not an existing absolute folder");
+        auto checked = existing_folder(spec.account_state_dir, "account state folder");
+        if (!checked) return checked.take_error();
+        const fs::path& state = *checked;
         // Read-write, and beside handler's database and keys: only a folder that is
         // plainly one account's (account-state/<id>) may go in, so that a bug can never
         // show the data folder itself.
@@ -428,13 +435,9 @@ Result<void> PodmanRuntime::add_mounts(const ContainerSpec& spec, std::set<fs::p
     }
 
     if (!spec.session_state_dir.empty()) {
-        std::error_code error;
-        const fs::path state = fs::canonical(spec.session_state_dir, error);
-        if (error || !fs::is_directory(state, error) || !spec.session_state_dir.is_absolute() ||
-            !safe_for_volume(state))
-            return make_error(ErrorCode::invalid_argument, "session state folder '" +
-                                                               spec.session_state_dir.string() +
-                                                               "' is not an existing absolute folder");
+        auto checked = existing_folder(spec.session_state_dir, "session state folder");
+        if (!checked) return checked.take_error();
+        const fs::path& state = *checked;
         // Read-write beside the session's output log: only this session's own folder.
         if (state.filename() != kSessionStateFolder || state.parent_path().filename() != spec.session_id ||
             spec.session_id.empty())

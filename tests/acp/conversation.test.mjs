@@ -189,7 +189,12 @@ test(`${agent}: permission questions answered in the editor, or elsewhere while 
     const allowed = await ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: text("create hello.txt containing hi") });
     const written = existsSync(hello);
     rmSync(hello, { force: true });
+    // A conversation of its own: the fake model calls its tool once per conversation.
     mode = "elsewhere";
+    const other = await ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] });
+    sessionId = other.sessionId;
+    if (process.env.ACP_MODEL)
+      await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value: process.env.ACP_MODEL });
     const elsewhere = await ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: text("create hello.txt containing hi") });
     return { allowed, written, elsewhere };
   }, {

@@ -9,10 +9,11 @@ is logged as one JSON line (path, model, the credential headers it carried), so 
 check which key reached the provider.
 
 Usage: fake_model_server.py --log LOG --file FILE [--content TEXT] [--answer TEXT]
-                            [--tls CERT KEY] [--port N] [--hold FILE]
+                            [--tls CERT KEY] [--port N] [--hold FILE] [--overloaded N]
 Prints the port it listens on (on 127.0.0.1), then serves until killed. While FILE (--hold)
 exists, model requests wait (up to a minute), so a test can look inside a session that is
-in the middle of a turn.
+in the middle of a turn. The first N model requests (--overloaded) are answered 529
+overloaded_error, as a busy provider does, so a test sees a harness retry.
 
 For conversations (Anthropic's API): --every-turn plays the script again for every new
 prompt (a tool call, then the answer), not once per conversation, and gives every answer and
@@ -42,6 +43,7 @@ import time
 
 args = None
 log_lock = threading.Lock()
+overloaded_left = [0]
 message_numbers = itertools.count(1)
 timed_answers = itertools.count(1)
 
@@ -67,6 +69,21 @@ def sse(handler, events, named=True, head=True):
     handler.close_connection = True
 
 
+def overloaded(handler):
+    """Answers 529 while --overloaded requests are left; whether it did."""
+    with log_lock:
+        if overloaded_left[0] <= 0:
+            return False
+        overloaded_left[0] -= 1
+    payload = json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}).encode()
+    handler.send_response(529)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+    return True
+
+
 def tool_output(body):
     """What the harness sent back from the scripted tool call (for the log: a test that
     fails shows what the tool said)."""
@@ -85,21 +102,10 @@ def tool_output(body):
     return None
 
 
-def responses_history(body):
-    """What a Responses API request carries of the conversation so far, for the log: the
-    text of each user message and the reasoning effort asked for. A later turn of a
-    conversation (or of a resumed one) shows the earlier prompts here."""
-    if not isinstance(body, dict):
-        return {}
-    texts = []
-    for item in body.get("input") if isinstance(body.get("input"), list) else []:
-        if not isinstance(item, dict) or item.get("type", "message") != "message" or item.get("role") != "user":
-            continue
-        for part in item.get("content") if isinstance(item.get("content"), list) else []:
-            if isinstance(part, dict) and part.get("type") == "input_text":
-                texts.append(str(part.get("text"))[:200])
-    reasoning = body.get("reasoning") if isinstance(body.get("reasoning"), dict) else {}
-    return {"user_texts": texts, "effort": reasoning.get("effort")}
+def responses_effort(body):
+    """The reasoning effort a Responses API request asks for (the thinking level), for the log."""
+    reasoning = body.get("reasoning") if isinstance(body, dict) and isinstance(body.get("reasoning"), dict) else {}
+    return {"effort": reasoning.get("effort")}
 
 
 def tool_names(tools):
@@ -341,9 +347,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "tool_names": sorted(str(n) for n in tool_names(body.get("tools"))) if isinstance(body, dict) else [],
                  "content_encoding": self.headers.get("Content-Encoding"),
                  "tool_output": tool_output(body),
-                 "user_texts": user_texts(body)}
-        entry.update(responses_history(body) if self.path.split("?", 1)[0].endswith("/responses") else {})
-        entry.update({"user_texts": user_prompts(body)} if self.path.split("?", 1)[0].endswith("/messages") else {})
+                 # What the user typed, oldest first: a conversation's later turn carries the
+                 # earlier ones. Claude Code's own additions to a user message are left out.
+                 "user_texts": user_prompts(body) if self.path.split("?", 1)[0].endswith("/messages")
+                 else user_texts(body)}
+        entry.update(responses_effort(body) if self.path.split("?", 1)[0].endswith("/responses") else {})
         with log_lock, open(args.log, "a") as log:
             log.write(json.dumps(entry) + "\n")
 
@@ -367,6 +375,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         while args.hold and os.path.exists(args.hold) and time.time() < deadline:
             time.sleep(0.1)
         path = self.path.split("?", 1)[0]
+        if overloaded(self):
+            return
         if path.endswith("/messages"):
             anthropic(self, body)
         elif path.endswith("/responses"):
@@ -404,11 +414,13 @@ def main():
     parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--hold", help="while this file exists, model requests wait")
+    parser.add_argument("--overloaded", type=int, default=0, help="answer the first N model requests 529")
     parser.add_argument("--every-turn", action="store_true", help="a tool call for every new prompt (Anthropic)")
     parser.add_argument("--stream-delay", type=float, default=0, help="seconds between streamed events (Anthropic)")
     parser.add_argument("--timed-chunks", type=int, default=0,
                         help="answer with N text blocks, each with the time it was sent (Anthropic; bench/events.sh)")
     args = parser.parse_args()
+    overloaded_left[0] = args.overloaded
     server = Server(("127.0.0.1", args.port), Handler)
     if args.tls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

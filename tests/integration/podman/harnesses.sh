@@ -250,6 +250,13 @@ check_conversation() {
     *"create hello.txt containing hi"*"an eighth, after the resume"*) ;;
     *) fail "$agent: after the resume the model request lacks the earlier turns: $(last_user_texts "$host")";;
   esac
+  # The harness's own conversation went on: one session id of its own, before and after.
+  events_of "$id" | python3 -c '
+import json, sys
+ids = {e["payload"]["harnessSessionId"] for e in map(json.loads, filter(str.strip, sys.stdin))
+       if e["kind"] == "session_info" and "harnessSessionId" in e["payload"]}
+assert len(ids) == 1, ids' || fail "$agent: not one harness session across the resume: $(events_of "$id" | grep session_info)"
+
   handler session stop "$id" >/dev/null
   wait_state_long "$id" exited
   echo "PASS $agent conversation"
@@ -345,8 +352,12 @@ check_image_pruning() {
   echo "PASS older plugin images pruned, a running session's kept"
 }
 
-# HANDLER_TEST_HARNESSES="codex pi" runs only those (for working on one harness).
-only=" ${HANDLER_TEST_HARNESSES:-claude codex pi local images vibe} "
+# shellcheck source=acp_checks.sh
+source "$here/acp_checks.sh"
+
+# HANDLER_TEST_HARNESSES="codex pi" runs only those (for working on one harness); "acp"
+# runs the editors' tests for the harnesses named (all three when none is).
+only=" ${HANDLER_TEST_HARNESSES:-claude codex pi local images vibe acp} "
 if [[ $only == *" claude "* ]]; then
   check_harness claude Write edit api.anthropic.com anthropic-api-key "$anthropic_key" ANTHROPIC_API_KEY sk-ant-api03-
 
@@ -461,5 +472,12 @@ if [[ $only == *" vibe "* ]]; then
     handler agent add vibe --harness vibe --account mistral >/dev/null
     check_harness vibe write_file edit api.mistral.ai mistral-api-key "$mistral_key" MISTRAL_API_KEY ""
   fi
+fi
+if [[ $only == *" acp "* ]]; then
+  acp_harnesses=()
+  for harness in claude codex pi; do [[ $only == *" $harness "* ]] && acp_harnesses+=("$harness"); done
+  [ ${#acp_harnesses[@]} -gt 0 ] || acp_harnesses=(claude codex pi)
+  # Last: its tests kill handlerd, and its providers' tool calls write another content.
+  check_acp "${acp_harnesses[@]}"
 fi
 echo "PASS harnesses"

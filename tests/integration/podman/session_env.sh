@@ -95,13 +95,24 @@ make_pki() {
 # $model_answer. Its port replaces PLACEHOLDER in config.toml. start_model_server HOST PLACEHOLDER
 model_content=hi
 model_answer="Done: wrote hello.txt"
-start_model_server() {
+start_model_server() { # HOST PLACEHOLDER [PORT]: PORT given, on that port (config.toml has it)
   python3 "$here/fake_model_server.py" --log "$work/$1.log" --file "$project/hello.txt" --content "$model_content" \
-    --answer "$model_answer" --hold "$work/hold" --tls "$pki/$1.crt" "$pki/$1.key" \
+    --answer "$model_answer" --hold "$work/hold" --tls "$pki/$1.crt" "$pki/$1.key" ${3:+--port "$3"} \
     >"$work/$1.port" 2>"$work/$1.err" &
   model_pids+=($!)
+  echo $! > "$work/$1.pid"
   for _ in $(seq 1 50); do [ -s "$work/$1.port" ] && break; sleep 0.1; done
   local port
   read -r port < "$work/$1.port" || fail "the model server for $1 did not start: $(cat "$work/$1.err")"
-  sed -i "s/$2/$port/" "$XDG_CONFIG_HOME/handler/config.toml"
+  [ -n "${3:-}" ] || sed -i "s/$2/$port/" "$XDG_CONFIG_HOME/handler/config.toml"
+}
+# restart_model_server HOST: HOST's provider again, on its port, with $model_content and
+# $model_answer as they are now (its log goes on).
+restart_model_server() {
+  local port pid
+  read -r port < "$work/$1.port"
+  pid=$(cat "$work/$1.pid")
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  start_model_server "$1" "" "$port"
 }

@@ -953,6 +953,32 @@ TEST_F(ClaudeCodePlugin, AConversationStartsWithoutAPromptAndKeepsItsStateInTheS
     expect_refused(r, "runs headless");
 }
 
+// An editor's MCP servers become Claude Code's --mcp-config (and only those: strict), a
+// stdio one to run in the container, an HTTP one to reach through the proxy.
+TEST_F(ClaudeCodePlugin, AnEditorsMcpServersAreItsMcpConfig) {
+    LaunchRequest r = request(LaunchMode::headless, StartMode::guarded, "");
+    r.conversation = true;
+    r.mcp_servers = R"([{"name":"files","command":"/usr/bin/mcp-files","args":["--root","/srv"],)"
+                    R"("env":[{"name":"LEVEL","value":"2"}]},)"
+                    R"({"type":"http","name":"docs","url":"https://docs.example/mcp","headers":[{"name":"X-A","value":"b"}]}])";
+    auto spec = harness_->launch(r);
+    ASSERT_TRUE(spec) << spec.error().message;
+    const auto at = std::find(spec->arguments.begin(), spec->arguments.end(), "--mcp-config");
+    ASSERT_NE(at, spec->arguments.end());
+    ASSERT_NE(std::next(at), spec->arguments.end());
+    EXPECT_EQ(boost::json::parse(*std::next(at)),
+              boost::json::parse(R"({"mcpServers":{"files":{"type":"stdio","command":"/usr/bin/mcp-files",)"
+                                 R"("args":["--root","/srv"],"env":{"LEVEL":"2"}},)"
+                                 R"("docs":{"type":"http","url":"https://docs.example/mcp","headers":{"X-A":"b"}}}})"));
+    EXPECT_NE(std::find(spec->arguments.begin(), spec->arguments.end(), "--strict-mcp-config"), spec->arguments.end());
+    r.mcp_servers = R"([{"name":"odd","type":"carrier-pigeon"}])";
+    expect_refused(r, "not stdio, http or sse");
+    r.mcp_servers.clear();
+    auto none = harness_->launch(r);
+    ASSERT_TRUE(none);
+    EXPECT_EQ(std::find(none->arguments.begin(), none->arguments.end(), "--mcp-config"), none->arguments.end());
+}
+
 TEST_F(ClaudeCodePlugin, AResumeNamesTheSessionAndOnlyAUuidIsTaken) {
     LaunchRequest r = request(LaunchMode::headless, StartMode::locked_down, "");
     r.conversation = true;

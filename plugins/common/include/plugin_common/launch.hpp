@@ -45,4 +45,18 @@ inline std::string_view thinking_level(std::string_view agent, std::string_view 
                                 "'; its levels are " + list);
 }
 
+// Whether `text` has a UUID's shape (8-4-4-4-12 hex digits; `lower_case_only`: no A-F):
+// the harnesses' own session and thread ids. Such an id comes back from the container's
+// output and goes onto a command line or into a request to resume, so nothing else may.
+inline bool is_uuid(std::string_view text, bool lower_case_only = false) {
+    if (text.size() != 36) return false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+                         (!lower_case_only && c >= 'A' && c <= 'F');
+        if (i == 8 || i == 13 || i == 18 || i == 23 ? c != '-' : !hex) return false;
+    }
+    return true;
+}
+
 } // namespace handler::plugin_common
