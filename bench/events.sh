@@ -42,7 +42,8 @@
 # before them, default 1), CHUNKS (per answer, default 20), CHUNK_INTERVAL_MS (default 50),
 # REPEATS (the whole sequence again, default 1), BENCH_CACHE (the npm install, default
 # ~/.cache/handler-bench/events), KEEP_WORK (1: keep the run's folder, with the model
-# server's request log and the agents' logs). Needs node >= 20, npm, python3, openssl, podman.
+# server's request log and the agents' logs). Needs node >= 20 (claude-agent-acp declares 22;
+# it runs on 20.20), npm, python3, openssl, podman.
 # Exits non-zero only when a run broke (a chunk missing, an agent dead), never for a slow one.
 set -euo pipefail
 
