@@ -114,7 +114,7 @@ private:
 
     std::string thread_id_;
     bool ended_ = false;                      // the thread could not be opened
-    std::deque<std::string> waiting_prompts_; // given before their turn could start
+    std::deque<plugin_common::Prompt> waiting_prompts_; // given before their turn could start
     std::optional<Turn> turn_;
     Settings current_; // as Codex reported or accepted them
     Settings next_;    // set() since the last turn/start

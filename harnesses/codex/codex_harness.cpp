@@ -50,7 +50,7 @@ public:
                R"({"id":"on-request","label":"Writes in the project, asks to leave its sandbox"},)"
                R"({"id":"never","label":"No sandbox, asks nothing"}],)"
                R"("thinking_levels":["none","minimal","low","medium","high","xhigh"],)"
-               R"("launch_modes":["interactive","headless","conversation"],"events":"structured","stdin":"protocol"})";
+               R"("launch_modes":["interactive","headless","conversation"],"prompt_content":["image"],"events":"structured","stdin":"protocol"})";
     }
 
     // Pinned, so that the parser meets the output format it was written against.

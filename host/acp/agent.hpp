@@ -101,7 +101,7 @@ private:
     void attach(std::shared_ptr<View> view, bool replay, std::function<void()> ready);
     void go_live(View& view);
 
-    void send_prompt(View& view, std::uint64_t key, std::string text, bool retried);
+    void send_prompt(View& view, std::uint64_t key, api::Prompt text, bool retried);
     void resume_then(View& view, std::function<void()> next, std::function<void(Error)> failed);
     void cancel_prompt(View& view, PendingPrompt& pending);
     void finish_prompt(View& view, std::uint64_t key, std::string stop_reason);

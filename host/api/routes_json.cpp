@@ -232,6 +232,7 @@ json::object to_json(const plugins::HarnessDescription& harness) {
             {"default_hosts", strings(harness.default_hosts)},
             {"launch_modes", strings(harness.launch_modes)},
             {"mcp", strings(harness.mcp_transports)},
+            {"prompt_content", strings(harness.prompt_content)},
             {"events", harness.events},
             {"stdin", harness.stdin_protocol ? "protocol" : "input"}};
 }

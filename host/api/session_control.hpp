@@ -90,6 +90,19 @@ struct Attached {
     std::string events = "none";
 };
 
+// An image of a prompt, base64 as the client sent it (checked by check_prompt_image,
+// prompt_images.hpp, before it reaches a session).
+struct PromptImage {
+    std::string mime_type; // image/png, image/jpeg, image/gif or image/webp
+    std::string data;      // base64
+};
+
+// What a client typed: text, and images for a harness that takes them.
+struct Prompt {
+    std::string text;
+    std::vector<PromptImage> images;
+};
+
 struct SubmittedPrompt {
     std::string prompt_id;
     bool queued = false; // it waits for the running turn
@@ -133,9 +146,10 @@ public:
     // Conversations (docs/conversations.md). The defaults refuse: a session service
     // without conversations (the route tests' fakes) has none to act on.
     // A prompt from any client; conflict: not a live conversation.
-    virtual Result<SubmittedPrompt> prompt(std::string_view id, std::string_view text) {
+    // invalid_argument: images to a harness whose describe() does not take them.
+    virtual Result<SubmittedPrompt> prompt(std::string_view id, const Prompt& prompt) {
         (void)id;
-        (void)text;
+        (void)prompt;
         return make_error(ErrorCode::unavailable, "this handlerd holds no conversations");
     }
     // Withdraws a waiting prompt; conflict once its turn started.

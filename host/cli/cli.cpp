@@ -640,7 +640,10 @@ const Command kCommands[] = {
     {"session prompt", "Send a prompt to a conversation (it waits while a turn runs)",
      [](CLI::App& command, Options& options) {
          add_session_id(command, options);
-         command.add_option("TEXT", options.prompt, "The prompt")->required();
+         command.add_option("TEXT", options.prompt, "The prompt (may be empty when it has images)")->required();
+         command.add_option("--image", options.images,
+                            "An image file (PNG, JPEG, GIF or WebP) for a harness that takes images; repeatable")
+             ->check(CLI::ExistingFile);
          add_json_flag(command, options);
      },
      command_session_prompt},

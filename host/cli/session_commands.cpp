@@ -205,6 +205,7 @@ std::string event_summary(std::string_view kind, const json::object& payload) {
     if (kind == "user_prompt" || kind == "agent_message_chunk" || kind == "agent_thought_chunk") {
         if (const auto* content = payload.if_contains("content"); content != nullptr && content->is_object())
             summary = text_at(content->as_object(), "text");
+        if (kind == "user_prompt") summary += images_note(payload);
     } else if (kind == "tool_call") {
         summary = text_at(payload, "title") + " (" + text_at(payload, "kind") + ", " + text_at(payload, "toolCallId") + ")";
     } else if (kind == "tool_call_update") {

@@ -35,8 +35,15 @@ void drop_prompts(const std::string& id, std::vector<plugins::SessionEvent>& eve
 }
 
 // A conversation prompt's payload, as its user_prompt (and prompt_queued) event has it.
-std::string prompt_json(std::string_view prompt_id, std::string_view text) {
-    return json::serialize(json::object{{"promptId", prompt_id}, {"content", json::object{{"type", "text"}, {"text", text}}}});
+std::string prompt_json(std::string_view prompt_id, const api::Prompt& prompt) {
+    json::object payload{{"promptId", prompt_id}, {"content", json::object{{"type", "text"}, {"text", prompt.text}}}};
+    if (!prompt.images.empty()) {
+        json::array images;
+        for (const auto& image : prompt.images)
+            images.push_back(json::object{{"mimeType", image.mime_type}, {"data", image.data}});
+        payload["images"] = std::move(images);
+    }
+    return json::serialize(payload);
 }
 
 api::OutputStream to_api(shim::Stream stream) {
@@ -507,7 +514,7 @@ void Channel::send_events(const std::vector<store::SessionEvent>& stored) {
     if (conversation_) start_next_turn();
 }
 
-Result<Channel::Submitted> Channel::submit(std::string_view text) {
+Result<Channel::Submitted> Channel::submit(const api::Prompt& typed) {
     if (!conversation_)
         return make_error(ErrorCode::conflict, "session " + id_ + " is not a conversation; it took its one prompt at "
                                                                   "start (`handler chat` starts one)");
@@ -520,7 +527,7 @@ Result<Channel::Submitted> Channel::submit(std::string_view text) {
     static constexpr char kHex[] = "0123456789abcdef";
     std::string prompt_id = "p_";
     for (std::uint64_t bits = prompt_ids_(), i = 0; i < 12; ++i, bits >>= 4) prompt_id += kHex[bits & 0xF];
-    Turns::Prompt prompt{prompt_id, prompt_json(prompt_id, text)};
+    Turns::Prompt prompt{prompt_id, prompt_json(prompt_id, typed)};
     const bool waits = turns_.running() || !turns_.queued().empty() || starting_turn_;
     if (waits) {
         send_events(owner_.store_events(id_, {{plugins::EventKind::prompt_queued, prompt.payload}}));

@@ -123,7 +123,7 @@ public:
         std::string prompt_id;
         bool queued = false;
     };
-    Result<Submitted> submit(std::string_view text);
+    Result<Submitted> submit(const api::Prompt& prompt);
     // Withdraws a waiting prompt. conflict: its turn has started; not_found: no such prompt.
     Result<void> withdraw(std::string_view prompt_id);
     // Interrupts the running turn through the harness. conflict: none runs; unavailable:

@@ -749,7 +749,7 @@ Result<store::Session> SessionManager::Impl::carry_out(StartPlan plan, const std
         impl.store_events(id, {{plugins::EventKind::error, json::serialize(json::object{{"message", why}})}});
     }
     if (conversation && !prompt.empty()) {
-        if (auto submitted = (*channel)->submit(prompt); !submitted) return fail(submitted.error());
+        if (auto submitted = (*channel)->submit(api::Prompt{prompt, {}}); !submitted) return fail(submitted.error());
     } else if (!prompt.empty()) {
         // The first event, so a client replaying the events sees the turn whole.
         impl.store_events(id, {plugins::SessionEvent{plugins::EventKind::user_prompt, plan.prompt_payload}});
@@ -803,10 +803,20 @@ Result<store::Session> SessionManager::resume(std::string_view id) {
     return impl.carry_out(std::move(*plan), session->id, std::string(), true);
 }
 
-Result<api::SubmittedPrompt> SessionManager::prompt(std::string_view id, std::string_view text) {
+Result<api::SubmittedPrompt> SessionManager::prompt(std::string_view id, const api::Prompt& prompt) {
     auto channel = impl_->live_channel(id);
     if (!channel) return channel.take_error();
-    auto submitted = (*channel)->submit(text);
+    if (!prompt.images.empty()) {
+        auto session = impl_->store.get_session(id);
+        if (!session) return session.take_error();
+        auto description = impl_->harnesses.describe(session->harness);
+        if (!description) return description.take_error();
+        if (!description->takes_images())
+            return make_error(ErrorCode::invalid_argument, "harness '" + session->harness +
+                                                               "' takes no images in a prompt (its describe() "
+                                                               "lists none in \"prompt_content\")");
+    }
+    auto submitted = (*channel)->submit(prompt);
     if (!submitted) return submitted.take_error();
     return api::SubmittedPrompt{submitted->prompt_id, submitted->queued};
 }

@@ -16,6 +16,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { bin, currentHome, spawnAcp, withClient, initialize, acp } from "./support.mjs";
 
 const agent = process.env.ACP_AGENT;
@@ -102,6 +103,26 @@ test(`${agent}: cancel mid-turn gives cancelled, and the next prompt works`, { t
   rmSync(hold, { force: true });
   assert.equal(result.cancelled.stopReason, "cancelled");
   assert.equal(result.next.stopReason, "end_turn");
+});
+
+test(`${agent}: an image in the editor's prompt reaches the model whole`, { timeout: 600000 }, async () => {
+  // A 1×1 PNG.
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+  const digest = createHash("sha256").update(Buffer.from(png, "base64")).digest("hex").slice(0, 16);
+  const child = spawnAcp(home, ["--agent", agent], project);
+  const { result } = await withClient(child, async (ctx) => {
+    const init = await initialize(ctx);
+    await ctx.request(acp.methods.agent.session.resume, { sessionId: state.sessionId, cwd: project, mcpServers: [] });
+    const turn = await ctx.request(acp.methods.agent.session.prompt, {
+      sessionId: state.sessionId,
+      prompt: [{ type: "text", text: "what is in this picture?" }, { type: "image", mimeType: "image/png", data: png }],
+    });
+    return { init, turn };
+  });
+  assert.equal(result.init.agentCapabilities.promptCapabilities.image, true);
+  assert.equal(result.turn.stopReason, "end_turn");
+  const seen = modelRequests().filter((e) => (e.user_images || []).includes("image/png:" + digest));
+  assert.ok(seen.length > 0, JSON.stringify(modelRequests().slice(-2).map((e) => e.user_images)));
 });
 
 test(`${agent}: handler acp killed and started again, session/load replays the history`, { timeout: 600000 }, async () => {

@@ -257,6 +257,21 @@ ids = {e["payload"]["harnessSessionId"] for e in map(json.loads, filter(str.stri
        if e["kind"] == "session_info" and "harnessSessionId" in e["payload"]}
 assert len(ids) == 1, ids' || fail "$agent: not one harness session across the resume: $(events_of "$id" | grep session_info)"
 
+  # An image in a prompt reaches the model whole, in the harness's own API shape.
+  python3 -c 'import base64, sys; open(sys.argv[1], "wb").write(base64.b64decode(
+"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="))' "$work/dot.png"
+  local digest
+  digest=$(sha256sum "$work/dot.png" | cut -c1-16)
+  handler session prompt "$id" "what is in this picture" --image "$work/dot.png" >/dev/null ||
+    fail "$agent: a prompt with an image was refused"
+  wait_events "$id" result 9
+  python3 -c '
+import json, sys
+entries = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+seen = [e for e in entries if e["method"] == "POST" and "image/png:" + sys.argv[2] in e.get("user_images", [])]
+assert seen, [e.get("user_images") for e in entries if e["method"] == "POST"][-3:]' "$work/$host.log" "$digest" ||
+    fail "$agent: the image did not reach the model: $(tail -n 2 "$work/$host.log" | cut -c1-1500)"
+
   handler session stop "$id" >/dev/null
   wait_state_long "$id" exited
   echo "PASS $agent conversation"

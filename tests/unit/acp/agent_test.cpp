@@ -109,9 +109,12 @@ protected:
     // Another client (a second editor, `handler chat`) sends a prompt.
     std::string other_prompt(const std::string& session, const std::string& text) {
         std::string id;
-        handlerd.prompt(session, text, [&](Result<PromptAccepted> accepted) { id = accepted->prompt_id; });
-        handlerd.run();
+        other_prompt(session, api::Prompt{text, {}}, id);
         return id;
+    }
+    void other_prompt(const std::string& session, const api::Prompt& prompt, std::string& id) {
+        handlerd.prompt(session, prompt, [&](Result<PromptAccepted> accepted) { id = accepted->prompt_id; });
+        handlerd.run();
     }
 
     testing::FakeConversations handlerd;
@@ -130,6 +133,39 @@ TEST_F(AcpAgent, InitializeAnswersHonestCapabilities) {
     EXPECT_EQ(result.at("agentInfo").as_object().at("name"), "handler");
     const auto& method = result.at("authMethods").as_array().at(0).as_object();
     EXPECT_NE(std::string(method.at("description").as_string()).find("handler account add"), std::string::npos);
+}
+
+TEST_F(AcpAgent, ImagesAndHttpServersAreOfferedWhenAHarnessOfConversationsTakesThem) {
+    handlerd.add_plugin("shell", json::parse(R"({"prompt_content":["image"],"mcp":["http"]})").as_object());
+    initialize();
+    const json::object without = answer_to(0).at("result").at("agentCapabilities").as_object();
+    EXPECT_EQ(without.at("promptCapabilities").at("image"), json::value(false)) << "shell holds no conversations";
+    EXPECT_EQ(without.at("mcpCapabilities").at("http"), json::value(false));
+    handlerd.add_plugin("pi", json::parse(R"({"launch_modes":["conversation"],"prompt_content":["image"],"mcp":["http"]})")
+                                  .as_object());
+    out.clear();
+    initialize();
+    const json::object with = answer_to(0).at("result").at("agentCapabilities").as_object();
+    EXPECT_EQ(with.at("promptCapabilities").at("image"), json::value(true));
+    EXPECT_EQ(with.at("mcpCapabilities").at("http"), json::value(true));
+}
+
+TEST_F(AcpAgent, AnImageGoesToHandlerdAndAnotherClientsImageIsShown) {
+    const std::string id = new_session();
+    request(10, "session/prompt",
+            {{"sessionId", id},
+             {"prompt", json::parse(R"([{"type":"text","text":"what is this?"},
+                                         {"type":"image","mimeType":"image/png","data":"iVBORw0KGgo="}])")}});
+    EXPECT_EQ(handlerd.count_calls("POST /prompts " + id + " what is this? [image/png]"), 1u);
+    handlerd.finish_turn(id);
+    handlerd.run();
+    const auto first = out.size();
+    std::string theirs;
+    other_prompt(id, api::Prompt{"", {{"image/gif", "R0lGODlh"}}}, theirs);
+    const auto shown = updates(first);
+    ASSERT_EQ(shown.size(), 1u) << "an image alone shows no empty text";
+    EXPECT_EQ(shown[0], json::parse(R"({"sessionUpdate":"user_message_chunk","messageId":")" + theirs +
+                                    R"(","content":{"type":"image","mimeType":"image/gif","data":"R0lGODlh"}})"));
 }
 
 TEST_F(AcpAgent, BadInputGetsTheRightErrorsAndNoCrash) {

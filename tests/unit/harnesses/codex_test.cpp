@@ -103,6 +103,20 @@ TEST(CodexAppServer, OpensTheThreadThenStartsTheTurnWithThePrompt) {
     EXPECT_EQ(events[1].json, R"({"modeId":"untrusted","model":"gpt-handler-test"})");
 }
 
+TEST(CodexAppServer, APromptsImagesGoAsDataUrlsBeforeItsText) {
+    AppServerParser parser;
+    parser.feed(kAsking);
+    parser.take_reply();
+    EXPECT_TRUE(parser.prompt(R"({"content":{"type":"text","text":"what is it?"},)"
+                              R"("images":[{"mimeType":"image/png","data":"iVBORw0KGgo="}]})")
+                    .empty());
+    const auto sent = json::parse(parser.take_reply().input).at("params").at("input");
+    EXPECT_EQ(sent, json::parse(R"([{"type":"image","url":"data:image/png;base64,iVBORw0KGgo="},
+                                    {"type":"text","text":"what is it?"}])"));
+    EXPECT_THROW(parser.prompt(R"({"content":{"type":"text","text":"x"},"images":[{"mimeType":"image/png"}]})"),
+                 std::invalid_argument);
+}
+
 // Codex asks before the command; the answer goes back as the request's result, and the
 // rest of the turn is the command's result, the answer streamed, and the turn's result.
 TEST(CodexAppServer, AskedAnsweredAndDone) {

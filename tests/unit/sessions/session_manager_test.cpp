@@ -1467,7 +1467,7 @@ TEST_F(SessionManagerTest, AConversationTakesPromptAfterPromptOneTurnAtATime) {
             if (frame.type == shim::FrameType::input_eof) ++eofs;
         }
     };
-    auto first = manager_->prompt(id, "first question\nwith a second line");
+    auto first = manager_->prompt(id, {"first question\nwith a second line", {}});
     ASSERT_TRUE(first.ok()) << first.error().message;
     EXPECT_FALSE(first->queued);
     EXPECT_TRUE(first->prompt_id.starts_with("p_"));
@@ -1479,8 +1479,8 @@ TEST_F(SessionManagerTest, AConversationTakesPromptAfterPromptOneTurnAtATime) {
                          R"(","content":{"type":"text","text":"first question\nwith a second line"}})" "\n");
     EXPECT_EQ(store_->get_session(id)->title, "first question");
 
-    auto second = manager_->prompt(id, "second");
-    auto third = manager_->prompt(id, "third");
+    auto second = manager_->prompt(id, {"second", {}});
+    auto third = manager_->prompt(id, {"third", {}});
     ASSERT_TRUE(second.ok() && third.ok());
     EXPECT_TRUE(second->queued);
     EXPECT_TRUE(third->queued);
@@ -1516,12 +1516,12 @@ TEST_F(SessionManagerTest, AConversationTakesPromptAfterPromptOneTurnAtATime) {
     EXPECT_EQ(manager_->cancel(id).error().code, ErrorCode::conflict) << "no turn runs";
 
     // A turn that is running when the harness ends is closed for every client.
-    ASSERT_TRUE(manager_->prompt(id, "fourth").ok());
+    ASSERT_TRUE(manager_->prompt(id, {"fourth", {}}).ok());
     shim.send(shim::encode_i32(shim::FrameType::exit, 0));
     ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::exited; }));
     EXPECT_TRUE(watcher->events.back().starts_with(R"(result {"stopReason":"cancelled","isError":true)"))
         << watcher->events.back();
-    EXPECT_EQ(manager_->prompt(id, "fifth").error().code, ErrorCode::conflict);
+    EXPECT_EQ(manager_->prompt(id, {"fifth", {}}).error().code, ErrorCode::conflict);
     EXPECT_EQ(eofs, 0);
 }
 
@@ -1537,7 +1537,7 @@ TEST_F(SessionManagerTest, OnlyAHarnessThatSaysSoHoldsConversations) {
         << refused.error().message;
     // A session that is not a conversation takes no prompts.
     const std::string shell = start_shell();
-    EXPECT_EQ(manager_->prompt(shell, "hello").error().code, ErrorCode::conflict);
+    EXPECT_EQ(manager_->prompt(shell, {"hello", {}}).error().code, ErrorCode::conflict);
     EXPECT_EQ(manager_->resume(shell).error().code, ErrorCode::conflict);
     // Malformed MCP servers are refused, naming the entry.
     request.harness = "talking";
@@ -1586,7 +1586,7 @@ TEST_F(SessionManagerTest, AnEndedConversationIsResumedWhereTheHarnessLeftIt) {
                                                "permission_answer", "error", "result"}));
     EXPECT_EQ(events->back().payload.find(R"("stopReason":"cancelled")"), 1u) << events->back().payload;
     // The next prompt starts a turn at once: nothing is left running.
-    auto next = manager_->prompt(id, "go on");
+    auto next = manager_->prompt(id, {"go on", {}});
     ASSERT_TRUE(next.ok()) << next.error().message;
     EXPECT_FALSE(next->queued);
 }
@@ -1610,7 +1610,7 @@ TEST_F(SessionManagerTest, ARestartedHandlerdToldTheParserWhichConversationRuns)
                                            {{"session_info", R"({"harnessSessionId":"thread-1"})"},
                                             {"session_info", R"({"title":"named"})"}})
                     .ok());
-    ASSERT_TRUE(manager_->prompt(id, "one").ok());
+    ASSERT_TRUE(manager_->prompt(id, {"one", {}}).ok());
 
     manager_.reset();
     make_manager();
@@ -1620,9 +1620,50 @@ TEST_F(SessionManagerTest, ARestartedHandlerdToldTheParserWhichConversationRuns)
     ASSERT_GE(catalog_.reopened.size(), 2u);
     EXPECT_EQ(catalog_.reopened.back(), std::optional<std::string>("thread-1"));
     // The turn of "one" still runs, as the events say: the next prompt waits for it.
-    auto next = manager_->prompt(id, "two");
+    auto next = manager_->prompt(id, {"two", {}});
     ASSERT_TRUE(next.ok()) << next.error().message;
     EXPECT_TRUE(next->queued);
+}
+
+// Images go only to a harness that says it takes them, and then in the prompt's payload,
+// the one its user_prompt event keeps for every client.
+TEST_F(SessionManagerTest, AnImageGoesOnlyToAHarnessThatTakesImages) {
+    api::StartRequest request;
+    request.harness = "talking";
+    request.directory = (dir_ / "project").string();
+    request.conversation = true;
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    const std::string id = started->id;
+    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    const api::Prompt with_image{"what is it?", {{"image/png", "iVBORw0KGgo="}}};
+    auto refused = manager_->prompt(id, with_image);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(refused.error().message.find("harness 'talking' takes no images"), std::string::npos)
+        << refused.error().message;
+
+    catalog_.harnesses.at("talking").description.prompt_content = {"image"};
+    auto sent = manager_->prompt(id, with_image);
+    ASSERT_TRUE(sent.ok()) << sent.error().message;
+    std::string input;
+    ASSERT_TRUE(pump_until([&] {
+        for (const auto& frame : shim.received())
+            if (frame.type == shim::FrameType::input) input += frame.payload;
+        return input.find("PROMPT") != std::string::npos;
+    }));
+    const std::string payload = R"({"promptId":")" + sent->prompt_id +
+                                R"(","content":{"type":"text","text":"what is it?"},)"
+                                R"("images":[{"mimeType":"image/png","data":"iVBORw0KGgo="}]})";
+    EXPECT_EQ(input, "PROMPT " + payload + "\n");
+    auto events = store_->session_events(id, 0, 100);
+    ASSERT_TRUE(events.ok());
+    const auto recorded = std::find_if(events->begin(), events->end(),
+                                       [](const store::SessionEvent& event) { return event.kind == "user_prompt"; });
+    ASSERT_NE(recorded, events->end());
+    EXPECT_EQ(recorded->payload, payload);
 }
 
 } // namespace
