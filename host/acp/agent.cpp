@@ -200,6 +200,7 @@ struct Agent::View final : EventSink {
     std::optional<std::string> held_end;
     std::map<std::string, std::string> outcomes; // prompt id → stop reason
     std::deque<std::string> outcome_order;
+    std::set<std::string> terminals; // execute tool calls shown as terminals (show_as_terminal)
     std::map<std::string, OpenPermission> permissions;
     std::optional<json::object> commands, usage, title;
     // A new conversation's first events (an error naming an MCP server it cannot run, say)
@@ -326,8 +327,12 @@ void Agent::notice(const View& view, std::string text) {
 void Agent::initialize(const rpc::Id& id, const rpc::ParamReader& params) {
     (void)params.integer("protocolVersion");
     // Whatever the client can do with files and terminals is never used: the agent's
-    // work happens in its container, and these act on the host.
-    (void)params.optional_object("clientCapabilities");
+    // work happens in its container, and these act on the host. Only Zed's display
+    // extension is read: terminal_output shows output that already happened there.
+    if (const auto* capabilities = params.optional_object("clientCapabilities"))
+        if (const auto* meta = capabilities->if_contains("_meta"); meta != nullptr && meta->is_object())
+            if (const auto* shown = meta->as_object().if_contains("terminal_output"))
+                terminal_output_ = shown->is_bool() && shown->as_bool();
     initialized_ = true;
     // Without handlerd's plugins nothing beyond the baseline is offered; every session
     // needs handlerd anyway, and says so when it is asked for.
@@ -992,6 +997,7 @@ void Agent::process(View& view, const ConversationEvent& event) {
     if (event.kind == "permission_answer") return withdraw_permission(view, text_of(payload, "toolCallId"));
     if (event.kind == "mode_changed") return mode_changed(view, payload);
     if (!translated) return;
+    if (terminal_output_) show_as_terminal(*translated, view.terminals);
     if (event.kind == "available_commands") view.commands = *translated;
     else if (event.kind == "usage") view.usage = *translated;
     else if (event.kind == "session_info") view.title = *translated;

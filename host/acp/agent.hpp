@@ -131,6 +131,8 @@ private:
     AgentOptions options_;
     Write write_;
     bool initialized_ = false;
+    // The editor shows a tool call's terminal from _meta (Zed's terminal_output).
+    bool terminal_output_ = false;
     bool closing_ = false;
     std::uint64_t next_serial_ = 1;
     std::uint64_t next_prompt_key_ = 1;

@@ -392,6 +392,46 @@ Result<api::Prompt> prompt_content(const json::array& blocks, std::size_t limit_
     return prompt;
 }
 
+void show_as_terminal(json::object& update, std::set<std::string>& terminals) {
+    const auto* kind = string_field(update, "sessionUpdate");
+    const auto* id = string_field(update, "toolCallId");
+    if (kind == nullptr || id == nullptr) return;
+    const std::string terminal(*id);
+    const json::object terminal_content{{"type", "terminal"}, {"terminalId", terminal}};
+    if (*kind == "tool_call") {
+        const auto* tool_kind = string_field(update, "kind");
+        if (tool_kind == nullptr || *tool_kind != "execute") return;
+        terminals.insert(terminal);
+        update["_meta"] = json::object{{"terminal_info", json::object{{"terminal_id", terminal}}}};
+        update["content"] = json::array{terminal_content};
+        return;
+    }
+    if (*kind != "tool_call_update" || !terminals.contains(terminal)) return;
+    json::object meta;
+    // The whole output so far: each harness reports a command's output once, whole.
+    std::string output;
+    if (const auto* content = update.if_contains("content"); content != nullptr && content->is_array()) {
+        for (const auto& entry : content->as_array()) {
+            const auto* inner = entry.is_object() ? entry.as_object().if_contains("content") : nullptr;
+            const auto* text = inner != nullptr && inner->is_object() ? string_field(inner->as_object(), "text") : nullptr;
+            if (text != nullptr) output += std::string(*text);
+        }
+        update["content"] = json::array{terminal_content};
+    }
+    if (!output.empty())
+        meta["terminal_output"] = json::object{{"terminal_id", terminal}, {"data", output}};
+    const auto* status = string_field(update, "status");
+    if (status != nullptr && (*status == "completed" || *status == "failed")) {
+        json::value exit_code = nullptr;
+        if (const auto* raw = update.if_contains("rawOutput"); raw != nullptr && raw->is_object())
+            if (const auto* code = raw->as_object().if_contains("exitCode"); code != nullptr && code->is_int64())
+                exit_code = code->as_int64();
+        meta["terminal_exit"] = json::object{{"terminal_id", terminal}, {"exit_code", exit_code}, {"signal", nullptr}};
+        terminals.erase(terminal);
+    }
+    if (!meta.empty()) update["_meta"] = std::move(meta);
+}
+
 std::vector<json::object> prompt_image_updates(const json::object& payload) {
     std::vector<json::object> updates;
     const auto* images = payload.if_contains("images");

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,15 @@ struct MessageRun {
 // permission_answer, mode_changed: agent.* handles those) and for unusable ones.
 // user_prompt becomes a user_message_chunk whose messageId is the prompt's id.
 std::optional<boost::json::object> to_update(const ConversationEvent& event, MessageRun& run);
+// Zed's terminal extension (ACP.md, "Tool calls"), for an editor that advertised
+// `clientCapabilities._meta.terminal_output`: an execute tool call names a terminal of its
+// own (`_meta.terminal_info`, a "terminal" content entry keyed by the tool call's id, never
+// one of the editor's), and its update carries the command's output as
+// `_meta.terminal_output` and its end as `_meta.terminal_exit`. The output already
+// happened in the container; the editor only shows it. `terminals` holds the ids of the
+// execute tool calls seen and not yet ended.
+void show_as_terminal(boost::json::object& update, std::set<std::string>& terminals);
+
 // A user_prompt's images (its "images", each checked by handlerd when it was sent), as one
 // user_message_chunk each with the prompt's messageId; the text's chunk is to_update's.
 std::vector<boost::json::object> prompt_image_updates(const boost::json::object& payload);

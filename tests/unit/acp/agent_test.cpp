@@ -168,6 +168,24 @@ TEST_F(AcpAgent, AnImageGoesToHandlerdAndAnotherClientsImageIsShown) {
                                     R"(","content":{"type":"image","mimeType":"image/gif","data":"R0lGODlh"}})"));
 }
 
+TEST_F(AcpAgent, AnEditorThatShowsTerminalsGetsACommandsOutputInOne) {
+    request(0, "initialize", {{"protocolVersion", 1}, {"clientCapabilities", {{"_meta", {{"terminal_output", true}}}}}});
+    request(1, "session/new", {{"cwd", "/home/u/app/src"}, {"mcpServers", json::array{}}});
+    const std::string id(answer_to(1).at("result").at("sessionId").as_string());
+    prompt(10, id, "list");
+    const auto first = out.size();
+    handlerd.emit(id, "tool_call", {{"toolCallId", "t1"}, {"title", "ls"}, {"kind", "execute"}, {"status", "pending"}});
+    handlerd.emit(id, "tool_call_update",
+                  {{"toolCallId", "t1"}, {"status", "completed"},
+                   {"content", json::array{{{"type", "content"}, {"content", {{"type", "text"}, {"text", "a.txt\n"}}}}}}});
+    handlerd.run();
+    const auto shown = updates(first);
+    ASSERT_EQ(shown.size(), 2u);
+    EXPECT_EQ(shown[0].at("_meta"), json::parse(R"({"terminal_info":{"terminal_id":"t1"}})"));
+    EXPECT_EQ(shown[1].at("_meta").at("terminal_output"), json::parse(R"({"terminal_id":"t1","data":"a.txt\n"})"));
+    EXPECT_TRUE(requests_to_editor().empty()) << "the editor's own terminal/* is never used";
+}
+
 TEST_F(AcpAgent, BadInputGetsTheRightErrorsAndNoCrash) {
     agent->receive(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":)");
     EXPECT_EQ(out.back().at("error").as_object().at("code"), json::value(rpc::kParseError));

@@ -206,6 +206,36 @@ TEST(AcpUpdates, APromptsImagesAreUserMessageChunksOfItsMessage) {
     EXPECT_TRUE(prompt_image_updates(json::parse(R"({"promptId":"p_2","content":{"type":"text","text":"x"}})").as_object()).empty());
 }
 
+// Zed's terminal extension: the command's output in the tool call's own terminal, its
+// end with the exit code where the harness gave one; other tool calls stay as they are.
+TEST(AcpUpdates, ACommandIsShownAsATerminalOfItsOwn) {
+    std::set<std::string> terminals;
+    auto call = json::parse(R"({"sessionUpdate":"tool_call","toolCallId":"t1","title":"ls","kind":"execute",
+        "status":"pending","content":[]})").as_object();
+    show_as_terminal(call, terminals);
+    EXPECT_EQ(call.at("_meta"), json::parse(R"({"terminal_info":{"terminal_id":"t1"}})"));
+    EXPECT_EQ(call.at("content"), json::parse(R"([{"type":"terminal","terminalId":"t1"}])"));
+    auto done = json::parse(R"({"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed",
+        "content":[{"type":"content","content":{"type":"text","text":"a\nb\n"}}],"rawOutput":{"exitCode":2}})")
+                    .as_object();
+    show_as_terminal(done, terminals);
+    EXPECT_EQ(done.at("_meta"), json::parse(R"({"terminal_output":{"terminal_id":"t1","data":"a\nb\n"},
+        "terminal_exit":{"terminal_id":"t1","exit_code":2,"signal":null}})"));
+    EXPECT_EQ(done.at("content"), json::parse(R"([{"type":"terminal","terminalId":"t1"}])"));
+    EXPECT_TRUE(terminals.empty());
+
+    auto edit = json::parse(R"({"sessionUpdate":"tool_call","toolCallId":"t2","title":"Write","kind":"edit","content":[]})")
+                    .as_object();
+    const auto before = edit;
+    show_as_terminal(edit, terminals);
+    EXPECT_EQ(edit, before);
+    auto other = json::parse(R"({"sessionUpdate":"tool_call_update","toolCallId":"t2","status":"completed",
+        "content":[{"type":"content","content":{"type":"text","text":"ok"}}]})").as_object();
+    const auto other_before = other;
+    show_as_terminal(other, terminals);
+    EXPECT_EQ(other, other_before) << "not a command: its content stays";
+}
+
 TEST(AcpUpdates, TimesAndPaths) {
     EXPECT_EQ(iso8601(0), "1970-01-01T00:00:00.000Z");
     EXPECT_EQ(iso8601(1'760'000'000'123), "2025-10-09T08:53:20.123Z");
