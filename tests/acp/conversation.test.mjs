@@ -81,6 +81,17 @@ test(`${agent}: a prompt writes a file through a tool call, the updates in order
   const last = modelRequests().filter((e) => e.user_texts && e.user_texts.length).at(-1);
   assert.ok(last.user_texts.some((t) => t.includes("create hello.txt")), JSON.stringify(last));
   assert.ok(last.user_texts.some((t) => t.includes("what did you just do")), JSON.stringify(last));
+  // A command (Codex's exec_command) is shown in a terminal of its own, as Zed's
+  // terminal_output extension has it; an edit (Claude Code's Write, pi's write) is not.
+  const commands = result.turn.filter((n) => n.update.sessionUpdate === "tool_call" && n.update.kind === "execute");
+  assert.equal(commands.length > 0, agent === "codex", order.join(","));
+  for (const { update: call } of commands) {
+    assert.equal(call._meta?.terminal_info?.terminal_id, call.toolCallId, JSON.stringify(call));
+    // Its end closes that terminal (its output, if it printed any, came with it).
+    const end = result.turn.find((n) => n.update.toolCallId === call.toolCallId && n.update._meta?.terminal_exit);
+    assert.ok(end, "the command's end reached its terminal: " + JSON.stringify(result.turn.map((n) => n.update)));
+    assert.equal(end.update._meta.terminal_exit.terminal_id, call.toolCallId);
+  }
   // Whatever the tool wrote (a JSON-RPC request, here), the editor was asked nothing.
   assert.deepEqual(seen.requests, []);
 });
