@@ -315,24 +315,30 @@ def chat(handler, body):
                   chunk({}, "tool_calls"), usage, "[DONE]"], named=False)
 
 
-def user_texts(body):
-    """The texts of the user's messages in a request (Anthropic messages, OpenAI input or
-    chat messages), so a test sees that a conversation's next turn carries the earlier
-    ones."""
-    texts = []
+def user_parts(body):
+    """The content parts of the user's messages in a request (Anthropic messages, OpenAI
+    input or chat messages), oldest first; a message whose content is one string is that
+    string."""
     if not isinstance(body, dict):
-        return texts
+        return
     items = (body.get("messages") if isinstance(body.get("messages"), list) else []) + \
         (body.get("input") if isinstance(body.get("input"), list) else [])
     for item in items:
         if not isinstance(item, dict) or item.get("role") != "user":
             continue
         content = item.get("content")
-        for part in content if isinstance(content, list) else [content]:
-            if isinstance(part, str):
-                texts.append(part[:500])
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                texts.append(part["text"][:500])
+        yield from content if isinstance(content, list) else [content]
+
+
+def user_texts(body):
+    """The texts of the user's messages in a request, so a test sees that a conversation's
+    next turn carries the earlier ones."""
+    texts = []
+    for part in user_parts(body):
+        if isinstance(part, str):
+            texts.append(part[:500])
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"][:500])
     return texts
 
 
@@ -357,24 +363,14 @@ def user_images(body):
             head, data = url[5:].split(";base64,", 1)
             add(head, data)
 
-    if not isinstance(body, dict):
-        return found
-    items = (body.get("messages") if isinstance(body.get("messages"), list) else []) + \
-        (body.get("input") if isinstance(body.get("input"), list) else [])
-    for item in items:
-        if not isinstance(item, dict) or item.get("role") != "user":
+    for part in user_parts(body):
+        if not isinstance(part, dict):
             continue
-        content = item.get("content")
-        for part in content if isinstance(content, list) else []:
-            if not isinstance(part, dict):
-                continue
-            source = part.get("source")
-            if part.get("type") == "image" and isinstance(source, dict) and source.get("type") == "base64":
-                add(source.get("media_type", "?"), source.get("data", ""))
-            elif part.get("type") == "input_image":
-                data_url(part.get("image_url"))
-            elif part.get("type") == "image_url":
-                data_url(part.get("image_url"))
+        source = part.get("source")
+        if part.get("type") == "image" and isinstance(source, dict) and source.get("type") == "base64":
+            add(source.get("media_type", "?"), source.get("data", ""))
+        elif part.get("type") in ("input_image", "image_url"):
+            data_url(part.get("image_url"))
     return found
 
 

@@ -294,6 +294,21 @@ protected:
 
     SessionState state(const std::string& id) { return store_->get_session(id)->state; }
 
+    // A conversation of the "talking" harness, running; its id, or "" (with the failure
+    // recorded) when it did not start.
+    std::string start_talking() {
+        api::StartRequest request;
+        request.harness = "talking";
+        request.directory = (dir_ / "project").string();
+        request.conversation = true;
+        auto started = manager_->start(request);
+        EXPECT_TRUE(started.ok()) << started.error().message;
+        if (!started.ok()) return "";
+        const std::string id = started->id;
+        EXPECT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+        return state(id) == SessionState::running ? id : "";
+    }
+
     // An agent of the test project running the shell harness.
     void add_agent(const std::string& name, std::vector<std::string> allowed_hosts,
                    std::vector<std::string> addons = {}) {
@@ -1596,14 +1611,8 @@ TEST_F(SessionManagerTest, AnEndedConversationIsResumedWhereTheHarnessLeftIt) {
 // own session id (a new parser has not seen the harness say it), and the turns go on
 // from the stored events. A conversation just started or resumed gets a fresh parser.
 TEST_F(SessionManagerTest, ARestartedHandlerdToldTheParserWhichConversationRuns) {
-    api::StartRequest request;
-    request.harness = "talking";
-    request.directory = (dir_ / "project").string();
-    request.conversation = true;
-    auto started = manager_->start(request);
-    ASSERT_TRUE(started.ok()) << started.error().message;
-    const std::string id = started->id;
-    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    const std::string id = start_talking();
+    ASSERT_FALSE(id.empty());
     ASSERT_EQ(catalog_.reopened.size(), 1u);
     EXPECT_FALSE(catalog_.reopened[0]) << "a new harness: a new parser";
     ASSERT_TRUE(store_->add_session_events(id, clock_.now_ms(),
@@ -1628,14 +1637,8 @@ TEST_F(SessionManagerTest, ARestartedHandlerdToldTheParserWhichConversationRuns)
 // Images go only to a harness that says it takes them, and then in the prompt's payload,
 // the one its user_prompt event keeps for every client.
 TEST_F(SessionManagerTest, AnImageGoesOnlyToAHarnessThatTakesImages) {
-    api::StartRequest request;
-    request.harness = "talking";
-    request.directory = (dir_ / "project").string();
-    request.conversation = true;
-    auto started = manager_->start(request);
-    ASSERT_TRUE(started.ok()) << started.error().message;
-    const std::string id = started->id;
-    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    const std::string id = start_talking();
+    ASSERT_FALSE(id.empty());
     ShimDouble shim;
     connect_shim(shim, id, 0);
     const api::Prompt with_image{"what is it?", {{"image/png", "iVBORw0KGgo="}}};
