@@ -18,10 +18,10 @@
 # model server, the only fake. The server answers every prompt with CHUNKS text blocks,
 # CHUNK_INTERVAL_MS apart, each carrying the CLOCK_MONOTONIC time it was written
 # (fake_model_server.py --timed-chunks); the client takes the same clock when the SDK hands
-# it the session/update. A chunk's latency is the difference. Measured from the model server's send, not from Claude Code's
-# stdout (which only Handler's side could tap), which is fair because both sides pass
-# through the same Claude Code binary and its stream-json in between, so the difference
-# between the sides is what each does after Claude Code. Handler's side also goes through
+# it the session/update. A chunk's latency is the difference. Measured from the model
+# server's send, not from Claude Code's stdout (which only Handler's side could tap), which
+# is fair because both sides pass through the same Claude Code binary and its stream-json
+# in between, so the difference between the sides is what each does after Claude Code. Handler's side also goes through
 # its egress proxy on the way in (the container reaches the model only through it, TLS
 # intercepted); the direct side talks HTTPS to the server itself.
 # Each block is one text content block: Claude Code (without --include-partial-messages, as
