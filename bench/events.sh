@@ -21,9 +21,10 @@
 # it the session/update. A chunk's latency is the difference. Measured from the model
 # server's send, not from Claude Code's stdout (which only Handler's side could tap), which
 # is fair because both sides pass through the same Claude Code binary and its stream-json
-# in between, so the difference between the sides is what each does after Claude Code. Handler's side also goes through
-# its egress proxy on the way in (the container reaches the model only through it, TLS
-# intercepted); the direct side talks HTTPS to the server itself.
+# in between, so the difference between the sides is what each does after Claude Code.
+# Handler's side also goes through its egress proxy on the way in (the container reaches
+# the model only through it, TLS intercepted); the direct side talks HTTPS to the server
+# itself.
 # Each block is one text content block: Claude Code (without --include-partial-messages, as
 # the harness runs it) prints a text block as one `assistant` line when the block ends,
 # while the adapter also gets the deltas; one-delta blocks make those the same moment.
