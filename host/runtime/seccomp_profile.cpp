@@ -49,6 +49,20 @@ void filter_flags(json::array& rules, std::string_view name, unsigned index, std
                                 comment)));
 }
 
+// `name` allowed when argument `index` is from `low` to `high`: as blocks of 2^k values
+// that start at a multiple of 2^k, each one masked comparison.
+void allow_range(json::array& rules, std::string_view name, unsigned index, std::uint64_t low, std::uint64_t high,
+                 std::string_view comment) {
+    while (low <= high) {
+        std::uint64_t size = low == 0 ? std::uint64_t{1} << 63 : low & (~low + 1); // low's alignment
+        while (size - 1 > high - low) size >>= 1;
+        rules.push_back(rule(name, "SCMP_ACT_ALLOW", json::array{argument(index, ~(size - 1), low, "SCMP_CMP_MASKED_EQ")},
+                             comment));
+        if (size - 1 == high - low) break;
+        low += size;
+    }
+}
+
 // Handler's rules, after the base's.
 void add_handler_rules(json::array& rules) {
     constexpr std::string_view kNamespaces = "Handler: no new namespaces in a session (docs/security.md)";
@@ -68,13 +82,15 @@ void add_handler_rules(json::array& rules) {
                                {"args", json::array{}},
                                {"comment", "Handler: kernel interfaces a session has no use for"}};
     rules.push_back(std::move(kernel_extras));
+    // Every request but the two: below, between and above them. libseccomp does not AND
+    // two comparisons of one argument in a rule (seen: "!= 16 and != 0x4206" let 16
+    // through), so each rule compares once, the range between as aligned blocks.
     constexpr std::string_view kTrace = "Handler: a process traces only children that ask to be (PTRACE_TRACEME)";
     for (const std::uint64_t request : {kPtraceAttach, kPtraceSeize})
         rules.push_back(refusal("ptrace", kErrnoPermission, json::array{argument(0, request, 0, "SCMP_CMP_EQ")}, kTrace));
-    rules.push_back(rule("ptrace", "SCMP_ACT_ALLOW",
-                         json::array{argument(0, kPtraceAttach, 0, "SCMP_CMP_NE"),
-                                     argument(0, kPtraceSeize, 0, "SCMP_CMP_NE")},
-                         kTrace));
+    rules.push_back(rule("ptrace", "SCMP_ACT_ALLOW", json::array{argument(0, kPtraceAttach, 0, "SCMP_CMP_LT")}, kTrace));
+    allow_range(rules, "ptrace", 0, kPtraceAttach + 1, kPtraceSeize - 1, kTrace);
+    rules.push_back(rule("ptrace", "SCMP_ACT_ALLOW", json::array{argument(0, kPtraceSeize, 0, "SCMP_CMP_GT")}, kTrace));
 }
 
 Error not_a_profile(std::string_view base_name, const std::string& what) {

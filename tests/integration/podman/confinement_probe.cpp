@@ -1,7 +1,12 @@
-// Run INSIDE a session container by isolation.sh (static: the test image has no libc):
-// each system call a session must not make, and each one it needs, is made for real and
-// its outcome printed as "CALL OUTCOME", OUTCOME being "ok" or the errno's name. The
-// shell test holds them to docs/security.md ("Confinement"). Nothing is asserted here.
+// Run INSIDE a session container (static: the test image has no libc).
+//   confinement_probe             (isolation.sh) each system call a session must not make,
+//                                 and each one it needs, made for real, its outcome printed
+//                                 as "CALL OUTCOME", OUTCOME being "ok" or the errno's name.
+//                                 The shell test holds them to docs/security.md
+//                                 ("Confinement"); nothing is asserted here.
+//   confinement_probe fork-bomb   (limits.sh) every process forks for ever, and goes on
+//                                 when a fork fails: the pressure on the process limit
+//                                 never lets up (a shell's bomb dies out at the limit).
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -39,11 +44,26 @@ std::string errno_name(int error) {
     }
 }
 
-// `call` returns -1 with errno set on failure, anything else on success.
+// `call` returns -1 with errno set on failure, anything else on success. Each runs in a
+// child of its own, so that one that works (a new namespace, on a machine without the
+// profile) changes nothing for the next.
 void attempt(const char* name, const std::function<long()>& call) {
-    errno = 0;
-    const long result = call();
-    std::printf("%s %s\n", name, result == -1 ? errno_name(errno).c_str() : "ok");
+    int report[2];
+    if (::pipe(report) != 0) return (void)std::printf("%s no-pipe\n", name);
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::close(report[0]);
+        errno = 0;
+        const int error = call() == -1 ? errno : 0;
+        if (::write(report[1], &error, sizeof error) != sizeof error) ::_exit(1);
+        ::_exit(0);
+    }
+    ::close(report[1]);
+    int error = 0;
+    const bool reported = child > 0 && ::read(report[0], &error, sizeof error) == sizeof error;
+    ::close(report[0]);
+    if (child > 0) ::waitpid(child, nullptr, 0);
+    std::printf("%s %s\n", name, !reported ? "no-answer" : error != 0 ? errno_name(error).c_str() : "ok");
     std::fflush(stdout);
 }
 
@@ -92,9 +112,22 @@ long trace_own_child() {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : (errno = ECHILD, -1);
 }
 
+// A process of the probe's own (not its parent, not PID 1) for the calls that act on
+// another process: were one to work, it would stop or read only this one.
+pid_t target = 0;
+
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc == 2 && std::strcmp(argv[1], "fork-bomb") == 0)
+        for (;;)
+            if (::fork() < 0) ::sched_yield();
+    target = ::fork();
+    if (target == 0) {
+        ::pause();
+        ::_exit(0);
+    }
+
     // What a session must not do (docs/security.md, "Confinement").
     attempt("unshare-user", [] { return ::unshare(CLONE_NEWUSER); });
     attempt("unshare-user-net", [] { return ::unshare(CLONE_NEWUSER | CLONE_NEWNET); });
@@ -129,16 +162,16 @@ int main() {
         return ::syscall(SYS_io_uring_setup, 4, params);
     });
     attempt("mount", [] { return static_cast<long>(::mount("none", "/tmp", "tmpfs", 0, nullptr)); });
-    attempt("ptrace-attach", [] { return ::ptrace(PTRACE_ATTACH, 1, nullptr, nullptr); });
-    attempt("ptrace-seize", [] { return ::ptrace(PTRACE_SEIZE, 1, nullptr, nullptr); });
+    attempt("ptrace-attach", [] { return ::ptrace(PTRACE_ATTACH, target, nullptr, nullptr); });
+    attempt("ptrace-seize", [] { return ::ptrace(PTRACE_SEIZE, target, nullptr, nullptr); });
     attempt("process_vm_readv", [] {
         char buffer[8];
         iovec local{buffer, sizeof buffer};
         iovec remote{reinterpret_cast<void*>(0x10000), sizeof buffer};
-        return static_cast<long>(::process_vm_readv(1, &local, 1, &remote, 1, 0));
+        return static_cast<long>(::process_vm_readv(target, &local, 1, &remote, 1, 0));
     });
     attempt("pidfd_getfd", [] {
-        const long pidfd = ::syscall(SYS_pidfd_open, ::getppid(), 0);
+        const long pidfd = ::syscall(SYS_pidfd_open, target, 0);
         return pidfd < 0 ? -1L : ::syscall(SYS_pidfd_getfd, pidfd, 0, 0);
     });
 
@@ -152,13 +185,15 @@ int main() {
     attempt("spawn", [] {
         pid_t child = 0;
         char shell[] = "/bin/sh", dash_c[] = "-c", script[] = "exit 0";
-        char* argv[] = {shell, dash_c, script, nullptr};
-        if (const int error = ::posix_spawn(&child, shell, nullptr, nullptr, argv, environ); error != 0)
+        char* spawned[] = {shell, dash_c, script, nullptr};
+        if (const int error = ::posix_spawn(&child, shell, nullptr, nullptr, spawned, environ); error != 0)
             return errno = error, -1L;
         int status = 0;
         ::waitpid(child, &status, 0);
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0L : (errno = ECHILD, -1L);
     });
     attempt("ptrace-own-child", [] { return trace_own_child(); });
+    ::kill(target, SIGKILL);
+    ::waitpid(target, nullptr, 0);
     return 0;
 }

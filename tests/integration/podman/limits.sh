@@ -89,9 +89,10 @@ still_serving "no attack"
 
 echo "== a fork bomb"
 before=$(tasks)
-# Each shell forks for ever, whether or not the fork worked: the limit is held under
-# constant pressure, not once.
-bomb=$(handler run shell --detach -p 'f() { while :; do f & done; }; f')
+# Every process forks for ever, whether or not its fork worked: the limit is held under
+# constant pressure, not once (confinement_probe fork-bomb; a shell's bomb would die out).
+cp "$here/confinement_probe" "$project/.fork-bomb"
+bomb=$(handler run shell --detach -p "exec $project/.fork-bomb fork-bomb")
 wait_state "$bomb" running
 for _ in $(seq 1 100); do [ $(( $(tasks) - before )) -ge 3900 ] && break; sleep 0.1; done
 still_serving "fork bomb"
@@ -101,6 +102,7 @@ made=$(( $(tasks) - before ))
 [ "$made" -ge 3000 ] || fail "the fork bomb made only $made tasks: did it run?"
 echo "fork bomb: $made tasks of $(id -un) beyond the $before before it (limit 4096 in the session)"
 stop_session "$bomb"
+rm -f "$project/.fork-bomb"
 
 echo "== memory hogs"
 # Four processes, each doubling a string for ever: each stops where its allocation
@@ -124,7 +126,7 @@ echo "memory hogs: the largest held $((worst_kib / 1024)) MiB (limit 256 MiB eac
 stop_session "$hog"
 
 echo "== filling /tmp and HOME"
-fill=$(handler run shell --detach -p 'dd if=/dev/zero of=/tmp/fill bs=1M 2>&1 | tail -n 1; dd if=/dev/zero of=$HOME/fill bs=1M 2>&1 | tail -n 1; df -k /tmp $HOME; echo filled; sleep 600')
+fill=$(handler run shell --detach -p 'dd if=/dev/zero of=/tmp/fill bs=1M; dd if=/dev/zero of=$HOME/fill bs=1M; df -k /tmp $HOME; echo filled; sleep 600')
 wait_state "$fill" running
 for _ in $(seq 1 300); do handler logs "$fill" | grep -q '^filled' && break; sleep 0.1; done
 handler logs "$fill" > "$work/fill"

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 namespace handler::runtime {
 namespace {
@@ -84,14 +85,20 @@ Outcome evaluate(const json::object& profile, std::string_view name, std::vector
         if (has_condition(rule, "includes", "arches") && !listed(rule, "includes", "arches", arch)) continue;
         if (listed(rule, "excludes", "arches", arch)) continue;
         bool matches = true;
+        std::set<std::size_t> compared;
         if (const auto* conditions = rule.if_contains("args"); conditions != nullptr && conditions->is_array())
             for (const auto& item : conditions->as_array()) {
                 const auto& condition = item.as_object();
-                const std::uint64_t value = args.at(condition.at("index").to_number<std::size_t>());
+                const auto index = condition.at("index").to_number<std::size_t>();
+                // libseccomp does not AND two comparisons of one argument in a rule.
+                if (!compared.insert(index).second) ADD_FAILURE() << name << ": a rule compares argument " << index << " twice";
+                const std::uint64_t value = args.at(index);
                 const auto expected = condition.at("value").to_number<std::uint64_t>();
                 const std::string_view op = condition.at("op").as_string();
                 if (op == "SCMP_CMP_EQ") matches &= value == expected;
                 else if (op == "SCMP_CMP_NE") matches &= value != expected;
+                else if (op == "SCMP_CMP_LT") matches &= value < expected;
+                else if (op == "SCMP_CMP_GT") matches &= value > expected;
                 else if (op == "SCMP_CMP_MASKED_EQ")
                     matches &= (value & expected) == condition.at("valueTwo").to_number<std::uint64_t>();
                 else ADD_FAILURE() << "unexpected operator " << op;
@@ -166,6 +173,13 @@ TEST(SeccompProfile, AProcessTracesOnlyChildrenThatAskedToBe) {
     for (const std::uint64_t request : {PTRACE_TRACEME, PTRACE_PEEKDATA, PTRACE_CONT, PTRACE_GETREGS, PTRACE_SYSCALL,
                                         PTRACE_SETOPTIONS, PTRACE_DETACH})
         EXPECT_EQ(evaluate(profile, "ptrace", {request, 42}), kAllowed) << request;
+    // Every request number but those two, architecture-specific ones included.
+    for (std::uint64_t request = 0; request < 0x4400; ++request) {
+        if (request == PTRACE_ATTACH || request == PTRACE_SEIZE) continue;
+        ASSERT_EQ(evaluate(profile, "ptrace", {request}), kAllowed) << request;
+    }
+    EXPECT_EQ(evaluate(profile, "ptrace", {0x5000}), kAllowed); // s390's PTRACE_PEEKUSR_AREA
+    EXPECT_EQ(evaluate(profile, "ptrace", {~std::uint64_t{0}}), kAllowed);
 }
 
 // Capabilities do not bring any of it back: the base's rules for these calls are gone.
