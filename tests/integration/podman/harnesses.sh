@@ -12,7 +12,7 @@
 # saw the REAL key on every request while the container only ever held a stand-in (its
 # processes' environments and files searched in the middle of a turn); the network log
 # shows the key injected. And the start modes reach the harness: Codex in a session
-# without network (locked down) runs the model's command read-only, so nothing is written.
+# without network (locked down) asks before the model's command, and the answer decides.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

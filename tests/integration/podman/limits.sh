@@ -54,14 +54,7 @@ still_serving() {
   [ "$out" = second-session-works ] || fail "$1: a second session printed '$out'"
   echo "$1: handlerd answered within $worst ms (worst of 10); a second session ran a command in $(( ($(date +%s%N) - started) / 1000000 )) ms"
 }
-stop_session() { handler session stop "$1" >/dev/null; wait_state_long "$1" exited; }
-wait_state_long() { # ID STATE
-  for _ in $(seq 1 600); do
-    [ "$(state_of "$1" state)" = "$2" ] && return 0
-    sleep 0.1
-  done
-  fail "session $1 did not reach state $2 (it is $(state_of "$1" state))"
-}
+stop_session() { handler session stop "$1" >/dev/null; wait_state "$1" exited 600; }
 # podman's view of the session's container, for what handler cannot see inside.
 container_of() { podman ps -q --filter "label=io.handler.session=$1"; }
 

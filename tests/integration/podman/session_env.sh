@@ -64,8 +64,8 @@ ${extra_config:-}
 TOML
 
 state_of() { handler session list --json | python3 -c "import json,sys; print(next(s['$2'] for s in json.load(sys.stdin) if s['id']=='$1'))"; }
-wait_state() { # ID STATE
-  for _ in $(seq 1 100); do
+wait_state() { # ID STATE [TENTHS OF A SECOND, default 100]
+  for _ in $(seq 1 "${3:-100}"); do
     [ "$(state_of "$1" state)" = "$2" ] && return 0
     sleep 0.1
   done
