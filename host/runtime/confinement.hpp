@@ -4,7 +4,8 @@
 // come from one place and are unit-tested.
 //
 // What holds where:
-//   - every tmpfs has a size (/tmp and HOME here; /dev and /dev/shm are podman's, 64 MiB);
+//   - every tmpfs a session can write has a size (/tmp and HOME here; /dev/shm is
+//     podman's, 62.5 MiB);
 //   - processes: RLIMIT_NPROC always (--ulimit nproc). It counts the tasks of one uid in
 //     one user namespace, and each keep-id container has a user namespace of its own, so
 //     it counts the session's processes and threads only: neither the user's own
