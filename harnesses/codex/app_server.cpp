@@ -199,14 +199,6 @@ std::string item_title(const json::object& item) {
 
 bool is_thread_id(std::string_view text) { return common::is_uuid(text); }
 
-std::string_view sandbox_mode(std::string_view approval_policy) {
-    return approval_policy == "never" ? "danger-full-access" : "workspace-write";
-}
-
-std::string_view sandbox_policy_type(std::string_view approval_policy) {
-    return approval_policy == "never" ? "dangerFullAccess" : "workspaceWrite";
-}
-
 std::string AppServerParser::opening(const json::object& thread_params, std::string_view resume) {
     std::string lines;
     const auto line = [&](const json::object& message) { lines += json::serialize(message) + "\n"; };
@@ -260,7 +252,7 @@ void AppServerParser::start_turns() {
     if (!next_.effort.empty()) params["effort"] = next_.effort;
     if (!next_.approval_policy.empty()) {
         params["approvalPolicy"] = next_.approval_policy;
-        params["sandboxPolicy"] = {{"type", sandbox_policy_type(next_.approval_policy)}};
+        params["sandboxPolicy"] = {{"type", kSandboxPolicyType}};
     }
     turn_ = Turn{};
     turn_->request_id = next_id_++;

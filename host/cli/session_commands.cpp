@@ -282,6 +282,27 @@ bool show_session_fields(Session& session, json::array& records, TimeStyle style
     return true;
 }
 
+// A session's limits, one a line, those that do not hold said so (docs/security.md).
+void print_limits(std::ostream& out, const json::value& limits) {
+    if (!limits.is_array()) return;
+    out << "limits:\n";
+    for (const json::value& entry : limits.as_array()) {
+        const auto* limit = entry.if_object();
+        if (limit == nullptr) continue;
+        const auto text = [limit](std::string_view key) {
+            const auto* value = limit->if_contains(key);
+            return value != nullptr && value->is_string() ? printable(value->as_string()) : std::string();
+        };
+        const auto* holds = limit->if_contains("holds");
+        const bool held = holds == nullptr || !holds->is_bool() || holds->as_bool();
+        std::string name = text("name"), value = text("value");
+        name.resize(std::max<std::size_t>(name.size(), 10), ' ');
+        value.resize(std::max<std::size_t>(value.size(), 9), ' ');
+        // As `handler setup` marks its checks: "!" where a limit does not hold as a whole.
+        out << "  " << (held ? "✓ " : "! ") << name << ' ' << value << ' ' << text("how") << '\n';
+    }
+}
+
 } // namespace
 
 int command_run(Session& session, const Options& options, bool terminal) {
@@ -405,9 +426,15 @@ int command_session_show(Session& session, const Options& options) {
         print_json(session.context().out, *record);
         return kExitOk;
     }
+    json::value limits = nullptr;
+    if (auto* found = record->as_object().if_contains("limits")) {
+        limits = std::move(*found);
+        record->as_object().erase("limits");
+    }
     json::array records{std::move(*record)};
     if (!show_session_fields(session, records, TimeStyle::local_time)) return session.exit_code();
     print_record(session.context().out, records.front().as_object());
+    print_limits(session.context().out, limits);
     return kExitOk;
 }
 

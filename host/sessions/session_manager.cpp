@@ -424,33 +424,44 @@ void SessionManager::Impl::launch_container(const std::string& id, runtime::Cont
             });
         return;
     }
+    struct Started {
+        std::string container_id;
+        std::vector<runtime::LimitReport> limits;
+    };
     in_background(
-        [this, spec = std::move(spec)]() -> Result<std::string> {
+        [this, spec = std::move(spec)]() -> Result<Started> {
             auto present = runtime.image_exists(spec.image);
             if (!present) return present.take_error();
             if (!*present)
                 return make_error(ErrorCode::not_found,
                                   "image " + spec.image +
                                       " is not built on this machine; run `handler setup`");
-            return runtime.create_and_start(spec);
+            auto container = runtime.create_and_start(spec);
+            if (!container) return container.take_error();
+            return Started{std::move(*container), runtime.limits()};
         },
-        [this, id](Result<std::string> started) {
-            if (!started) {
-                spdlog::warn("session {}: {}", id, started.error().message);
-                finish(id, std::nullopt, SessionState::failed, started.error().message);
+        [this, id](Result<Started> launched) {
+            if (!launched) {
+                spdlog::warn("session {}: {}", id, launched.error().message);
+                finish(id, std::nullopt, SessionState::failed, launched.error().message);
                 return;
             }
+            const std::string started = launched->container_id;
             store::SessionChanges changes;
-            changes.container_id = *started;
+            changes.container_id = started;
+            // What it runs under, and what does not hold on this machine, said once.
+            changes.limits = runtime::limits_json(launched->limits);
+            for (const runtime::LimitReport& limit : launched->limits)
+                if (!limit.holds) spdlog::info("session {}: {} {}: {}", id, limit.name, limit.value, limit.how);
             auto current = store.get_session(id);
             // The shim may already have reported an exit (a program that ends at once).
             if (current && current->state == SessionState::starting)
                 changes.state = SessionState::running;
             record(id, changes);
-            if (current && !is_live(current->state)) remove_container_later(*started);
+            if (current && !is_live(current->state)) remove_container_later(started);
             if (stop_requested.erase(id) > 0) {
                 in_background(
-                    [this, container = *started] {
+                    [this, container = started] {
                         return runtime.stop(container, options.stop_grace);
                     },
                     [](Result<void>) {});

@@ -391,6 +391,18 @@ TEST_F(SessionManagerTest, StartsOneLabelledContainerRunningTheShim) {
     EXPECT_TRUE(fs::exists(socket(id)));
 }
 
+// What its container runs under, and what does not hold on this machine, is the
+// session's to show (`handler session show`, the API's "limits").
+TEST_F(SessionManagerTest, RecordsTheLimitsItsContainerRunsUnder) {
+    const std::string id = start_shell();
+    auto session = store_->get_session(id);
+    ASSERT_TRUE(session);
+    EXPECT_EQ(session->limits, runtime::limits_json(runtime_.reported_limits));
+    const auto shown = api::to_json(*session);
+    ASSERT_TRUE(shown.at("limits").is_array());
+    EXPECT_EQ(shown.at("limits").as_array().at(1).at("holds"), false);
+}
+
 // The session's way out: its proxy socket next to the control socket, the shim told to
 // bridge to it, and every decision in the session's network log.
 TEST_F(SessionManagerTest, OnlyOpenModeGetsARealNetwork) {
