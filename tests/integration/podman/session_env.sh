@@ -38,8 +38,13 @@ cleanup() {
   fi
   kill_handlerd TERM
   podman ps -aq --filter label=io.handler.managed=1 | xargs -r podman rm -f -t 0 >/dev/null 2>&1 || true
+  # Rootless podman keeps a pause process (its user namespace) per XDG_RUNTIME_DIR; this
+  # test's private one would outlive the test.
+  local pause
+  pause=$(cat "$XDG_RUNTIME_DIR/libpod/tmp/pause.pid" 2>/dev/null || true)
   # Image layers belong to subordinate ids; only inside the user namespace can they go.
   podman unshare rm -rf "$work" 2>/dev/null || rm -rf "$work" 2>/dev/null || true
+  [ -z "$pause" ] || kill "$pause" 2>/dev/null || true
   exit $code
 }
 trap cleanup EXIT
