@@ -86,6 +86,8 @@ SSL_CERT_FILE="$pki/ca.crt" handlerd --detach >/dev/null || fail "handlerd did n
 export SSL_CERT_FILE="$pki/ca.crt"
 api_port=$(handler status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tcp"]["port"])')
 handlerd_pid=$(cat "$pid_file")
+# The host's address on its network (the one a packet out would leave from; none is sent).
+own_address=$(python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(("192.0.2.1", 9)); print(s.getsockname()[0])')
 
 # What must stay outside: the user's keys and folders, another project, Handler's own.
 mkdir -p "$HOME/.ssh" "$HOME/.aws"
@@ -114,6 +116,7 @@ data_dir='$XDG_DATA_HOME/handler'
 config_dir='$XDG_CONFIG_HOME/handler'
 runtime_dir='$XDG_RUNTIME_DIR'
 host_tmp_marker='$host_tmp_marker'
+own_address=$own_address
 api_port=$api_port
 tls_port=$tls_port
 plain_port=$plain_port

@@ -7,7 +7,7 @@
 #
 # escape.env (written by escape.sh) says where things are on the host: real_home, work,
 # handler_home, other_project, data_dir, config_dir, runtime_dir, host_tmp_marker,
-# api_port, tls_port, plain_port, handlerd_pid, abstract_socket.
+# own_address, api_port, tls_port, plain_port, handlerd_pid, abstract_socket.
 # shellcheck disable=SC2154 # the variables come from escape.env
 . ./escape.env
 project=$(pwd)
@@ -158,8 +158,8 @@ refused proxy/plain-to-handlerd "GET http://127.0.0.1:$api_port/api/v1/status HT
 refused proxy/userinfo "GET http://allowed.test:$plain_port@127.0.0.1:$api_port/ HTTP/1.1" "Host: 127.0.0.1:$api_port"
 refused proxy/percent-encoded "GET http://127%2e0%2e0%2e1:$api_port/ HTTP/1.1" "Host: 127.0.0.1:$api_port"
 connect proxy/allowed-name-other-port "allowed.test:$api_port"
-# A wildcard rule's name that resolves to loopback (DNS rebinding onto handlerd).
-connect proxy/rebinding "evil.rebind.test:$api_port"
+# The host's own address on its network, where more of its services listen.
+connect proxy/own-address "$own_address:$api_port"
 # The Host header does not pick where a plain request goes: it reaches the upstream of
 # the URL (or is refused), never handlerd, whose errors are {"error":{"code":...}}.
 answer=$({ printf 'GET http://allowed.test:%s/host-header HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n' \
