@@ -242,13 +242,7 @@ void TerminalFilter::escape(Unit kind, unsigned char code, std::string_view raw,
         reset_to_ground();
         return ground(kind, code, raw, out);
     }
-    if (code == kEsc) return start(State::escape, raw);
-    if (code == kCan || code == kSub) {
-        reset_to_ground();
-        out += raw;
-        return;
-    }
-    if (code == kDel) return;
+    if (aborted_by(code, raw, out) || code == kDel) return;
     // A C0 control inside a sequence is obeyed there, which is the same as before it.
     if (code < 0x20) {
         out += raw;
@@ -266,13 +260,7 @@ void TerminalFilter::escape(Unit kind, unsigned char code, std::string_view raw,
         default: break;
         }
     }
-    if (doomed_ != nullptr) {
-        note_drop(doomed_);
-    } else {
-        out += held_;
-        out += raw;
-    }
-    reset_to_ground();
+    finish(doomed_, raw, out);
 }
 
 void TerminalFilter::csi(Unit kind, unsigned char code, std::string_view raw, std::string& out) {
@@ -285,37 +273,13 @@ void TerminalFilter::csi(Unit kind, unsigned char code, std::string_view raw, st
         if (doomed_ == nullptr) doomed_ = "a malformed CSI";
         return;
     }
-    if (code == kEsc) {
-        reset_to_ground();
-        return start(State::escape, raw);
-    }
-    if (code == kCan || code == kSub) {
-        reset_to_ground();
-        out += raw;
-        return;
-    }
-    if (code == kDel) return;
+    if (aborted_by(code, raw, out) || code == kDel) return;
     if (code < 0x20) {
         out += raw;
         return;
     }
-    if (code < 0x40) {
-        const bool after_intermediate =
-            std::any_of(body_.begin(), body_.end(), [](char value) { return is_intermediate(static_cast<unsigned char>(value)); });
-        if ((code >= 0x30 && after_intermediate) || (is_private_marker(code) && !body_.empty()))
-            if (doomed_ == nullptr) doomed_ = "a malformed CSI";
-        hold(held_, raw);
-        hold(body_, raw);
-        return;
-    }
-    const char* refused = doomed_ != nullptr ? doomed_ : csi_refusal(body_, code);
-    if (refused != nullptr) {
-        note_drop(refused);
-    } else {
-        out += held_;
-        out += raw;
-    }
-    reset_to_ground();
+    if (code < 0x40) return collect(code, raw, "a malformed CSI");
+    finish(doomed_ != nullptr ? doomed_ : csi_refusal(body_, code), raw, out);
 }
 
 void TerminalFilter::osc(Unit kind, unsigned char code, std::string_view raw, std::string& out) {
@@ -357,26 +321,10 @@ void TerminalFilter::dcs_header(Unit kind, unsigned char code, std::string_view 
         return c1(code, raw, out);
     }
     if (kind == Unit::other) return drop_into(State::string_drop, "a malformed DCS");
-    if (code == kEsc) {
-        // Aborted; GNU screen's passthrough (ESC P ESC ] 52 ...) is read as what it holds.
-        reset_to_ground();
-        return start(State::escape, raw);
-    }
-    if (code == kCan || code == kSub) {
-        reset_to_ground();
-        out += raw;
-        return;
-    }
+    // An ESC aborts it: GNU screen's passthrough (ESC P ESC ] 52 ...) is read as what it holds.
+    if (aborted_by(code, raw, out)) return;
     if (code < 0x20 || code == kDel) return; // ignored in a DCS header
-    if (code < 0x40) {
-        const bool after_intermediate =
-            std::any_of(body_.begin(), body_.end(), [](char value) { return is_intermediate(static_cast<unsigned char>(value)); });
-        if ((code >= 0x30 && after_intermediate) || (is_private_marker(code) && !body_.empty()))
-            if (doomed_ == nullptr) doomed_ = "a malformed DCS";
-        hold(held_, raw);
-        hold(body_, raw);
-        return;
-    }
+    if (code < 0x40) return collect(code, raw, "a malformed DCS");
     const char* refused = doomed_ != nullptr ? doomed_ : dcs_refusal(body_, code);
     if (refused != nullptr) return drop_into(State::string_drop, refused);
     out += held_;
@@ -446,6 +394,40 @@ void TerminalFilter::end_string(bool terminated, std::string_view terminator, st
         }
     } else if (string == State::dcs_pass) {
         out += kSevenBitSt;
+    }
+    reset_to_ground();
+}
+
+// ESC starts a sequence anew, CAN and SUB abort it (and pass on): true when `code` did.
+bool TerminalFilter::aborted_by(unsigned char code, std::string_view raw, std::string& out) {
+    if (code == kEsc) {
+        start(State::escape, raw);
+        return true;
+    }
+    if (code != kCan && code != kSub) return false;
+    reset_to_ground();
+    out += raw;
+    return true;
+}
+
+// A parameter or intermediate byte of a CSI or DCS header. A parameter after an
+// intermediate, or a private marker after the first byte, makes one terminals ignore.
+void TerminalFilter::collect(unsigned char code, std::string_view raw, const char* malformed) {
+    const bool after_intermediate = std::any_of(
+        body_.begin(), body_.end(), [](char value) { return is_intermediate(static_cast<unsigned char>(value)); });
+    if (doomed_ == nullptr && ((code >= 0x30 && after_intermediate) || (is_private_marker(code) && !body_.empty())))
+        doomed_ = malformed;
+    hold(held_, raw);
+    hold(body_, raw);
+}
+
+// A sequence is complete with `final_byte`: passed whole, or dropped for `refused`.
+void TerminalFilter::finish(const char* refused, std::string_view final_byte, std::string& out) {
+    if (refused != nullptr) {
+        note_drop(refused);
+    } else {
+        out += held_;
+        out += final_byte;
     }
     reset_to_ground();
 }

@@ -83,6 +83,9 @@ private:
     void string_drop(Unit kind, unsigned char code, std::string_view raw, std::string& out);
     // The string (OSC, DCS, SOS/PM/APC) ends: `terminated` when by BEL or ST.
     void end_string(bool terminated, std::string_view terminator, std::string& out);
+    bool aborted_by(unsigned char code, std::string_view raw, std::string& out);
+    void collect(unsigned char code, std::string_view raw, const char* malformed);
+    void finish(const char* refused, std::string_view final_byte, std::string& out);
     void start(State state, std::string_view introducer);
     void drop_into(State state, std::string_view what);
     // Adds `raw` to `where` (held_ or body_) within the limit; past it, the sequence is doomed.
