@@ -28,7 +28,9 @@ class TerminalClient {
 public:
     virtual ~TerminalClient() = default;
     // A chunk of output, in order; `offset` is that of its first byte in the session's
-    // output (replayed chunks first, then live ones).
+    // output (replayed chunks first, then live ones). `bytes` is what may reach a terminal
+    // of it (sessions/terminal_filter.hpp), so it can be shorter than the output it stands
+    // for; offsets count the output as printed, as `from` and `produced` do.
     virtual void output(OutputStream stream, std::uint64_t offset,
                         const std::shared_ptr<const std::string>& bytes) = 0;
     // The program ended with `code` (its status, or 128 + signal number).
@@ -112,8 +114,10 @@ struct SubmittedPrompt {
 enum class Applied { now, on_resume };
 
 struct SessionLog {
-    std::string text;       // everything kept (the older part may have been rotated away)
-    std::uint64_t end = 0;  // the output offset just past `text`
+    // Everything kept (the older part may have been rotated away), as a terminal may get
+    // it (sessions/terminal_filter.hpp); the file on disk has it as printed.
+    std::string text;
+    std::uint64_t end = 0;  // the output offset just past what `text` holds
     bool truncated = false; // older output was dropped by the size limit
 };
 

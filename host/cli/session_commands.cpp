@@ -3,6 +3,7 @@
 #include "cli/output.hpp"
 #include "cli/permissions.hpp"
 #include "cli/terminal.hpp"
+#include "sessions/terminal_filter.hpp"
 
 #include <boost/json.hpp>
 #include <fcntl.h>
@@ -65,8 +66,10 @@ struct HeadlessPrinter {
         const auto print = [&](api::OutputStream stream, const char* field) {
             const auto* text = fields.if_contains(field);
             if (text == nullptr || !text->is_string() || text->as_string().empty()) return;
-            std::string line(text->as_string());
-            if (line.back() != '\n') line += '\n';
+            // The harness made it of what the container printed: it reaches this terminal
+            // the way the session's output does (sessions/terminal_filter.hpp).
+            std::string line = sessions::TerminalFilter().filter(text->as_string());
+            if (line.empty() || line.back() != '\n') line += '\n';
             write_output(context, stream, line);
         };
         if (*kind == "error") {

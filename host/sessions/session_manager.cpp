@@ -11,6 +11,7 @@
 #include "sessions/channel.hpp"
 #include "sessions/launch.hpp"
 #include "sessions/output_log.hpp"
+#include "sessions/terminal_filter.hpp"
 #include "store/store.hpp"
 
 #include <handler/shim_protocol.hpp>
@@ -925,7 +926,9 @@ Result<api::SessionLog> SessionManager::log(std::string_view id) {
         auto text = output.read_all();
         if (!text) return text.take_error();
         api::SessionLog log;
-        log.text = std::move(*text);
+        // It goes to a terminal (`handler logs`), so it gets what a terminal client gets;
+        // the file keeps the output as printed.
+        log.text = TerminalFilter().filter(*text);
         log.end = output.end();
         log.truncated = output.oldest() > 0;
         return log;

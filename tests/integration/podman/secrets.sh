@@ -26,38 +26,11 @@ source "$here/session_env.sh"
 # The "public" CA the upstream's certificate comes from, and that certificate.
 pki="$work/pki"
 make_pki "$pki" api.anthropic.com
-# The upstream: logs each request's x-api-key and answers with it, the way a careless
-# error message quotes the key it got. Plain HTTP on a second port (other.test).
-cat > "$work/upstream.py" <<'PY'
-import http.server, json, ssl, sys, threading
-log = open(sys.argv[1], "a", buffering=1)
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def reply(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        if length: self.rfile.read(length)
-        key = self.headers.get("x-api-key", "")
-        log.write(json.dumps({"host": self.headers.get("Host"), "path": self.path, "key": key}) + "\n")
-        body = json.dumps({"error": "invalid x-api-key: " + key}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    do_GET = do_POST = reply
-    def log_message(self, *args): pass
-tls = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain(sys.argv[2], sys.argv[3])
-tls.socket = context.wrap_socket(tls.socket, server_side=True)
-plain = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-print(tls.server_address[1], plain.server_address[1], flush=True)
-threading.Thread(target=plain.serve_forever, daemon=True).start()
-tls.serve_forever()
-PY
-python3 "$work/upstream.py" "$work/upstream.log" "$pki/api.anthropic.com.crt" "$pki/api.anthropic.com.key" >"$work/ports" 2>"$work/upstream.err" &
+# The upstream (key_upstream.py): logs each request's x-api-key and answers with it, HTTPS
+# with api.anthropic.com's certificate and plain HTTP on a second port (other.test).
+python3 "$here/key_upstream.py" "$work/upstream.log" "$pki/api.anthropic.com.crt" "$pki/api.anthropic.com.key" >"$work/ports" 2>"$work/upstream.err" &
 upstream_pid=$!
-trap 'status=$?; kill $upstream_pid 2>/dev/null; (exit $status); cleanup' EXIT
+trap 'status=$?; set +e; kill $upstream_pid 2>/dev/null; (exit $status); cleanup' EXIT
 for _ in $(seq 1 50); do [ -s "$work/ports" ] && break; sleep 0.1; done
 read -r tls_port plain_port < "$work/ports" || fail "the upstream did not start: $(cat "$work/upstream.err")"
 sed -i "s/TLS_PORT/$tls_port/" "$XDG_CONFIG_HOME/handler/config.toml"

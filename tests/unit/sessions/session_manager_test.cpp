@@ -3,6 +3,7 @@
 // replay, input, exit codes, stop, remove, and re-adoption by a second manager (a
 // restarted handlerd) of what the first one left running.
 #include "sessions/session_manager.hpp"
+#include "sessions/output_log.hpp"
 #include "secrets/secret_store.hpp"
 
 #include "api/routes_json.hpp"
@@ -844,6 +845,42 @@ TEST_F(SessionManagerTest, ALateClientGetsTheRecentOutputReplayed) {
     EXPECT_EQ(resumed->text, "reen");
     // The whole output is in the log.
     EXPECT_EQ(manager_->log(id)->text, std::string(100, 'a') + "current screen");
+}
+
+// What a session prints reaches the user's own terminal: a sequence that acts on the
+// user's machine (here OSC 52, cut across two writes of the shim, and DECRQSS) reaches no
+// client, live or replayed, nor the log as a client reads it, while colours do; the file
+// keeps the output as printed.
+TEST_F(SessionManagerTest, SequencesThatActOnTheUsersMachineReachNoClient) {
+    const std::string id = start_shell();
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    auto live = std::make_shared<RecordingClient>();
+    ASSERT_TRUE(manager_->attach(id, live, {}).ok());
+    const std::string first = "\x1b[31mred\x1b[0m \x1b]52;c;cm0gLXJm";
+    const std::string second = "IH4K\x07\x1bP$qm\x1b\\done";
+    shim.output(0, first);
+    ASSERT_TRUE(pump_until([&] { return manager_->log(id)->end == first.size(); }));
+    shim.output(first.size(), second);
+    const std::string expected = "\x1b[31mred\x1b[0m done";
+    ASSERT_TRUE(pump_until([&] { return live->text.ends_with("done"); })) << live->text;
+    EXPECT_EQ(live->text, expected);
+
+    auto late = std::make_shared<RecordingClient>();
+    ASSERT_TRUE(manager_->attach(id, late, {}).ok());
+    EXPECT_EQ(late->text, expected);
+    // One that has the output up to the middle of the OSC gets its end as text, never its start.
+    auto resumed = std::make_shared<RecordingClient>();
+    ASSERT_TRUE(manager_->attach(id, resumed, {std::uint64_t{first.size() - 4}, true}).ok());
+    EXPECT_EQ(resumed->text, "LXJmIH4K\x07" "done");
+
+    auto log = manager_->log(id);
+    ASSERT_TRUE(log.ok());
+    EXPECT_EQ(log->text, expected);
+    EXPECT_EQ(log->end, first.size() + second.size());
+    auto file = OutputLog::open(dir_ / "data/sessions" / id, std::uint64_t{1} << 20);
+    ASSERT_TRUE(file.ok());
+    EXPECT_EQ(*file->read_all(), first + second);
 }
 
 TEST_F(SessionManagerTest, TheExitCodeIsRecordedAndTheContainerRemoved) {
