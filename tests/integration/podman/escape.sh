@@ -25,13 +25,6 @@ expected_attempts=121
 # Attempts that hold once another branch of issue 18 is merged: the coordinator removes a
 # name when its work is in. They are never weakened to pass meanwhile.
 pending=(
-  # sec-confine: Handler's seccomp profile (no new namespaces, no kernel extras).
-  confine/unshare-root confine/unshare-user confine/clone-user confine/clone3-user confine/keyctl
-  confine/ptrace-parent
-  # sec-confine: sizes on every tmpfs; a memory limit. limits/memory holds through a cgroup
-  # limit or RLIMIT_AS/RLIMIT_DATA; where neither can apply (rootless on cgroup v1, as on
-  # these VMs), what sec-confine settles on decides whether it can leave this list.
-  limits/tmp-size limits/agent-size limits/memory
   # sec-proxy: every name the proxy is given is checked; smuggling shapes refused.
   proxy-names/intercepted-host proxy-names/keep-alive-host proxy-names/sni proxy-names/obs-fold
 )
