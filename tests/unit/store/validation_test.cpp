@@ -23,8 +23,8 @@ TEST(HostPattern, AcceptsHostsWildcardsAndPortsInLowerCase) {
 TEST(HostPattern, RefusesEverythingElseNamingTheField) {
     for (const char* bad :
          {"", "*", "*:443", "https://github.com", "github.com/", "git hub.com", "-a.com", "a-.com",
-          "a..com", ".a.com", "a.com.", "*.", "**.a.com", "a.*.com", "a.com:0", "a.com:65536",
-          "a.com:", "a.com:http", "a_b.com", "bücher.example", "1.2.3", "0x7f.1"}) {
+          "a..com", ".a.com", "a.com..", "*.", "**.a.com", "a.*.com", "a.com:0", "a.com:65536",
+          "a.com:", "a.com:http", "a_b.com", "xn--zz.example", "1.2.3", "0x7f.1"}) {
         auto result = normalize_host_pattern(bad, "allowed_hosts[3]");
         ASSERT_FALSE(result.ok()) << bad;
         EXPECT_EQ(result.error().code, ErrorCode::invalid_argument);
