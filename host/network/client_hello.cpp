@@ -106,8 +106,20 @@ ClientHello read_client_hello(std::string_view bytes, std::size_t limit_bytes) {
         hello.status = HelloStatus::not_tls;
         return hello;
     }
-    // The handshake message, gathered from the fragments of consecutive records.
+    // The handshake message, gathered from the fragments of consecutive records. Its
+    // first bytes say what it is and how long it will be, before the rest has come.
     std::string message;
+    std::size_t body = 0;
+    const auto start_problem = [&]() -> std::optional<std::string> {
+        if (!message.empty() && static_cast<unsigned char>(message[0]) != kClientHelloMessage)
+            return "the first handshake message is not a ClientHello";
+        if (message.size() < 4) return std::nullopt;
+        body = static_cast<std::size_t>(static_cast<unsigned char>(message[1])) << 16 |
+               static_cast<std::size_t>(static_cast<unsigned char>(message[2])) << 8 |
+               static_cast<unsigned char>(message[3]);
+        if (4 + body > limit_bytes) return "it is over " + std::to_string(limit_bytes) + " bytes";
+        return std::nullopt;
+    };
     std::size_t at = 0;
     for (;;) {
         const std::string_view rest = bytes.substr(at);
@@ -122,22 +134,14 @@ ClientHello read_client_hello(std::string_view bytes, std::size_t limit_bytes) {
         if (at + kRecordHeaderBytes + length > limit_bytes)
             return malformed("it is over " + std::to_string(limit_bytes) + " bytes");
         if (rest.size() < kRecordHeaderBytes + length) {
-            // Its header can already say whether the message is one.
             message.append(rest.substr(kRecordHeaderBytes));
-            if (!message.empty() && static_cast<unsigned char>(message[0]) != kClientHelloMessage)
-                return malformed("the first handshake message is not a ClientHello");
+            if (auto problem = start_problem()) return malformed(std::move(*problem));
             return {};
         }
         message.append(rest.substr(kRecordHeaderBytes, length));
         at += kRecordHeaderBytes + length;
-        if (static_cast<unsigned char>(message[0]) != kClientHelloMessage)
-            return malformed("the first handshake message is not a ClientHello");
-        if (message.size() < 4) continue;
-        const std::size_t body = static_cast<std::size_t>(static_cast<unsigned char>(message[1])) << 16 |
-                                 static_cast<std::size_t>(static_cast<unsigned char>(message[2])) << 8 |
-                                 static_cast<unsigned char>(message[3]);
-        if (4 + body > limit_bytes) return malformed("it is over " + std::to_string(limit_bytes) + " bytes");
-        if (message.size() < 4 + body) continue;
+        if (auto problem = start_problem()) return malformed(std::move(*problem));
+        if (message.size() < 4 || message.size() < 4 + body) continue;
         // A record may go on past the hello only with the next handshake message, which a
         // client sends only after the server's answer.
         if (message.size() > 4 + body) return malformed("more handshake bytes follow it in its record");

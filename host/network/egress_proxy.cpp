@@ -405,15 +405,17 @@ private:
             path_ = std::string(url->encoded_path());
             if (path_.empty()) path_ = "/";
             if (url->has_query()) path_ += "?" + std::string(url->encoded_query());
+            // The URL names the host, and the Host the upstream sees is that one (RFC 9112
+            // 3.2.2): a Host of the client's own would pick another site behind a shared front.
+            // (Taken now: `url` views the target, which changes below.)
+            const std::string host_header(url->encoded_host_and_port());
             // The upstream sees an ordinary origin-form request for one exchange; nothing
             // of the proxy's own headers goes on.
             request.target(path_);
             request.erase(http::field::proxy_authorization);
             request.erase("Proxy-Connection");
             request.set(http::field::connection, "close");
-            // The URL names the host, and the Host the upstream sees is that one (RFC 9112
-            // 3.2.2): a Host of the client's own would pick another site behind a shared front.
-            request.set(http::field::host, std::string(url->encoded_host_and_port()));
+            request.set(http::field::host, host_header);
         }
         auto parsed = parse_target(host, port);
         if (!parsed) {

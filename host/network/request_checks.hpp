@@ -41,7 +41,8 @@ struct HeadScan {
 HeadScan scan_head(std::string_view received, std::size_t from = 0);
 
 // How the body is framed, as RFC 9112 6 allows a proxy to pass on without guessing:
-// HTTP/1.0 or 1.1 only (505 for anything else, HTTP/2's preface included); at most one
+// HTTP/1.0 or 1.1 only (505 for anything else; Beast's parser already refuses other
+// versions, HTTP/2's preface included, so this holds for heads built otherwise); at most one
 // Content-Length, of digits only, and never beside a Transfer-Encoding (even two equal
 // ones: RFC 9110 8.6 lets a recipient refuse them, and a proxy that passed them on would
 // leave the choice to the upstream); a Transfer-Encoding only as one field that is
