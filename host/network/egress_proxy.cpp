@@ -316,7 +316,7 @@ public:
             beast::error_code error;
             const auto used = parser_.put(net::buffer(buffer_.data().data(), scan.size), error);
             buffer_.consume(used);
-            if (!error && !parser_.is_header_done()) error = http::error::partial_message;
+            if (!error && (!parser_.is_header_done() || used != scan.size)) error = http::error::partial_message;
             return on_header(error);
         }
         scanned_ = scan.next;
@@ -570,9 +570,8 @@ private:
     // alert that says it in the client's terms (unrecognized_name for a name, decode_error
     // for a hello that is malformed), so curl or node report something better than a reset.
     void refuse_hello(const std::string& why, HelloStatus status) {
-        const std::string reason = authority_text(target_) + ": " + why;
-        spdlog::warn("session {}: refused a tunnel: {}", owner_.options.session_id, reason);
-        log_refusal(reason);
+        spdlog::warn("session {}: refused a tunnel: {}", owner_.options.session_id, why);
+        log_refusal(why);
         if (status == HelloStatus::not_tls) return close();
         const char description = status == HelloStatus::malformed ? 50 : 112;
         auto alert = std::make_shared<std::string>(std::string{'\x15', '\x03', '\x03', '\x00', '\x02', '\x02'} +
@@ -685,21 +684,19 @@ private:
 
     template <class From, class To>
     void pump(From& from, To& to, Direction& direction, StandInScanner* scanner) {
-        if (direction.budget && *direction.budget == 0) {
-            // All it may send has gone: nothing more is read from it. Its upstream's answer
-            // still comes down, and that end closes the connection.
-            direction.done = true;
-            return maybe_finish();
-        }
-        const std::size_t room = direction.budget ? static_cast<std::size_t>(std::min<std::uint64_t>(
-                                                        *direction.budget, Direction::kSize))
-                                                  : Direction::kSize;
+        // Once all it may send has gone, what still comes is read (so its end is seen, and
+        // passed on as before) and dropped: a request pipelined behind a plain-HTTP body.
+        const bool spent = direction.budget && *direction.budget == 0;
+        const std::size_t room = direction.budget && !spent ? static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                                  *direction.budget, Direction::kSize))
+                                                            : Direction::kSize;
         from.async_read_some(
             net::buffer(direction.buffer.get(), room),
-            [self = shared_from_this(), &from, &to, &direction, scanner](const boost::system::error_code& error,
-                                                                         std::size_t n) {
+            [self = shared_from_this(), &from, &to, &direction, scanner, spent](const boost::system::error_code& error,
+                                                                                std::size_t n) {
                 if (self->closed_) return;
                 if (error) return self->end_of(to, direction);
+                if (spent) return self->pump(from, to, direction, scanner);
                 direction.bytes += n;
                 if (direction.budget) *direction.budget -= n;
                 const std::string_view out(direction.buffer.get(), n);

@@ -267,7 +267,7 @@ private:
                 boost::system::error_code error;
                 const auto used = request.put(net::buffer(from_client.data().data(), scan.size), error);
                 from_client.consume(used);
-                if (!error && !request.is_header_done()) error = http::error::partial_message;
+                if (!error && (!request.is_header_done() || used != scan.size)) error = http::error::partial_message;
                 if (error == http::error::header_limit) break;
                 if (error) throw logged(RequestProblem{400, "Bad Request", "malformed request: " + error.message()});
                 co_return true;

@@ -151,6 +151,7 @@ TEST(BaseUrl, RefusesWhatIsNotAServerAddressSayingWhy) {
         {"http://-host", "is not a host name"},
         {"http://a..b", "is not a host name"},
         {"http://h%41st", "is not a host name"},
+        {"http://xn--zz.example", "not valid IDNA"}, // an A-label that is none
         {"http://300.1.1.1", "is not a valid IPv4 address"},
         {"http://[v1.x]", "IPv6"},
         {"http://host name", "not a well-formed URL"},
