@@ -549,6 +549,10 @@ private:
                                         if (self->closed_) return;
                                         self->timer_.cancel();
                                         self->early_.resize(had + (error ? 0 : got));
+                                        // A client that ends its side before it says anything
+                                        // ends a tunnel's way up, as it would have before.
+                                        if (error && had == 0 && !self->intercepts() && self->target_.port != 443)
+                                            return self->end_of(self->upstream_, self->up_);
                                         if (error) return self->close();
                                         self->read_hello();
                                     });
@@ -572,7 +576,9 @@ private:
     void refuse_hello(const std::string& why, HelloStatus status) {
         spdlog::warn("session {}: refused a tunnel: {}", owner_.options.session_id, why);
         log_refusal(why);
-        if (status == HelloStatus::not_tls) return close();
+        // The alert goes only while nothing has come down the tunnel, so it can be no
+        // write's neighbour on the client's socket.
+        if (status == HelloStatus::not_tls || down_.bytes > 0) return close();
         const char description = status == HelloStatus::malformed ? 50 : 112;
         auto alert = std::make_shared<std::string>(std::string{'\x15', '\x03', '\x03', '\x00', '\x02', '\x02'} +
                                                    description);

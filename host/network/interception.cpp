@@ -235,7 +235,8 @@ private:
         co_await handshake_upstream();
         timer_.cancel();
 
-        // Bounded, so that no request head or chunk-size line can grow it without end.
+        // Bounded, so that no request head or chunk-size line can grow it without end
+        // (Beast's read then fails with buffer_overflow).
         beast::flat_buffer from_client(setup_.header_limit_bytes + kBodyReadBytes);
         beast::flat_buffer from_upstream;
         for (;;) {
@@ -256,13 +257,15 @@ private:
 
     // One request head, read until its end and checked on the way (scan_head), then
     // parsed by Beast. False: the client ended the connection between requests.
-    net::awaitable<bool> read_head(beast::flat_buffer& from_client, http::request_parser<http::buffer_body>& request) {
+    net::awaitable<bool> read_head(beast::flat_buffer& from_client,
+                                   http::request_parser<http::buffer_body>& request) {
         const std::size_t limit = setup_.header_limit_bytes;
         std::size_t scanned = 0;
         for (;;) {
             const std::string_view received(static_cast<const char*>(from_client.data().data()), from_client.size());
             const auto scan = scan_head(received, scanned);
-            if (scan.problem) throw logged(RequestProblem{400, "Bad Request", "malformed request: " + *scan.problem});
+            if (scan.problem)
+                throw logged(RequestProblem{400, "Bad Request", "malformed request: " + *scan.problem});
             if (scan.complete) {
                 boost::system::error_code error;
                 const auto used = request.put(net::buffer(from_client.data().data(), scan.size), error);
@@ -283,7 +286,7 @@ private:
             if (error) throw boost::system::system_error(error);
         }
         throw logged(RequestProblem{431, "Request Header Fields Too Large",
-                                             "the request head is over " + std::to_string(limit) + " bytes"});
+                                    "the request head is over " + std::to_string(limit) + " bytes"});
     }
 
     // A refusal before there is a request to log (a head that does not parse, the
@@ -420,7 +423,8 @@ private:
         try {
             // Every request, not only a connection's first: its framing, the host it is for,
             // the policy as it is now, and only then the key.
-            if (auto problem = framing_problem(head.base())) throw Refusal{problem->status, problem->status_text, problem->reason};
+            if (auto problem = framing_problem(head.base()))
+                throw Refusal{problem->status, problem->status_text, problem->reason};
             if (auto problem = misdirected(head.base(), setup_.target))
                 throw Refusal{problem->status, problem->status_text, problem->reason};
             if (setup_.policy_refusal)
@@ -483,18 +487,23 @@ private:
                 head.body().size = buffer_.size();
                 co_await http::async_read(client_, from_client, request, net::redirect_error(net::use_awaitable, error));
                 if (error == http::error::need_buffer) error = {};
-                if (error == http::error::buffer_overflow || (error && error.category() == http::make_error_code(http::error::bad_chunk).category())) {
+                const auto& parse_errors = http::make_error_code(http::error::bad_chunk).category();
+                const bool unreadable = error == http::error::buffer_overflow ||
+                                        (error && error.category() == parse_errors);
+                if (unreadable) {
                     // A body Beast cannot read as its head frames it (a chunk size that is
                     // not hex, signed or too large, a chunk extension that is not one, a
-                    // line without CRLF): none of it goes on, and the upstream, which has
-                    // only the head, is cut off with a request it can tell is incomplete.
+                    // line without CRLF): nothing from there on goes on, and the upstream,
+                    // which has had the head and the body before it, is cut off with a
+                    // request it can tell is incomplete.
                     upstream_dead_ = true;
                     boost::system::error_code ignored;
                     upstream_->lowest_layer().close(ignored);
                     throw Refusal{400, "Bad Request",
                                   "malformed request body: " +
                                       (error == http::error::buffer_overflow
-                                           ? "a chunk's size line is over " + std::to_string(from_client.max_size()) + " bytes"
+                                           ? "a chunk's size line is over " +
+                                                 std::to_string(from_client.max_size()) + " bytes"
                                            : error.message())};
                 }
                 if (error) throw boost::system::system_error(error);

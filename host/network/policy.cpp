@@ -36,7 +36,8 @@ const HostRule* first_match(const std::vector<HostRule>& rules, const Target& ta
 // A host from a request (a CONNECT, a URL, a Host header, a ClientHello's SNI) is quoted
 // in a refusal only when it is short printable ASCII: it goes to the log and the terminal.
 std::string quoted(std::string_view text) {
-    const bool plain = text.size() <= 255 && std::all_of(text.begin(), text.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+    const bool plain =
+        text.size() <= 255 && std::all_of(text.begin(), text.end(), [](char c) { return c > 0x20 && c < 0x7f; });
     return plain ? "'" + std::string(text) + "'" : std::string("the name given");
 }
 

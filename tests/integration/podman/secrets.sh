@@ -115,8 +115,11 @@ done
 grep -aqF "$stand_in" "$project/env.dump" || fail "the stand-in is not in the processes' environments (the search would not have seen the key either)"
 if grep -rqF "$real_key" "$project" "$log"; then fail "the real key is in the project or handlerd's log"; fi
 
-id=$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
-net_log=$(handler network log "$id" --json)
+# The network log of the session that ran last.
+last_network_log() {
+  handler network log "$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')" --json
+}
+net_log=$(last_network_log)
 echo "$net_log"
 grep -q '"method":"POST","path":"/v1/messages","verdict":"allow".*"secret":"anthropic-api-key"' <<<"$net_log" ||
   fail "the intercepted request and the key put into it are not in the log"
@@ -142,8 +145,7 @@ grep -qx "misdirected=421" <<<"$names" || fail "a request for other.test through
 grep -q '"host": "other.test"' "$work/upstream.log" && fail "the upstream got a request for other.test with the key"
 grep -q "^fronted=.*unrecognized name.*000$" <<<"$names" ||
   fail "a ClientHello for evil.example in a tunnel to other.test was not refused with a TLS alert"
-id=$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
-names_log=$(handler network log "$id" --json)
+names_log=$(last_network_log)
 echo "$names_log"
 grep -q '"host":"api.anthropic.com".*"verdict":"deny".*a request for other.test:443 goes through a CONNECT of its own' <<<"$names_log" ||
   fail "the misdirected request is not in the network log"
@@ -172,8 +174,7 @@ local_run=$(handler run llm -p 'echo url=$OLLAMA_HOST; echo reply=$(wget -q -O- 
 echo "$local_run"
 grep -qx "url=http://ollama.handler.internal:$plain_port" <<<"$local_run" || fail "OLLAMA_HOST is not the proxied name"
 grep -q '^reply={"error"' <<<"$local_run" || fail "the local server was not reachable from the session"
-id=$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
-handler network log "$id" --json | grep -q "\"host\":\"ollama.handler.internal\",\"port\":$plain_port,\"method\":\"GET\",\"path\":\"/api/tags\",\"verdict\":\"allow\"" ||
+last_network_log | grep -q "\"host\":\"ollama.handler.internal\",\"port\":$plain_port,\"method\":\"GET\",\"path\":\"/api/tags\",\"verdict\":\"allow\"" ||
   fail "the request to the local server is not in the log as allowed"
 # The name leads to the server's port only: not to another port of the host's loopback
 # (handlerd's API), even in open mode, where every name passes.

@@ -92,7 +92,8 @@ TEST(HostRule, WhatEitherGrammarRefusedBeforeIsRefusedByBoth) {
     EXPECT_TRUE(contains(parse_rule("*").error().message, "'open'"));
     EXPECT_TRUE(contains(parse_rule("1.2.3").error().message, "read as a number"));
     EXPECT_TRUE(contains(parse_rule("a.com:0").error().message, "1 to 65535"));
-    EXPECT_TRUE(contains(parse_rule("xn--zz.example").error().message, "not valid IDNA")) << parse_rule("xn--zz.example").error().message;
+    EXPECT_TRUE(contains(parse_rule("xn--zz.example").error().message, "not valid IDNA"))
+        << parse_rule("xn--zz.example").error().message;
 }
 
 // One form for the policy, the SNI and Host checks and the leaf: every spelling of a name

@@ -202,6 +202,22 @@ inline void echo(int fd) {
     }
 }
 
+// The framing shapes of request smuggling (docs/network.md, "Requests") as the fields
+// (and body) that follow a request line and its Host, each with what its refusal says.
+struct SmugglingShape {
+    std::string fields;
+    std::string why;
+};
+inline const std::vector<SmugglingShape> kSmugglingShapes = {
+    {"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\nbody", "malformed request"}, // Beast's own
+    {"Transfer-Encoding: gzip\r\nContent-Length: 4\r\n\r\nbody", "both Content-Length and Transfer-Encoding"},
+    {"Content-Length: 4\r\nContent-Length: 4\r\n\r\nbody", "more than one Content-Length (even equal ones"},
+    {"Content-Length: +4\r\n\r\nbody", "malformed request"}, // Beast's own
+    {"Transfer-Encoding: chunked, gzip\r\n\r\n", "exactly one 'chunked'"},
+    {"X-A: 1\r\n Transfer-Encoding: chunked\r\n\r\n", "obs-fold"},
+    {"X-A: 1\nX-B: 2\r\n\r\n", "bare LF"},
+};
+
 // An upstream that keeps every byte it was sent, over all its connections, each read
 // until the other side is done (or 2 s).
 class RecordingUpstream {
