@@ -32,17 +32,6 @@ using namespace handler;
 
 constexpr std::size_t kLineLimitBytes = 4096;
 
-void set_up(testing::FakeConversations& handlerd) {
-    handlerd.add_project(1, "app", "/home/u/app");
-    handlerd.add_agent(1, 7, "claude", "claude-code", "work");
-    handlerd.accounts_json = json::parse(R"([{"name":"work","kind":"anthropic-api-key","has_secret":true}])").as_array();
-    handlerd.add_plugin("claude-code", json::parse(R"({
-        "models":[{"id":"sonnet","label":"Sonnet"},{"id":"opus","label":"Opus"}],
-        "modes":[{"id":"default","label":"Ask before acting"},{"id":"plan","label":"Plan only"}],
-        "thinking_levels":["low","high"],"launch_modes":["headless","conversation"],
-        "credentials":[{"kind":"anthropic-api-key"}]})").as_object());
-}
-
 class Editor {
 public:
     // A line the editor sent: its id may be answered (a request's, or a malformed message's).
@@ -123,7 +112,7 @@ void harness_line(testing::FakeConversations& handlerd, std::string_view line) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     std::string_view input = handler::fuzz::as_text(data, size);
     testing::FakeConversations handlerd;
-    set_up(handlerd);
+    handlerd.add_claude_project();
     Editor editor;
     acp::AgentOptions options;
     options.prompt_limit_bytes = 1000;

@@ -20,7 +20,7 @@ using handler::fuzz::check;
 using handler::fuzz::SecretInput;
 using namespace handler::network;
 
-constexpr std::string_view kHost = "upstream.test";
+constexpr std::string_view kHost = SecretInput::kHost;
 
 void check_redactor(const SecretInput& input) {
     KeyRedactor redactor = input.redactor();
@@ -39,15 +39,7 @@ void check_redactor(const SecretInput& input) {
 }
 
 void check_scanner(const SecretInput& input) {
-    // Odd keys are bound to the host: their stand-ins may go there.
-    std::vector<SecretBinding> bindings;
-    for (std::size_t i = 0; i < input.keys.size(); ++i) {
-        SecretBinding binding;
-        binding.name = "key-" + std::to_string(i);
-        binding.stand_in = input.keys[i].stand_in;
-        binding.hosts = {i % 2 == 1 ? std::string(kHost) : "api.anthropic.com"};
-        bindings.push_back(std::move(binding));
-    }
+    const std::vector<SecretBinding> bindings = input.bindings();
     StandInScanner scanner(bindings, kHost);
     const SecretBinding* found = nullptr;
     for (const auto piece : handler::fuzz::pieces_of(input.bytes))

@@ -25,7 +25,7 @@ using handler::fuzz::check;
 using handler::fuzz::SecretInput;
 using namespace handler::network;
 
-constexpr std::string_view kHost = "upstream.test";
+constexpr std::string_view kHost = SecretInput::kHost;
 
 struct Frame {
     std::size_t head_at = 0;
@@ -147,14 +147,7 @@ void check_redactor(const SecretInput& input, const std::vector<Frame>& frames) 
 }
 
 void check_scanner(const SecretInput& input, const std::vector<Frame>& frames) {
-    std::vector<SecretBinding> bindings;
-    for (std::size_t i = 0; i < input.keys.size(); ++i) {
-        SecretBinding binding;
-        binding.name = "key-" + std::to_string(i);
-        binding.stand_in = input.keys[i].stand_in;
-        binding.hosts = {i % 2 == 1 ? std::string(kHost) : "api.anthropic.com"};
-        bindings.push_back(std::move(binding));
-    }
+    const std::vector<SecretBinding> bindings = input.bindings();
     WebSocketScanner scanner(StandInScanner(bindings, kHost));
     const SecretBinding* found = nullptr;
     bool unreadable = false;

@@ -41,6 +41,21 @@ struct SecretInput {
         for (const Key& key : keys) made.add(key.real, key.stand_in);
         return made;
     }
+
+    // The host the stream goes to: the stand-ins of odd keys are bound to it, so they may
+    // go there; the others are headed elsewhere.
+    static constexpr std::string_view kHost = "upstream.test";
+    std::vector<network::SecretBinding> bindings() const {
+        std::vector<network::SecretBinding> made;
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            network::SecretBinding binding;
+            binding.name = "key-" + std::to_string(i);
+            binding.stand_in = keys[i].stand_in;
+            binding.hosts = {i % 2 == 1 ? std::string(kHost) : "api.anthropic.com"};
+            made.push_back(std::move(binding));
+        }
+        return made;
+    }
 };
 
 inline SecretInput read_secret_input(std::string_view data) {
