@@ -86,6 +86,22 @@ void KeyRedactor::replace_in(std::string& text) const {
     for (const auto& [real, mask] : keys_)
         for (auto at = text.find(real); at != std::string::npos; at = text.find(real, at + mask.size()))
             text.replace(at, real.size(), mask);
+    // A stand-in can complete a key again with the bytes after it (the key "abab" masked
+    // "xxab" in "ababab" gives "xxabab"): what is left of a key becomes '*'s. Each round
+    // turns a byte that was not '*' into one, so this ends.
+    for (bool again = true; again;) {
+        again = false;
+        for (const auto& key : keys_) {
+            const std::string& real = key.first;
+            for (auto at = text.find(real); at != std::string::npos; at = text.find(real, at + 1)) {
+                auto begin = text.begin() + static_cast<std::ptrdiff_t>(at);
+                auto end = begin + static_cast<std::ptrdiff_t>(real.size());
+                if (std::all_of(begin, end, [](char c) { return c == '*'; })) continue; // a key of '*'s only
+                std::fill(begin, end, '*');
+                again = true;
+            }
+        }
+    }
 }
 
 std::string KeyRedactor::redact(std::string_view whole) const {

@@ -1,6 +1,7 @@
-// The WebSocket halves of network/secret_binding.hpp against what RFC 6455 allows a peer
-// to send: a control frame (ping, pong, close) between the fragments of a message. The
-// rest of its tests are with the proxy's interception, in interception_test.cpp.
+// What the fuzz targets found in network/secret_binding.hpp: a mask that completes a key
+// again, and what RFC 6455 allows a peer to send, a control frame (ping, pong, close)
+// between the fragments of a message. The rest of its tests are with the proxy's
+// interception, in interception_test.cpp.
 #include "network/secret_binding.hpp"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,23 @@ std::string frame(int opcode, std::string_view payload, bool fin, const char* ma
     for (std::size_t i = 0; i < payload.size(); ++i)
         out += static_cast<char>(payload[i] ^ (mask ? mask[i % 4] : 0));
     return out;
+}
+
+// Found by tests/fuzz/fuzz_redactor: a mask (the stand-in) whose end is the start of the
+// key completed the key again with the bytes after it, so the redacted text held the key
+// ("ababab" became "xxabab" for the key "abab" and the stand-in "xxab").
+TEST(KeyRedactor, AMaskThatCompletesAKeyAgainLeavesNoKey) {
+    KeyRedactor whole;
+    whole.add("abab", "xxab");
+    EXPECT_EQ(whole.redact("ababab"), "xx****");
+    EXPECT_EQ(whole.redact("abab abab"), "xxab xxab") << "a stand-in alone is the mask";
+
+    KeyRedactor split;
+    split.add("abab", "xxab");
+    std::string out;
+    for (const std::string_view piece : {"a", "ba", "bab", " ab", "ab"}) out += split.feed(piece);
+    out += split.feed("", true);
+    EXPECT_EQ(out, "xx**** xxab");
 }
 
 // Found by tests/fuzz/fuzz_websocket's reader, which joins fragments as a client does: a
