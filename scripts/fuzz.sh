@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift 2 ;;
     --parallel) parallel=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -86,8 +86,11 @@ for name in "${targets[@]}"; do
     result=ok
   else
     status=1
-    found=$(ls "$run"/crash-* "$run"/leak-* "$run"/timeout-* "$run"/oom-* 2>/dev/null | head -1)
-    result="FAILED: ${found:-see $run/log}"
+    found="see $run/log"
+    for file in "$run"/crash-* "$run"/leak-* "$run"/timeout-* "$run"/oom-*; do
+      if [ -e "$file" ]; then found=$file; break; fi
+    done
+    result="FAILED: $found"
   fi
   printf '%-22s %14s  %s\n' "$name" "$executions" "$result"
 done

@@ -3,8 +3,9 @@
 // on their way out. Input: keys, then the stream (fuzz/secret_input.hpp).
 //
 // Properties: the redacted stream is as long as the input, however it is split; every
-// real key the input holds is masked where it was, and with '*' masks no real key is
-// left anywhere, and with one such key the split stream is redacted as the whole is; the scanner
+// real key the input holds is masked where it was; with '*' masks no real key is left
+// anywhere, and with one such key the split stream is redacted as the whole is (a stand-in
+// as the mask may complete a key with bytes that went out before it); the scanner
 // reports a stand-in exactly when the stream holds one not bound to the host, whatever
 // the split, and never one that is bound to it.
 #include "network/secret_binding.hpp"

@@ -412,6 +412,10 @@ def redactor():
         KEYS + REAL + REAL[:-1] + REAL,
         KEYS_SAME_LENGTH + b"echo: sk-or-v1-realrealreal / ghp_realtoken / sk-or-v1-fakefakefake",
         b"aab aaa\nab xy\n\naaabab aabb",
+        # A stand-in that completes its key again with the bytes after it: the first was
+        # found by fuzz_redactor (tests/unit/network/secret_binding_test.cpp).
+        b'aa ba\naaab x[y\n\naaa"ab aabb',
+        b"abab xxab\n\nababab abab",
         body,
     ])
 

@@ -28,8 +28,10 @@ struct SecretInput {
     std::string_view bytes;
 
     // No mask can read as (part of) a real key: every mask is '*'s and no real key has one.
-    // Then the output holds no real key at all; otherwise (a stand-in as the mask) only
-    // where the input had one must it be masked.
+    // Then the output holds no real key at all, and a stream is redacted the same way
+    // however it is cut; otherwise (a stand-in as the mask) a mask may complete a key
+    // with bytes that went out before it, and only where the input held a key must it be
+    // masked.
     bool masks_are_stars() const {
         return std::all_of(keys.begin(), keys.end(), [](const Key& key) {
             return key.stand_in.size() != key.real.size() && key.real.find('*') == std::string::npos;
@@ -75,11 +77,13 @@ inline SecretInput read_secret_input(std::string_view data) {
             header = true;
         }
     }
-    // A stand-in holding a real key would be masked with that key: no session has one.
+    // A stand-in holding a real key would be masked with that key, and a key of '*'s only
+    // is what every mask of its length is: no session has either.
     const bool sound = std::none_of(input.keys.begin(), input.keys.end(), [&](const SecretInput::Key& key) {
-        return std::any_of(input.keys.begin(), input.keys.end(), [&](const SecretInput::Key& other) {
-            return key.stand_in.find(other.real) != std::string::npos;
-        });
+        return key.real.find_first_not_of('*') == std::string::npos ||
+               std::any_of(input.keys.begin(), input.keys.end(), [&](const SecretInput::Key& other) {
+                   return key.stand_in.find(other.real) != std::string::npos;
+               });
     });
     if (!header || !sound) {
         input.keys = {{"sk-ant-api03-REALKEY0123456789", "sk-ant-api03-STANDIN012345678"}};
