@@ -14,6 +14,8 @@
 //                   --agent-json '["handler","acp","--agent","claude"]'
 //                   [--daemon-pid PID] [--events-json '["handler","session","events"]']
 //                   [--session-meta JSON (session/new's _meta)]
+//                   [--harness-cmdline REGEX (how the harness's processes are told apart;
+//                    default: Claude Code, by its process name)]
 //
 // Prints one line of key=value results (see events.sh); the latencies go to --samples FILE.
 import { spawn, execFileSync } from "node:child_process";
@@ -34,6 +36,7 @@ const { values: options } = parseArgs({
     "daemon-pid": { type: "string" },
     "events-json": { type: "string" },
     "session-meta": { type: "string" },
+    "harness-cmdline": { type: "string" },
     samples: { type: "string" },
     logs: { type: "string" },
     "timeout-s": { type: "string", default: "900" },
@@ -57,11 +60,24 @@ const fail = (message) => {
 };
 setTimeout(() => fail(`did not finish within ${options["timeout-s"]} s`), Number(options["timeout-s"]) * 1000).unref();
 
+// A process's /proc/PID/stat from field 3 on.
+function statFields(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
 // utime + stime of a process (all its threads), in clock ticks.
 function cpuTicks(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = statFields(pid);
   return Number(fields[11]) + Number(fields[12]); // fields 14 and 15 of the whole line
+}
+
+// cutime + cstime (fields 16 and 17): what the children a process has waited for used.
+// Those are the short-lived programs it ran (claude-agent-acp runs `claude auth status`
+// and `git worktree list` for every prompt), which no snapshot of the processes catches.
+function reapedTicks(pid) {
+  const fields = statFields(pid);
+  return Number(fields[13]) + Number(fields[14]);
 }
 
 // Busy clock ticks of the whole machine (user, nice, system, irq, softirq, steal): with two
@@ -71,10 +87,19 @@ function machineTicks() {
   return fields[0] + fields[1] + fields[2] + fields[5] + fields[6] + fields[7];
 }
 
-// The CPU ticks of every process of this user, by pid, and which of them are Claude Code
-// (the direct side's, named claude.exe as npm installs it, and the containers', `claude`,
-// whose user is this one under --userns=keep-id). The bench's own processes are all this
-// user's; what the machine did besides came from others (another build, say).
+// Whether a process of this user is the harness: Claude Code by its name (the direct
+// side's claude.exe as npm installs it, and the containers' `claude`, whose user is this
+// one under --userns=keep-id), or, with --harness-cmdline, its command line (the timed
+// stand-in is a python3 script, which its name does not show).
+const harnessCmdline = options["harness-cmdline"] ? new RegExp(options["harness-cmdline"]) : null;
+function isHarness(pid) {
+  if (!harnessCmdline) return /^claude(\.exe)?$/.test(readFileSync(`/proc/${pid}/comm`, "utf8").trim());
+  return harnessCmdline.test(readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").trim());
+}
+
+// The CPU ticks of every process of this user, by pid, and which of them are the harness.
+// The bench's own processes are all this user's; what the machine did besides came from
+// others (another build, say).
 function userProcesses() {
   const uid = process.getuid();
   const ticks = new Map(), claude = [];
@@ -83,7 +108,7 @@ function userProcesses() {
     try {
       if (statSync(`/proc/${name}`).uid !== uid) continue;
       ticks.set(name, cpuTicks(name));
-      if (/^claude(\.exe)?$/.test(readFileSync(`/proc/${name}/comm`, "utf8").trim())) claude.push(name);
+      if (isHarness(name)) claude.push(name);
     } catch {
       // gone meanwhile
     }
@@ -208,7 +233,9 @@ const runs = list.map((conversation) => conversation.run(async (prompt) => {
 await barrier.arrive();
 const openedS = Number(process.hrtime.bigint() - started) / 1e9;
 const agentPids = list.map((conversation) => conversation.child.pid);
-let eventsBefore = 0, daemonBefore = 0, agentsBefore = 0, machineBefore = 0, windowStart = 0n;
+const parents = daemonPid ? [...agentPids, daemonPid] : agentPids; // whose reaped children count
+const reapedNow = () => parents.reduce((sum, pid) => sum + reapedTicks(pid), 0);
+let eventsBefore = 0, daemonBefore = 0, agentsBefore = 0, machineBefore = 0, reapedBefore = 0, windowStart = 0n;
 let processesBefore = null;
 const roundsMs = [];
 for (let round = 0; round < warmups + rounds; round++) {
@@ -218,6 +245,7 @@ for (let round = 0; round < warmups + rounds; round++) {
     if (daemonPid) daemonBefore = cpuTicks(daemonPid);
     agentsBefore = agentPids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
     processesBefore = userProcesses();
+    reapedBefore = reapedNow();
     if (processesBefore.claude.length !== conversations)
       console.error(`client (${options.label}): ${processesBefore.claude.length} Claude Code processes for ${conversations} conversations`);
     machineBefore = machineTicks();
@@ -233,8 +261,9 @@ state.measuring = false;
 const windowS = Number(process.hrtime.bigint() - windowStart) / 1e9;
 const machineBusy = (machineTicks() - machineBefore) / ticksPerSecond / windowS; // cores
 const processesAfter = userProcesses();
+const reaped = reapedNow() - reapedBefore;
 const claudeMs = ticksSince(processesBefore, processesAfter, processesBefore.claude) * 1000 / ticksPerSecond;
-const othersCores = machineBusy - ticksSince(processesBefore, processesAfter) / ticksPerSecond / windowS;
+const othersCores = machineBusy - (ticksSince(processesBefore, processesAfter) + reaped) / ticksPerSecond / windowS;
 const daemonMs = daemonPid ? (cpuTicks(daemonPid) - daemonBefore) * 1000 / ticksPerSecond : 0;
 const agentsMs = (agentPids.reduce((sum, pid) => sum + cpuTicks(pid), 0) - agentsBefore) * 1000 / ticksPerSecond;
 // Where the time went on Handler's side: each stored event has the wall-clock
@@ -281,6 +310,7 @@ console.log([
   `updates=${state.updates}`, `duplicates=${state.duplicates}`, `events=${events}`,
   `daemon_cpu_ms=${fixed(daemonMs, 0)}`, `agents_cpu_ms=${fixed(agentsMs, 0)}`,
   `claude_codes=${processesBefore.claude.length}`, `claude_cpu_ms=${fixed(claudeMs, 0)}`,
+  `reaped_cpu_ms=${fixed(reaped * 1000 / ticksPerSecond, 0)}`,
   `busy_cores=${fixed(machineBusy)}`, `other_cores=${fixed(othersCores)}`, `window_s=${fixed(windowS, 1)}`, `open_s=${fixed(openedS, 1)}`,
   `round_ms=${roundsMs.map((v) => v.toFixed(0)).join(",")}`,
 ].join(" "));

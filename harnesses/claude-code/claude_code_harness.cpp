@@ -76,7 +76,7 @@ public:
                R"({"id":"bypassPermissions","label":"Bypass permissions"},)"
                R"({"id":"plan","label":"Plan only"}],)"
                R"("thinking_levels":["low","medium","high","xhigh","max"],)"
-               R"("launch_modes":["interactive","headless","conversation"],"mcp":["stdio","http","sse"],)"
+               R"("launch_modes":["interactive","headless","conversation"],"prompt_content":["image"],"mcp":["stdio","http","sse"],)"
                R"("events":"structured","stdin":"protocol"})";
     }
 

@@ -159,9 +159,16 @@ std::string StreamJsonParser::initialize_request() {
     return control_request(kInitializeId, {{"subtype", "initialize"}});
 }
 
-std::string StreamJsonParser::user_message(std::string_view text) {
-    json::object message{{"role", "user"},
-                         {"content", json::array{json::object{{"type", "text"}, {"text", text}}}}};
+std::string StreamJsonParser::user_message(std::string_view text, const std::vector<common::PromptImage>& images) {
+    // Images first, as Anthropic's guide to vision puts them; Claude Code passes a user
+    // message's content blocks on to the Messages API as they are.
+    json::array content;
+    for (const auto& image : images)
+        content.push_back(json::object{
+            {"type", "image"},
+            {"source", json::object{{"type", "base64"}, {"media_type", image.mime_type}, {"data", image.data}}}});
+    if (!text.empty() || images.empty()) content.push_back(json::object{{"type", "text"}, {"text", text}});
+    json::object message{{"role", "user"}, {"content", std::move(content)}};
     return json::serialize(json::object{{"type", "user"},
                                         {"message", std::move(message)},
                                         {"parent_tool_use_id", nullptr},
@@ -170,7 +177,8 @@ std::string StreamJsonParser::user_message(std::string_view text) {
 }
 
 std::vector<Event> StreamJsonParser::prompt(std::string_view prompt) {
-    reply_.input += user_message(common::prompt_text(prompt, "Claude Code"));
+    const auto read = common::read_prompt(prompt, "Claude Code");
+    reply_.input += user_message(read.text, read.images);
     ++open_turns_;
     return {};
 }

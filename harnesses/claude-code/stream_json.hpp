@@ -39,7 +39,7 @@ public:
     explicit StreamJsonParser(std::size_t max_line) : JsonLinesParser("Claude Code", max_line) {}
 
     // The user message Claude Code reads first on a stream-json stdin.
-    static std::string user_message(std::string_view text);
+    static std::string user_message(std::string_view text, const std::vector<plugin_common::PromptImage>& images = {});
     // The control request a conversation's launch puts first on Claude Code's stdin: its
     // answer lists the slash commands with their descriptions (system/init has only their
     // names) and the permission mode, before the first prompt.

@@ -199,14 +199,6 @@ std::string item_title(const json::object& item) {
 
 bool is_thread_id(std::string_view text) { return common::is_uuid(text); }
 
-std::string_view sandbox_mode(std::string_view approval_policy) {
-    return approval_policy == "never" ? "danger-full-access" : "workspace-write";
-}
-
-std::string_view sandbox_policy_type(std::string_view approval_policy) {
-    return approval_policy == "never" ? "dangerFullAccess" : "workspaceWrite";
-}
-
 std::string AppServerParser::opening(const json::object& thread_params, std::string_view resume) {
     std::string lines;
     const auto line = [&](const json::object& message) { lines += json::serialize(message) + "\n"; };
@@ -230,14 +222,14 @@ std::string AppServerParser::opening(const json::object& thread_params, std::str
 void AppServerParser::send(json::object message) { reply_.input += json::serialize(message) + "\n"; }
 
 std::vector<Event> AppServerParser::prompt(std::string_view prompt) {
-    std::string text = common::prompt_text(prompt, "Codex");
+    auto read = common::read_prompt(prompt, "Codex");
     if (ended_) {
         common::TurnResult failed;
         failed.is_error = true;
         failed.result = "Codex's thread could not be opened";
         return {common::result(failed)};
     }
-    waiting_prompts_.push_back(std::move(text));
+    waiting_prompts_.push_back(std::move(read));
     start_turns();
     return {};
 }
@@ -246,15 +238,21 @@ std::vector<Event> AppServerParser::prompt(std::string_view prompt) {
 // join that turn (Codex steers it), which would leave this prompt without a result.
 void AppServerParser::start_turns() {
     if (thread_id_.empty() || turn_ || waiting_prompts_.empty()) return;
-    json::object params{{"threadId", thread_id_},
-                        {"input", json::array{json::object{{"type", "text"}, {"text", waiting_prompts_.front()}}}}};
+    const auto& prompt = waiting_prompts_.front();
+    // Images as data URLs: Codex's UserInput takes an image by URL, and a path would have to
+    // be a file in the container that nothing else needs.
+    json::array input;
+    for (const auto& image : prompt.images)
+        input.push_back(json::object{{"type", "image"}, {"url", "data:" + image.mime_type + ";base64," + image.data}});
+    if (!prompt.text.empty() || prompt.images.empty()) input.push_back(json::object{{"type", "text"}, {"text", prompt.text}});
+    json::object params{{"threadId", thread_id_}, {"input", std::move(input)}};
     waiting_prompts_.pop_front();
     // Codex keeps what a turn/start changes for the turns after it.
     if (!next_.model.empty()) params["model"] = next_.model;
     if (!next_.effort.empty()) params["effort"] = next_.effort;
     if (!next_.approval_policy.empty()) {
         params["approvalPolicy"] = next_.approval_policy;
-        params["sandboxPolicy"] = {{"type", sandbox_policy_type(next_.approval_policy)}};
+        params["sandboxPolicy"] = {{"type", kSandboxPolicyType}};
     }
     turn_ = Turn{};
     turn_->request_id = next_id_++;

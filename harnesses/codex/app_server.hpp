@@ -38,12 +38,13 @@ inline const std::initializer_list<std::string_view> kThinkingLevels = {"none", 
 // only thing a resume may pass on, since the id comes back from the container's output.
 bool is_thread_id(std::string_view text);
 
-// The sandbox Codex runs commands in under an approval policy (a mode of describe()):
-// "never" asks nothing and has no sandbox of its own (the container is the sandbox); the
-// others write in the project. As thread/start's "sandbox" ("workspace-write") or as
-// turn/start's "sandboxPolicy" type ("workspaceWrite").
-std::string_view sandbox_mode(std::string_view approval_policy);
-std::string_view sandbox_policy_type(std::string_view approval_policy);
+// Codex's own sandbox on Linux is bubblewrap, which needs a new user namespace, and
+// sessions may create none (docs/security.md, "Confinement"): in every mode Codex runs
+// commands without a sandbox of its own, the session's container being the sandbox. Its
+// approval policy (the modes of describe()) still decides what it asks before running.
+// As thread/start's "sandbox" and as turn/start's "sandboxPolicy" type.
+inline constexpr std::string_view kSandboxMode = "danger-full-access";
+inline constexpr std::string_view kSandboxPolicyType = "dangerFullAccess";
 
 class AppServerParser final : public plugin_common::JsonLinesParser {
 public:
@@ -66,8 +67,8 @@ public:
     // one before), and its turn/completed says "interrupted". A prompt still waiting for
     // the thread never starts: its turn ends here, cancelled.
     std::vector<Event> cancel();
-    // "model", "thinking_level" (its reasoning effort) or "mode" (its approval policy,
-    // with the sandbox that goes with it) for the next turn and those after it, which
+    // "model", "thinking_level" (its reasoning effort) or "mode" (its approval policy)
+    // for the next turn and those after it, which
     // turn/start takes; the mode_changed event says what is in effect from then on.
     // Throws std::invalid_argument for another name or a value Codex does not take.
     std::vector<Event> set(std::string_view name, std::string_view value);
@@ -114,7 +115,7 @@ private:
 
     std::string thread_id_;
     bool ended_ = false;                      // the thread could not be opened
-    std::deque<std::string> waiting_prompts_; // given before their turn could start
+    std::deque<plugin_common::Prompt> waiting_prompts_; // given before their turn could start
     std::optional<Turn> turn_;
     Settings current_; // as Codex reported or accepted them
     Settings next_;    // set() since the last turn/start

@@ -47,41 +47,18 @@ public:
                R"j({"kind":"ollama","label":"Ollama server (its OpenAI-compatible Responses API)"},)j"
                R"j({"kind":"llama-cpp","label":"llama.cpp server (its OpenAI-compatible Responses API)"}],)j"
                R"("modes":[{"id":"untrusted","label":"Asks before every command that changes something"},)"
-               R"({"id":"on-request","label":"Writes in the project, asks to leave its sandbox"},)"
-               R"({"id":"never","label":"No sandbox, asks nothing"}],)"
+               R"({"id":"on-request","label":"Asks before commands it deems dangerous"},)"
+               R"({"id":"never","label":"Asks nothing"}],)"
                R"("thinking_levels":["none","minimal","low","medium","high","xhigh"],)"
-               R"("launch_modes":["interactive","headless","conversation"],"events":"structured","stdin":"protocol"})";
+               R"("launch_modes":["interactive","headless","conversation"],"prompt_content":["image"],"events":"structured","stdin":"protocol"})";
     }
 
-    // Pinned, so that the parser meets the output format it was written against.
-    // bubblewrap is Codex's own sandbox on Linux (read-only and workspace-write modes);
-    // without it those modes cannot run a single command. It works inside the session's
-    // rootless container, nested in its user namespace, with one exception: the kernel
-    // refuses it a fresh /proc there (the container's /proc has masked paths). Codex
-    // probes for that and then sandboxes without one, but Debian's bubblewrap passes the
-    // probe and fails every real run; the wrapper in /usr/local/bin (before /usr/bin on
-    // PATH) leaves out "--proc DIR" so that every run takes Codex's own fallback. Files
-    // and network stay sandboxed; what differs is that the container's processes show.
+    // Pinned, so that the parser meets the output format it was written against. No
+    // bubblewrap: Codex's own sandbox needs a user namespace, which a session cannot make
+    // (app_server.hpp, kSandboxMode), so Codex runs without it in every mode.
     void image_recipe(handler::sdk::RecipeBuilder& recipe) override {
-        recipe.run("apt-get update && apt-get install -y --no-install-recommends bubblewrap && "
-                   "rm -rf /var/lib/apt/lists/*");
-        static constexpr const char* kBwrapWrapper[] = {
-            "#!/bin/sh",
-            "# Handler: bubblewrap without --proc before the command (see the Codex plugin recipe)",
-            "n=$#; seen=; skip=",
-            "for a do",
-            "  if [ -n \"$skip\" ]; then skip=",
-            "  elif [ -z \"$seen\" ] && [ \"$a\" = --proc ]; then skip=1",
-            "  else set -- \"$@\" \"$a\"; [ \"$a\" = -- ] && seen=1; fi",
-            "done",
-            "shift $n",
-            "exec /usr/bin/bwrap \"$@\"",
-        };
-        std::string wrapper = "printf '%s\\n'";
-        for (const char* line : kBwrapWrapper) wrapper += std::string(" '") + line + "'";
-        recipe.run(wrapper + " > /usr/local/bin/bwrap && chmod 755 /usr/local/bin/bwrap");
         recipe.run(std::string("npm install -g --no-fund --no-audit @openai/codex@") + kVersion);
-        recipe.run("codex --version && bwrap --version");
+        recipe.run("codex --version");
     }
 
     void launch(const LaunchRequest& request, LaunchBuilder& launch) override {
@@ -134,27 +111,28 @@ public:
             // writes it), and the approvals it asks for reach the session's clients. A
             // resume continues the thread the conversation had.
             launch.argument("app-server");
-            std::string_view approval = "on-request"; // guarded: writes in the project, asks to leave its sandbox
+            std::string_view approval = "on-request"; // guarded: asks before what it deems dangerous
             // Locked down asks before every command that is not known to only read; open
-            // asks nothing, the container being the sandbox (its network rules still apply).
+            // asks nothing. The container is the sandbox in all three (its network rules
+            // apply to every command).
             if (request.start_mode == HD_START_LOCKED_DOWN) approval = "untrusted";
             if (request.start_mode == HD_START_OPEN) approval = "never";
-            boost::json::object thread{{"approvalPolicy", approval},
-                                       {"sandbox", handler::codex::sandbox_mode(approval)}};
+            boost::json::object thread{{"approvalPolicy", approval}, {"sandbox", handler::codex::kSandboxMode}};
             if (!request.model.empty()) thread["model"] = request.model;
             if (!request.project_path.empty()) thread["cwd"] = request.project_path;
             launch.input(handler::codex::AppServerParser::opening(thread, request.resume));
         } else {
+            // The same approval policies as headless, in its TUI.
+            constexpr std::string_view sandbox = handler::codex::kSandboxMode;
             switch (request.start_mode) {
             case HD_START_LOCKED_DOWN:
-                // Nothing changes without asking: it asks to leave the read-only sandbox.
-                launch.arguments({"--sandbox", "read-only", "--ask-for-approval", "on-request"});
+                launch.arguments({"--sandbox", sandbox, "--ask-for-approval", "untrusted"});
                 break;
             case HD_START_OPEN:
                 launch.argument("--dangerously-bypass-approvals-and-sandbox");
                 break;
             case HD_START_GUARDED:
-                launch.arguments({"--sandbox", "workspace-write", "--ask-for-approval", "on-request"});
+                launch.arguments({"--sandbox", sandbox, "--ask-for-approval", "on-request"});
                 break;
             }
             if (!request.model.empty()) launch.arguments({"--model", request.model});

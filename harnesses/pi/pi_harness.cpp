@@ -94,7 +94,7 @@ public:
                R"j({"kind":"llama-cpp","label":"llama.cpp server (its OpenAI-compatible API; name the model)"}],)j"
                R"("modes":[{"id":"default","label":"Runs its tools without asking"}],)"
                R"("thinking_levels":["off","minimal","low","medium","high","xhigh"],)"
-               R"("launch_modes":["interactive","headless","conversation"],"events":"structured",)"
+               R"("launch_modes":["interactive","headless","conversation"],"prompt_content":["image"],"events":"structured",)"
                // Per harness, not per launch: headless runs all speak rpc, one-shot ones too.
                R"("stdin":"protocol"})";
     }

@@ -96,15 +96,22 @@ std::string RpcModeParser::opening(std::string_view cwd) {
 }
 
 std::vector<Event> RpcModeParser::prompt(std::string_view prompt) {
-    const std::string text = common::prompt_text(prompt, "pi");
-    if (text.empty()) return {}; // a conversation opened without a first prompt
+    const auto read = common::read_prompt(prompt, "pi");
+    if (read.text.empty() && read.images.empty()) return {}; // a conversation opened without a first prompt
     // pi refuses a prompt while it runs, and its error would end the turn that runs.
     if (turn_open_)
         throw std::invalid_argument("pi is in the middle of a turn: a prompt waits for its result");
     reset_turn();
     turn_open_ = true;
     prompt_unanswered_ = true;
-    send(Request::prompt, json::object{{"type", "prompt"}, {"message", text}});
+    json::object command{{"type", "prompt"}, {"message", read.text}};
+    if (!read.images.empty()) {
+        json::array images;
+        for (const auto& image : read.images)
+            images.push_back(json::object{{"type", "image"}, {"data", image.data}, {"mimeType", image.mime_type}});
+        command["images"] = std::move(images);
+    }
+    send(Request::prompt, std::move(command));
     return {};
 }
 

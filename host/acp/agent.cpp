@@ -96,13 +96,41 @@ McpServers split_mcp_servers(const json::array* servers) {
     return out;
 }
 
-json::object initialize_result(const std::string& version) {
+// What the harnesses that hold conversations take, all together: initialize comes before
+// any session, so before its harness is known. A prompt or server the session's own
+// harness cannot take is then refused by handlerd, saying so.
+struct Offered {
+    bool images = false;
+    bool mcp_http = false;
+};
+
+Offered offered_by(const json::array& plugins) {
+    Offered offered;
+    for (const auto& plugin : plugins) {
+        const json::object* record = plugin.if_object();
+        const json::value* description = record != nullptr ? record->if_contains("harness") : nullptr;
+        if (description == nullptr || !description->is_object()) continue;
+        const auto has = [&](std::string_view key, std::string_view value) {
+            const json::value* list = description->as_object().if_contains(key);
+            if (list == nullptr || !list->is_array()) return false;
+            return std::any_of(list->as_array().begin(), list->as_array().end(),
+                               [&](const json::value& item) { return item.is_string() && item.as_string() == value; });
+        };
+        if (!has("launch_modes", "conversation")) continue;
+        offered.images = offered.images || has("prompt_content", "image");
+        offered.mcp_http = offered.mcp_http || has("mcp", "http");
+    }
+    return offered;
+}
+
+json::object initialize_result(const std::string& version, Offered offered) {
     return json::object{
         {"protocolVersion", 1},
         {"agentCapabilities",
          json::object{{"loadSession", true},
-                      {"promptCapabilities", json::object{{"image", false}, {"audio", false}, {"embeddedContext", true}}},
-                      {"mcpCapabilities", json::object{{"http", true}, {"sse", false}}},
+                      {"promptCapabilities",
+                       json::object{{"image", offered.images}, {"audio", false}, {"embeddedContext", true}}},
+                      {"mcpCapabilities", json::object{{"http", offered.mcp_http}, {"sse", false}}},
                       {"sessionCapabilities", json::object{{"list", json::object{}},
                                                            {"resume", json::object{}},
                                                            {"close", json::object{}}}}}},
@@ -172,6 +200,7 @@ struct Agent::View final : EventSink {
     std::optional<std::string> held_end;
     std::map<std::string, std::string> outcomes; // prompt id → stop reason
     std::deque<std::string> outcome_order;
+    std::set<std::string> terminals; // execute tool calls shown as terminals (show_as_terminal)
     std::map<std::string, OpenPermission> permissions;
     std::optional<json::object> commands, usage, title;
     // A new conversation's first events (an error naming an MCP server it cannot run, say)
@@ -298,10 +327,18 @@ void Agent::notice(const View& view, std::string text) {
 void Agent::initialize(const rpc::Id& id, const rpc::ParamReader& params) {
     (void)params.integer("protocolVersion");
     // Whatever the client can do with files and terminals is never used: the agent's
-    // work happens in its container, and these act on the host.
-    (void)params.optional_object("clientCapabilities");
+    // work happens in its container, and these act on the host. Only Zed's display
+    // extension is read: terminal_output shows output that already happened there.
+    if (const auto* capabilities = params.optional_object("clientCapabilities"))
+        if (const auto* meta = capabilities->if_contains("_meta"); meta != nullptr && meta->is_object())
+            if (const auto* shown = meta->as_object().if_contains("terminal_output"))
+                terminal_output_ = shown->is_bool() && shown->as_bool();
     initialized_ = true;
-    respond(id, initialize_result(options_.version));
+    // Without handlerd's plugins nothing beyond the baseline is offered; every session
+    // needs handlerd anyway, and says so when it is asked for.
+    handlerd_.plugins([this, id](Result<json::array> plugins) {
+        respond(id, initialize_result(options_.version, plugins ? offered_by(*plugins) : Offered{}));
+    });
 }
 
 void Agent::authenticate(const rpc::Id& id, const rpc::ParamReader& params) {
@@ -658,7 +695,7 @@ void Agent::list_sessions(const rpc::Id& id, const rpc::ParamReader& params) {
 void Agent::prompt(const rpc::Id& id, const rpc::ParamReader& params) {
     const std::string session_id = params.string("sessionId");
     const auto& blocks = params.array("prompt");
-    auto text = prompt_text(blocks, options_.prompt_limit_bytes);
+    auto text = prompt_content(blocks, options_.prompt_limit_bytes);
     if (!text) return fail(id, {rpc::kInvalidParams, text.error().message, nullptr});
     View* view = find_view(session_id);
     if (view == nullptr)
@@ -670,7 +707,7 @@ void Agent::prompt(const rpc::Id& id, const rpc::ParamReader& params) {
     send_prompt(*view, key, std::move(*text), false);
 }
 
-void Agent::send_prompt(View& view, std::uint64_t key, std::string text, bool retried) {
+void Agent::send_prompt(View& view, std::uint64_t key, api::Prompt text, bool retried) {
     if (view.container_ended) {
         auto again = [this, session_id = view.id, serial = view.serial, key, text, retried] {
             if (View* live = find_view(session_id, serial)) send_prompt(*live, key, text, retried);
@@ -923,7 +960,13 @@ void Agent::process(View& view, const ConversationEvent& event) {
         PendingPrompt* mine = view.pending_by_prompt(prompt_id);
         if (mine != nullptr) mine->started = true;
         // The editor shows its own prompt already; another client's is shown as the user's.
-        if (shown && translated && (mine == nullptr || view.shown == View::Shown::replay)) update(view, std::move(*translated));
+        if (shown && (mine == nullptr || view.shown == View::Shown::replay)) {
+            // A prompt of images alone has no text to show.
+            const bool only_images = translated && payload.contains("images") &&
+                                     text_of(translated->at("content").as_object(), "text").empty();
+            if (translated && !only_images) update(view, std::move(*translated));
+            for (auto& image : prompt_image_updates(payload)) update(view, std::move(image));
+        }
         return;
     }
     if (event.kind == "prompt_withdrawn") {
@@ -954,6 +997,7 @@ void Agent::process(View& view, const ConversationEvent& event) {
     if (event.kind == "permission_answer") return withdraw_permission(view, text_of(payload, "toolCallId"));
     if (event.kind == "mode_changed") return mode_changed(view, payload);
     if (!translated) return;
+    if (terminal_output_) show_as_terminal(*translated, view.terminals);
     if (event.kind == "available_commands") view.commands = *translated;
     else if (event.kind == "usage") view.usage = *translated;
     else if (event.kind == "session_info") view.title = *translated;

@@ -101,7 +101,7 @@ private:
     void attach(std::shared_ptr<View> view, bool replay, std::function<void()> ready);
     void go_live(View& view);
 
-    void send_prompt(View& view, std::uint64_t key, std::string text, bool retried);
+    void send_prompt(View& view, std::uint64_t key, api::Prompt text, bool retried);
     void resume_then(View& view, std::function<void()> next, std::function<void(Error)> failed);
     void cancel_prompt(View& view, PendingPrompt& pending);
     void finish_prompt(View& view, std::uint64_t key, std::string stop_reason);
@@ -131,6 +131,8 @@ private:
     AgentOptions options_;
     Write write_;
     bool initialized_ = false;
+    // The editor shows a tool call's terminal from _meta (Zed's terminal_output).
+    bool terminal_output_ = false;
     bool closing_ = false;
     std::uint64_t next_serial_ = 1;
     std::uint64_t next_prompt_key_ = 1;

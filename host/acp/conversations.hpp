@@ -66,7 +66,7 @@ public:
     // Every stored event after `after_seq`, oldest first.
     virtual void history(const std::string& id, std::int64_t after_seq,
                          Reply<std::vector<ConversationEvent>> reply) = 0;
-    virtual void prompt(const std::string& id, const std::string& text, Reply<PromptAccepted> reply) = 0;
+    virtual void prompt(const std::string& id, const api::Prompt& prompt, Reply<PromptAccepted> reply) = 0;
     virtual void withdraw(const std::string& id, const std::string& prompt_id, Reply<void> reply) = 0;
     virtual void cancel(const std::string& id, Reply<void> reply) = 0;
     virtual void resume(const std::string& id, Reply<boost::json::object> reply) = 0;

@@ -223,9 +223,16 @@ public:
         auto gathered = std::make_shared<std::vector<ConversationEvent>>();
         page(id, after_seq, gathered, std::move(reply));
     }
-    void prompt(const std::string& id, const std::string& text, Reply<PromptAccepted> reply) override {
+    void prompt(const std::string& id, const api::Prompt& prompt, Reply<PromptAccepted> reply) override {
         const std::string what = "POST " + session_path(id) + "/prompts";
-        call("POST", session_path(id) + "/prompts", json::object{{"text", text}}, [reply, what](Result<json::value> answer) {
+        json::object body{{"text", prompt.text}};
+        if (!prompt.images.empty()) {
+            json::array images;
+            for (const auto& image : prompt.images)
+                images.push_back(json::object{{"mimeType", image.mime_type}, {"data", image.data}});
+            body["images"] = std::move(images);
+        }
+        call("POST", session_path(id) + "/prompts", std::move(body), [reply, what](Result<json::value> answer) {
             auto object = as_object(std::move(answer), what);
             if (!object) return reply(object.take_error());
             const auto* prompt_id = object->if_contains("promptId");

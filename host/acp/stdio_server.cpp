@@ -37,9 +37,10 @@ namespace {
 namespace net = boost::asio;
 namespace fs = std::filesystem;
 
-// One message per line; the SDKs allow 32 MiB. A longer line is dropped and answered
-// -32600, a long prompt is refused by the agent's own, smaller limit (with its id).
-constexpr std::size_t kLineLimitBytes = std::size_t{16} << 20;
+// One message per line; the SDKs allow 32 MiB, and a prompt's images may take 20 MiB of
+// it (api/prompt_images.hpp). A longer line is dropped and answered -32600; a long text
+// is refused by the agent's own, smaller limit (with its id).
+constexpr std::size_t kLineLimitBytes = std::size_t{32} << 20;
 // handlerd takes prompts of up to 256 KiB; the agent says so before it is asked.
 constexpr std::size_t kPromptLimitBytes = std::size_t{256} << 10;
 // An editor that stops reading its agent's output is not waited for without end.

@@ -339,8 +339,9 @@ bool path_within(std::string_view path, std::string_view folder) {
     return path == folder || (path.size() > folder.size() && path.starts_with(folder) && path[folder.size()] == '/');
 }
 
-Result<std::string> prompt_text(const json::array& blocks, std::size_t limit_bytes) {
-    std::string text;
+Result<api::Prompt> prompt_content(const json::array& blocks, std::size_t limit_bytes) {
+    api::Prompt prompt;
+    std::string& text = prompt.text;
     for (std::size_t index = 0; index < blocks.size(); ++index) {
         const std::string where = "params.prompt[" + std::to_string(index) + "]";
         const auto* block = blocks[index].if_object();
@@ -366,11 +367,19 @@ Result<std::string> prompt_text(const json::array& blocks, std::size_t limit_byt
                 return make_error(ErrorCode::invalid_argument,
                                   where + " (a resource) must embed text with a uri; binary resources are not taken");
             text.append("\n<context ref=\"" + std::string(*uri) + "\">\n" + std::string(*body) + "\n</context>\n");
+        } else if (*type == "image") {
+            const auto* mime_type = string_field(*block, "mimeType");
+            const auto* data = string_field(*block, "data");
+            if (mime_type == nullptr || data == nullptr)
+                return make_error(ErrorCode::invalid_argument,
+                                  where + " (an image) needs \"mimeType\" and \"data\" strings; an image by uri "
+                                          "alone is not fetched");
+            prompt.images.push_back({std::string(*mime_type), std::string(*data)});
         } else {
             return make_error(ErrorCode::invalid_argument,
                               where + " is of type '" + std::string(*type) +
-                                  "'; handler acp takes text, resource_link and resource blocks "
-                                  "(its promptCapabilities offer no images or audio)");
+                                  "'; handler acp takes text, resource_link, resource and image blocks "
+                                  "(its promptCapabilities offer no audio)");
         }
         if (text.size() > limit_bytes)
             return make_error(ErrorCode::too_large,
@@ -378,8 +387,67 @@ Result<std::string> prompt_text(const json::array& blocks, std::size_t limit_byt
                                   " bytes, the most handler acp takes; mention large files (the agent reads "
                                   "them in the project) rather than embedding them");
     }
-    if (text.empty()) return make_error(ErrorCode::invalid_argument, "params.prompt has no text");
-    return text;
+    if (text.empty() && prompt.images.empty())
+        return make_error(ErrorCode::invalid_argument, "params.prompt has no text and no image");
+    return prompt;
+}
+
+void show_as_terminal(json::object& update, std::set<std::string>& terminals) {
+    const auto* kind = string_field(update, "sessionUpdate");
+    const auto* id = string_field(update, "toolCallId");
+    if (kind == nullptr || id == nullptr) return;
+    const std::string terminal(*id);
+    const json::object terminal_content{{"type", "terminal"}, {"terminalId", terminal}};
+    if (*kind == "tool_call") {
+        const auto* tool_kind = string_field(update, "kind");
+        if (tool_kind == nullptr || *tool_kind != "execute") return;
+        terminals.insert(terminal);
+        update["_meta"] = json::object{{"terminal_info", json::object{{"terminal_id", terminal}}}};
+        update["content"] = json::array{terminal_content};
+        return;
+    }
+    if (*kind != "tool_call_update" || !terminals.contains(terminal)) return;
+    json::object meta;
+    // The whole output so far: each harness reports a command's output once, whole.
+    std::string output;
+    if (const auto* content = update.if_contains("content"); content != nullptr && content->is_array()) {
+        for (const auto& entry : content->as_array()) {
+            const auto* inner = entry.is_object() ? entry.as_object().if_contains("content") : nullptr;
+            const auto* text = inner != nullptr && inner->is_object() ? string_field(inner->as_object(), "text") : nullptr;
+            if (text != nullptr) output += std::string(*text);
+        }
+        update["content"] = json::array{terminal_content};
+    }
+    if (!output.empty())
+        meta["terminal_output"] = json::object{{"terminal_id", terminal}, {"data", output}};
+    const auto* status = string_field(update, "status");
+    if (status != nullptr && (*status == "completed" || *status == "failed")) {
+        json::value exit_code = nullptr;
+        if (const auto* raw = update.if_contains("rawOutput"); raw != nullptr && raw->is_object())
+            if (const auto* code = raw->as_object().if_contains("exitCode"); code != nullptr && code->is_int64())
+                exit_code = code->as_int64();
+        meta["terminal_exit"] = json::object{{"terminal_id", terminal}, {"exit_code", exit_code}, {"signal", nullptr}};
+        terminals.erase(terminal);
+    }
+    if (!meta.empty()) update["_meta"] = std::move(meta);
+}
+
+std::vector<json::object> prompt_image_updates(const json::object& payload) {
+    std::vector<json::object> updates;
+    const auto* images = payload.if_contains("images");
+    if (images == nullptr || !images->is_array()) return updates;
+    const auto* prompt_id = string_field(payload, "promptId");
+    for (const auto& image : images->as_array()) {
+        const auto* fields = image.if_object();
+        const auto* mime_type = fields != nullptr ? string_field(*fields, "mimeType") : nullptr;
+        const auto* data = fields != nullptr ? string_field(*fields, "data") : nullptr;
+        if (mime_type == nullptr || data == nullptr) continue;
+        json::object update{{"sessionUpdate", "user_message_chunk"},
+                            {"content", json::object{{"type", "image"}, {"mimeType", *mime_type}, {"data", *data}}}};
+        if (prompt_id != nullptr) update["messageId"] = *prompt_id;
+        updates.push_back(std::move(update));
+    }
+    return updates;
 }
 
 } // namespace handler::acp

@@ -10,6 +10,7 @@
 // included) stays a string inside it.
 #pragma once
 
+#include "api/session_control.hpp"
 #include "core/result.hpp"
 
 #include <boost/json/array.hpp>
@@ -18,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -47,6 +49,18 @@ struct MessageRun {
 // permission_answer, mode_changed: agent.* handles those) and for unusable ones.
 // user_prompt becomes a user_message_chunk whose messageId is the prompt's id.
 std::optional<boost::json::object> to_update(const ConversationEvent& event, MessageRun& run);
+// Zed's terminal extension (ACP.md, "Tool calls"), for an editor that advertised
+// `clientCapabilities._meta.terminal_output`: an execute tool call names a terminal of its
+// own (`_meta.terminal_info`, a "terminal" content entry keyed by the tool call's id, never
+// one of the editor's), and its update carries the command's output as
+// `_meta.terminal_output` and its end as `_meta.terminal_exit`. The output already
+// happened in the container; the editor only shows it. `terminals` holds the ids of the
+// execute tool calls seen and not yet ended.
+void show_as_terminal(boost::json::object& update, std::set<std::string>& terminals);
+
+// A user_prompt's images (its "images", each checked by handlerd when it was sent), as one
+// user_message_chunk each with the prompt's messageId; the text's chunk is to_update's.
+std::vector<boost::json::object> prompt_image_updates(const boost::json::object& payload);
 
 // {"sessionId":..., "update":...}: the params of session/update.
 boost::json::object session_notification(std::string_view session_id, boost::json::object update);
@@ -65,11 +79,13 @@ std::string iso8601(std::int64_t ms);
 // Whether `path` lies inside `folder` (whole path components; both absolute).
 bool path_within(std::string_view path, std::string_view folder);
 
-// An editor's prompt (ACP ContentBlock[]) as the text handlerd takes: text blocks as they
-// are, a resource_link as a line naming it (the project is mounted at its own path, so a
-// file:// link names the same file in the container), an embedded text resource as its
-// text under its uri. An image, audio or binary resource is refused naming the block,
-// since promptCapabilities does not offer them; so is a prompt longer than limit_bytes.
-Result<std::string> prompt_text(const boost::json::array& blocks, std::size_t limit_bytes);
+// An editor's prompt (ACP ContentBlock[]) as the prompt handlerd takes: text blocks as
+// they are, a resource_link as a line naming it (the project is mounted at its own path,
+// so a file:// link names the same file in the container), an embedded text resource as
+// its text under its uri, an image with its data as one of the prompt's images (handlerd
+// checks it, and refuses it for a harness that takes none). An image given only by uri,
+// audio or a binary resource is refused naming the block; so is text longer than
+// limit_bytes.
+Result<api::Prompt> prompt_content(const boost::json::array& blocks, std::size_t limit_bytes);
 
 } // namespace handler::acp

@@ -27,6 +27,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <exception>
 #include <optional>
@@ -75,6 +76,21 @@ private:
     using LingerBuffer = std::array<char, std::size_t{16} * 1024>;
     static constexpr std::chrono::milliseconds kLingerTime{500};
 
+    // A conversation's prompt may carry images (api/prompt_images.hpp): up to eight of
+    // 5 MiB each would pass no sane general limit, so its route has one of its own.
+    std::size_t body_limit(http::verb method, std::string_view target) const {
+        const std::size_t general = state_->options.body_limit_bytes;
+        const std::string_view path = target.substr(0, target.find('?'));
+        const bool prompt = method == http::verb::post && path.starts_with("/api/v1/sessions/") &&
+                            path.ends_with("/prompts") &&
+                            std::count(path.begin(), path.end(), '/') == 5;
+        return prompt ? std::max(general, state_->options.prompt_body_limit_bytes) : general;
+    }
+    std::string limit_origin(std::size_t limit) const {
+        return limit == state_->options.body_limit_bytes ? " ([api] body_limit_bytes in config.toml)"
+                                                         : " (a prompt with its images)";
+    }
+
     void read_header() {
         phase_ = Phase::reading;
         parser_.emplace();
@@ -103,17 +119,15 @@ private:
 
         // Guards first: a stranger learns nothing, not even the body limit.
         if (over_tcp_ && !guards_pass()) return;
-        if (const auto length = parser_->content_length();
-            length && *length > state_->options.body_limit_bytes)
-            return send_error(ErrorCode::too_large,
-                              "request body of " + std::to_string(*length) +
-                                  " bytes is over the limit of " +
-                                  std::to_string(state_->options.body_limit_bytes) +
-                                  " bytes ([api] body_limit_bytes in config.toml)");
-        // A chunked body has no length up front: the parser stops it at the limit.
-        parser_->body_limit(state_->options.body_limit_bytes);
         const auto& request = parser_->get();
         const std::string_view target = request.target();
+        const std::size_t limit = limit_ = body_limit(request.method(), target);
+        if (const auto length = parser_->content_length(); length && *length > limit)
+            return send_error(ErrorCode::too_large,
+                              "request body of " + std::to_string(*length) + " bytes is over the limit of " +
+                                  std::to_string(limit) + " bytes" + limit_origin(limit));
+        // A chunked body has no length up front: the parser stops it at the limit.
+        parser_->body_limit(limit);
         // Origin-form only: an absolute URL would name a host other than the Host header.
         if (target.empty() || target.front() != '/')
             return send_error(ErrorCode::invalid_argument,
@@ -171,9 +185,8 @@ private:
                              if (error == http::error::body_limit)
                                  return self->send_error(
                                      ErrorCode::too_large,
-                                     "request body is over the limit of " +
-                                         std::to_string(self->state_->options.body_limit_bytes) +
-                                         " bytes ([api] body_limit_bytes in config.toml)");
+                                     "request body is over the limit of " + std::to_string(self->limit_) +
+                                         " bytes" + self->limit_origin(self->limit_));
                              if (error) return self->on_read_error(error);
                              self->handle();
                          });
@@ -334,6 +347,7 @@ private:
     std::optional<http::response<http::string_body>> response_;
     std::unique_ptr<LingerBuffer> linger_buffer_; // only while lingering
     std::size_t lingered_bytes_ = 0;
+    std::size_t limit_ = 0; // the body limit of the request being read
     std::uint64_t id_ = 0;
     Phase phase_ = Phase::reading;
     bool close_after_ = false;

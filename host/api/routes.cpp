@@ -3,6 +3,7 @@
 #include "secrets/account_kinds.hpp"
 #include "secrets/secret_store.hpp"
 
+#include "api/prompt_images.hpp"
 #include "api/routes_json.hpp"
 #include "store/store.hpp"
 #include "store/validation.hpp"
@@ -692,6 +693,40 @@ namespace {
 // the project. The harness's context is smaller still.
 constexpr std::size_t kMaxPromptBytes = 256 * 1024;
 
+// "images": [{"mimeType","data"}], each checked (prompt_images.hpp).
+Result<std::vector<PromptImage>> prompt_images(const json::object& body) {
+    std::vector<PromptImage> images;
+    std::size_t total = 0;
+    const json::value* field = body.if_contains("images");
+    if (field == nullptr) return images;
+    const json::array* list = field->if_array();
+    if (list == nullptr) return make_error(ErrorCode::invalid_argument, "field 'images' must be a list");
+    if (list->size() > kMaxPromptImages)
+        return make_error(ErrorCode::too_large, "a prompt may carry at most " + std::to_string(kMaxPromptImages) +
+                                                    " images; it has " + std::to_string(list->size()));
+    for (std::size_t index = 0; index < list->size(); ++index) {
+        const std::string where = "images[" + std::to_string(index) + "]";
+        const json::object* item = (*list)[index].if_object();
+        if (item == nullptr) return make_error(ErrorCode::invalid_argument, where + " must be an object");
+        BodyReader reader(*item);
+        if (auto known = reader.allow_only({"mimeType", "data"}); !known)
+            return make_error(ErrorCode::invalid_argument, where + ": " + known.error().message);
+        auto mime_type = reader.required_string("mimeType");
+        if (!mime_type) return make_error(ErrorCode::invalid_argument, where + ": " + mime_type.error().message);
+        auto data = reader.required_string("data");
+        if (!data) return make_error(ErrorCode::invalid_argument, where + ": " + data.error().message);
+        PromptImage image{std::move(*mime_type), std::move(*data)};
+        if (auto checked = check_prompt_image(image, where); !checked) return checked.take_error();
+        total += image.data.size();
+        if (total > kMaxPromptImagesBytes)
+            return make_error(ErrorCode::too_large, "a prompt's images may have at most " +
+                                                        std::to_string(kMaxPromptImagesBytes / (1024 * 1024)) +
+                                                        " MiB of base64 in all");
+        images.push_back(std::move(image));
+    }
+    return images;
+}
+
 Response prompt_too_large() {
     return error_response(ErrorCode::too_large, "a prompt may have at most " + std::to_string(kMaxPromptBytes) +
                                                     " bytes; put longer text in a file of the project and name it");
@@ -857,12 +892,19 @@ Response Routes::conversation(const Call& call, const std::string& id, const std
         if (!applied) return error_response(applied.error());
         return json_response(200, json::object{{"applied", *applied == Applied::now ? "now" : "on_resume"}});
     }
-    if (auto known = reader.allow_only({"text"}); !known) return error_response(known.error());
-    auto text = reader.required_string("text");
-    if (!text) return error_response(text.error());
-    if (text->empty()) return error_response(ErrorCode::invalid_argument, "field 'text' is empty");
-    if (text->size() > kMaxPromptBytes) return prompt_too_large();
-    auto submitted = info_.sessions->prompt(id, *text);
+    if (auto known = reader.allow_only({"text", "images"}); !known) return error_response(known.error());
+    auto images = prompt_images(*body);
+    if (!images) return error_response(images.error());
+    Prompt prompt{"", std::move(*images)};
+    if (prompt.images.empty() || reader.has("text")) {
+        auto text = reader.required_string("text");
+        if (!text) return error_response(text.error());
+        prompt.text = std::move(*text);
+    }
+    if (prompt.text.empty() && prompt.images.empty())
+        return error_response(ErrorCode::invalid_argument, "field 'text' is empty");
+    if (prompt.text.size() > kMaxPromptBytes) return prompt_too_large();
+    auto submitted = info_.sessions->prompt(id, prompt);
     if (!submitted) return error_response(submitted.error());
     return json_response(202, json::object{{"promptId", submitted->prompt_id}, {"queued", submitted->queued}});
 }

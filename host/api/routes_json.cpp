@@ -192,6 +192,17 @@ json::object to_json(const store::SessionEvent& event) {
             {"kind", event.kind}, {"payload", std::move(payload)}};
 }
 
+namespace {
+
+json::value limits_of(const std::string& stored) {
+    if (stored.empty()) return nullptr;
+    boost::system::error_code error;
+    json::value parsed = json::parse(stored, error);
+    return error || !parsed.is_array() ? json::value(nullptr) : parsed;
+}
+
+} // namespace
+
 json::object to_json(const store::Session& session) {
     return {{"id", session.id},
             {"agent", nullable(session.agent_id)},
@@ -213,6 +224,8 @@ json::object to_json(const store::Session& session) {
             {"model", nullable(session.model)},
             {"thinking", nullable(session.thinking)},
             {"title", nullable(session.title)},
+            // Its container's limits and whether each holds here; null until it started.
+            {"limits", limits_of(session.limits)},
             {"created_at", session.created_at},
             {"updated_at", session.updated_at}};
 }
@@ -232,6 +245,7 @@ json::object to_json(const plugins::HarnessDescription& harness) {
             {"default_hosts", strings(harness.default_hosts)},
             {"launch_modes", strings(harness.launch_modes)},
             {"mcp", strings(harness.mcp_transports)},
+            {"prompt_content", strings(harness.prompt_content)},
             {"events", harness.events},
             {"stdin", harness.stdin_protocol ? "protocol" : "input"}};
 }

@@ -45,6 +45,8 @@ struct ServerOptions {
     std::size_t max_tcp_connections = 128;
 
     std::size_t body_limit_bytes = std::size_t{1024} * 1024;
+    // POST /api/v1/sessions/ID/prompts: its text and images (kMaxPromptImagesBytes).
+    std::size_t prompt_body_limit_bytes = std::size_t{24} * 1024 * 1024;
     std::size_t header_limit_bytes = std::size_t{16} * 1024;
     // The whole request (header and body) must arrive within this; it is also the idle
     // time allowed between keep-alive requests, and the time a response may take to write.

@@ -28,7 +28,9 @@ class TerminalClient {
 public:
     virtual ~TerminalClient() = default;
     // A chunk of output, in order; `offset` is that of its first byte in the session's
-    // output (replayed chunks first, then live ones).
+    // output (replayed chunks first, then live ones). `bytes` is what may reach a terminal
+    // of it (sessions/terminal_filter.hpp), so it can be shorter than the output it stands
+    // for; offsets count the output as printed, as `from` and `produced` do.
     virtual void output(OutputStream stream, std::uint64_t offset,
                         const std::shared_ptr<const std::string>& bytes) = 0;
     // The program ended with `code` (its status, or 128 + signal number).
@@ -90,6 +92,19 @@ struct Attached {
     std::string events = "none";
 };
 
+// An image of a prompt, base64 as the client sent it (checked by check_prompt_image,
+// prompt_images.hpp, before it reaches a session).
+struct PromptImage {
+    std::string mime_type; // image/png, image/jpeg, image/gif or image/webp
+    std::string data;      // base64
+};
+
+// What a client typed: text, and images for a harness that takes them.
+struct Prompt {
+    std::string text;
+    std::vector<PromptImage> images;
+};
+
 struct SubmittedPrompt {
     std::string prompt_id;
     bool queued = false; // it waits for the running turn
@@ -99,8 +114,10 @@ struct SubmittedPrompt {
 enum class Applied { now, on_resume };
 
 struct SessionLog {
-    std::string text;       // everything kept (the older part may have been rotated away)
-    std::uint64_t end = 0;  // the output offset just past `text`
+    // Everything kept (the older part may have been rotated away), as a terminal may get
+    // it (sessions/terminal_filter.hpp); the file on disk has it as printed.
+    std::string text;
+    std::uint64_t end = 0;  // the output offset just past what `text` holds
     bool truncated = false; // older output was dropped by the size limit
 };
 
@@ -133,9 +150,10 @@ public:
     // Conversations (docs/conversations.md). The defaults refuse: a session service
     // without conversations (the route tests' fakes) has none to act on.
     // A prompt from any client; conflict: not a live conversation.
-    virtual Result<SubmittedPrompt> prompt(std::string_view id, std::string_view text) {
+    // invalid_argument: images to a harness whose describe() does not take them.
+    virtual Result<SubmittedPrompt> prompt(std::string_view id, const Prompt& prompt) {
         (void)id;
-        (void)text;
+        (void)prompt;
         return make_error(ErrorCode::unavailable, "this handlerd holds no conversations");
     }
     // Withdraws a waiting prompt; conflict once its turn started.

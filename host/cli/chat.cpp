@@ -5,13 +5,16 @@
 // type shows here too.
 #include "cli/chat.hpp"
 
+#include "api/prompt_images.hpp"
 #include "cli/output.hpp"
 #include "cli/permissions.hpp"
+#include "core/paths.hpp"
 #include "sessions/turns.hpp"
 
 #include <boost/json.hpp>
 #include <unistd.h>
 
+#include <filesystem>
 #include <mutex>
 #include <set>
 
@@ -62,11 +65,12 @@ public:
         // sequences from reaching the terminal.
         if (kind == "user_prompt" || kind == "prompt_queued") {
             const auto* content = payload.if_contains("content");
-            const std::string text = content && content->is_object() ? text_of(content->as_object(), "text") : "";
+            const std::string text = (content && content->is_object() ? printable(text_of(content->as_object(), "text")) : "") +
+                                     images_note(payload);
             if (kind == "prompt_queued")
-                write(api::OutputStream::stderr_, std::string(mine ? "(queued until the turn ends: " : "(another client queued: ") + printable(text) + ")\n");
+                write(api::OutputStream::stderr_, std::string(mine ? "(queued until the turn ends: " : "(another client queued: ") + text + ")\n");
             else if (!mine || ::isatty(context_.input_fd) == 0)
-                write(api::OutputStream::stdout_, std::string(mine ? "> " : "> (another client) ") + printable(text) + "\n");
+                write(api::OutputStream::stdout_, std::string(mine ? "> " : "> (another client) ") + text + "\n");
             at_line_start_ = true;
         } else if (kind == "agent_message_chunk") {
             const auto* content = payload.if_contains("content");
@@ -217,9 +221,25 @@ int command_chat(Session& session, const Options& options) {
 }
 
 int command_session_prompt(Session& session, const Options& options) {
-    if (!options.prompt || options.prompt->empty()) return session.fail("the prompt is empty", kExitUsage);
-    json::value body = {{"text", *options.prompt}};
-    auto answer = session.call("POST", session_path(options.target) + "/prompts", &body);
+    if (!options.prompt || (options.prompt->empty() && options.images.empty()))
+        return session.fail("the prompt is empty", kExitUsage);
+    json::object body{{"text", *options.prompt}};
+    json::array images;
+    for (const auto& file : options.images) {
+        std::error_code unknown;
+        if (std::filesystem::file_size(file, unknown) > api::kMaxImageBytes && !unknown)
+            return session.fail(file + " is larger than " + std::to_string(api::kMaxImageBytes / (1024 * 1024)) +
+                                    " MiB, the most a model API takes per image",
+                                kExitUsage);
+        auto bytes = read_file(file);
+        if (!bytes) return session.fail(bytes.error().message, kExitUsage);
+        auto image = api::image_of_file(*bytes, file);
+        if (!image) return session.fail(image.error().message, kExitUsage);
+        images.push_back(json::object{{"mimeType", image->mime_type}, {"data", std::move(image->data)}});
+    }
+    if (!images.empty()) body["images"] = std::move(images);
+    json::value request = std::move(body);
+    auto answer = session.call("POST", session_path(options.target) + "/prompts", &request);
     if (!answer) return session.exit_code();
     if (options.json_output) {
         print_json(session.context().out, *answer);

@@ -6,9 +6,11 @@
 #include "cli/output.hpp"
 #include "cli/session_commands.hpp"
 #include "cli/terminal.hpp"
+#include "core/paths.hpp"
 #include "network/host_rule.hpp"
 #include "network/network_mode.hpp"
 #include "secrets/account_kinds.hpp"
+#include "settings/settings.hpp"
 #include "setup/setup.hpp"
 #include "store/validation.hpp"
 
@@ -204,6 +206,12 @@ int command_setup(Session& session, const Options& options) {
         auto answer = client->call("GET", "/api/v1/status", "");
         return answer && answer->status == 200;
     }};
+    // The limits check reports the sessions' own settings, read and never rewritten here;
+    // a file handlerd would refuse is reported when handlerd starts: the defaults stand in.
+    if (auto paths = Paths::from_process_environment())
+        if (auto text = read_file(paths->config_file()))
+            if (auto parsed = settings::parse(*text, paths->config_file()))
+                setup_context.limits = parsed->settings.sessions.limits;
     return setup::run_setup(setup::SetupOptions{options.check_only, options.json_output},
                             setup_context);
 }
@@ -640,7 +648,10 @@ const Command kCommands[] = {
     {"session prompt", "Send a prompt to a conversation (it waits while a turn runs)",
      [](CLI::App& command, Options& options) {
          add_session_id(command, options);
-         command.add_option("TEXT", options.prompt, "The prompt")->required();
+         command.add_option("TEXT", options.prompt, "The prompt (may be empty when it has images)")->required();
+         command.add_option("--image", options.images,
+                            "An image file (PNG, JPEG, GIF or WebP) for a harness that takes images; repeatable")
+             ->check(CLI::ExistingFile);
          add_json_flag(command, options);
      },
      command_session_prompt},

@@ -48,6 +48,7 @@ struct Options {
     // Sessions.
     std::string target; // run/terminal: agent or harness; attach/logs/stop/rm: session id
     std::optional<std::string> prompt;
+    std::vector<std::string> images; // session prompt --image FILE
     std::vector<std::string> args;
     bool detach = false;
     std::string detach_keys = "ctrl-p,ctrl-q";

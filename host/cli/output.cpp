@@ -165,4 +165,19 @@ void print_status(std::ostream& out, const json::object& status) {
     }
 }
 
+std::string images_note(const json::object& payload) {
+    std::string note;
+    const auto* images = payload.if_contains("images");
+    if (images == nullptr || !images->is_array()) return note;
+    for (const auto& image : images->as_array()) {
+        if (!image.is_object()) continue;
+        const auto* mime_type = image.as_object().if_contains("mimeType");
+        const auto* data = image.as_object().if_contains("data");
+        const std::size_t bytes = data != nullptr && data->is_string() ? data->as_string().size() / 4 * 3 : 0;
+        note += " [" + printable(mime_type != nullptr && mime_type->is_string() ? std::string(mime_type->as_string()) : "image") +
+                ", " + std::to_string((bytes + 1023) / 1024) + " KiB]";
+    }
+    return note;
+}
+
 } // namespace handler::cli

@@ -46,4 +46,8 @@ std::string display(const boost::json::value& value);
 // feeds and tabs stay (an agent's answer, which has paragraphs).
 std::string printable(std::string_view text, bool keep_lines = false);
 
+// A prompt's images (its payload's "images") for a person: " [image/png, 12 KiB]" each,
+// or "" when it has none.
+std::string images_note(const boost::json::object& payload);
+
 } // namespace handler::cli

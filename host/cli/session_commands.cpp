@@ -3,6 +3,7 @@
 #include "cli/output.hpp"
 #include "cli/permissions.hpp"
 #include "cli/terminal.hpp"
+#include "sessions/terminal_filter.hpp"
 
 #include <boost/json.hpp>
 #include <fcntl.h>
@@ -65,8 +66,10 @@ struct HeadlessPrinter {
         const auto print = [&](api::OutputStream stream, const char* field) {
             const auto* text = fields.if_contains(field);
             if (text == nullptr || !text->is_string() || text->as_string().empty()) return;
-            std::string line(text->as_string());
-            if (line.back() != '\n') line += '\n';
+            // The harness made it of what the container printed: it reaches this terminal
+            // the way the session's output does (sessions/terminal_filter.hpp).
+            std::string line = sessions::TerminalFilter().filter(text->as_string());
+            if (line.empty() || line.back() != '\n') line += '\n';
             write_output(context, stream, line);
         };
         if (*kind == "error") {
@@ -205,6 +208,7 @@ std::string event_summary(std::string_view kind, const json::object& payload) {
     if (kind == "user_prompt" || kind == "agent_message_chunk" || kind == "agent_thought_chunk") {
         if (const auto* content = payload.if_contains("content"); content != nullptr && content->is_object())
             summary = text_at(content->as_object(), "text");
+        if (kind == "user_prompt") summary += images_note(payload);
     } else if (kind == "tool_call") {
         summary = text_at(payload, "title") + " (" + text_at(payload, "kind") + ", " + text_at(payload, "toolCallId") + ")";
     } else if (kind == "tool_call_update") {
@@ -279,6 +283,27 @@ bool show_session_fields(Session& session, json::array& records, TimeStyle style
                    session.time_zone(), style);
     }
     return true;
+}
+
+// A session's limits, one a line, those that do not hold said so (docs/security.md).
+void print_limits(std::ostream& out, const json::value& limits) {
+    if (!limits.is_array()) return;
+    out << "limits:\n";
+    for (const json::value& entry : limits.as_array()) {
+        const auto* limit = entry.if_object();
+        if (limit == nullptr) continue;
+        const auto text = [limit](std::string_view key) {
+            const auto* value = limit->if_contains(key);
+            return value != nullptr && value->is_string() ? printable(value->as_string()) : std::string();
+        };
+        const auto* holds = limit->if_contains("holds");
+        const bool held = holds == nullptr || !holds->is_bool() || holds->as_bool();
+        std::string name = text("name"), value = text("value");
+        name.resize(std::max<std::size_t>(name.size(), 10), ' ');
+        value.resize(std::max<std::size_t>(value.size(), 9), ' ');
+        // As `handler setup` marks its checks: "!" where a limit does not hold as a whole.
+        out << "  " << (held ? "✓ " : "! ") << name << ' ' << value << ' ' << text("how") << '\n';
+    }
 }
 
 } // namespace
@@ -404,9 +429,15 @@ int command_session_show(Session& session, const Options& options) {
         print_json(session.context().out, *record);
         return kExitOk;
     }
+    json::value limits = nullptr;
+    if (auto* found = record->as_object().if_contains("limits")) {
+        limits = std::move(*found);
+        record->as_object().erase("limits");
+    }
     json::array records{std::move(*record)};
     if (!show_session_fields(session, records, TimeStyle::local_time)) return session.exit_code();
     print_record(session.context().out, records.front().as_object());
+    print_limits(session.context().out, limits);
     return kExitOk;
 }
 

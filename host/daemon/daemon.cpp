@@ -247,8 +247,9 @@ int run_daemon(const DaemonOptions& options) {
     boost::asio::io_context io;
     api::EventHub events;
     runtime::SystemCommandRunner command_runner;
-    runtime::PodmanRuntime container_runtime(command_runner,
-                                             runtime::PodmanOptions::for_user(home_dir(), paths, ::getuid()));
+    runtime::PodmanOptions podman_options = runtime::PodmanOptions::for_user(home_dir(), paths, ::getuid());
+    podman_options.limits = config.sessions.limits;
+    runtime::PodmanRuntime container_runtime(command_runner, podman_options);
     auto keys = open_keys(paths, clock);
     if (!keys) return refuse(readiness, keys.error().message);
     auto session_settings = session_options(paths, config, **keys);

@@ -17,7 +17,9 @@ std::optional<std::uint16_t> parse_port(std::string_view digits) {
     return static_cast<std::uint16_t>(value);
 }
 
-Result<Authority> parse_authority(std::string_view text, PortPresence port) {
+namespace {
+
+Result<Authority> parse_ascii_authority(std::string_view text, PortPresence port) {
     auto refuse = [](std::string why) -> Error { return make_error(ErrorCode::invalid_argument, std::move(why)); };
     Authority authority;
     if (!text.starts_with('[') && std::count(text.begin(), text.end(), ':') > 1) {
@@ -48,6 +50,23 @@ Result<Authority> parse_authority(std::string_view text, PortPresence port) {
         return refuse("it has no port (host:port)");
     }
     return authority;
+}
+
+} // namespace
+
+Result<Authority> parse_authority(std::string_view text, PortPresence port) {
+    const bool ascii =
+        std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    if (ascii) return parse_ascii_authority(text, port);
+    // RFC 3986 names are ASCII, but a rule may name a host in Unicode (canonical_name makes
+    // its A-labels). Each byte of it stands in as an 'x' (no hex digit, so no address can
+    // come of it) while Boost.URL splits the text; the host is then taken from the text.
+    std::string masked(text);
+    std::replace_if(masked.begin(), masked.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }, 'x');
+    auto parsed = parse_ascii_authority(masked, port);
+    if (!parsed) return parsed;
+    parsed->host = text.substr(static_cast<std::size_t>(parsed->host.data() - masked.data()), parsed->host.size());
+    return parsed;
 }
 
 } // namespace handler::network

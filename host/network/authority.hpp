@@ -1,6 +1,6 @@
 // The one reader of "host:port" (docs/network.md, "Host rules"): the proxy's CONNECT
 // target, host rules, and [network] resolve in config.toml all split their text here.
-// Pure, and it allocates nothing: the proxy calls it on every CONNECT.
+// Pure, and it allocates nothing for ASCII text: the proxy calls it on every CONNECT.
 #pragma once
 
 #include "core/result.hpp"
@@ -28,6 +28,7 @@ struct Authority {
 // "[v6]:port", and with PortPresence::optional a bare "fd00::1". The port is 1 to 65535
 // in at most five digits ("08080" is 8080). The host is checked only against the URI
 // grammar: names and addresses are the caller's to check (host_rule.hpp, policy.hpp).
+// A name may also be written in Unicode (UTF-8), which canonical_name() makes A-labels of.
 // The message says what is wrong without quoting the text, so the caller can name it.
 Result<Authority> parse_authority(std::string_view text, PortPresence port);
 

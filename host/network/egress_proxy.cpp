@@ -1,7 +1,9 @@
 #include "network/egress_proxy.hpp"
 
 #include "network/authority.hpp"
+#include "network/client_hello.hpp"
 #include "network/interception.hpp"
+#include "network/request_checks.hpp"
 
 #include <handler/handover.hpp>
 
@@ -18,7 +20,6 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/url/parse.hpp>
 #pragma GCC diagnostic pop
@@ -185,6 +186,10 @@ bool is_proxy_listener(int fd, std::uint16_t expected_port, int& family) {
     return loopback_address(bound, port) && (expected_port == 0 || port == expected_port);
 }
 
+// A read of a ClientHello: most fit in one (curl's is 517 bytes, with a post-quantum key
+// share about 1.8 KiB), and read_client_hello bounds the whole.
+constexpr std::size_t kHelloReadBytes = 4096;
+
 std::string exfiltration_reason(const SecretBinding& binding, const std::string& host) {
     std::string hosts;
     for (const auto& each : binding.hosts) hosts += (hosts.empty() ? "" : ", ") + each;
@@ -300,10 +305,29 @@ public:
         read_head();
     }
 
+    // The head, read until its end and checked on the way (scan_head): a line Beast and
+    // an upstream could read two ways is refused as soon as it arrives, and only a whole
+    // head goes to Beast's parser. What follows it stays in buffer_.
     void read_head() {
-        http::async_read_header(client_, buffer_, parser_,
-                                [self = shared_from_this()](beast::error_code error, std::size_t) {
-                                    self->on_header(error);
+        const std::string_view received(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+        const auto scan = scan_head(received, scanned_);
+        if (scan.problem) return refuse(400, "Bad Request", "malformed request: " + *scan.problem);
+        if (scan.complete) {
+            beast::error_code error;
+            const auto used = parser_.put(net::buffer(buffer_.data().data(), scan.size), error);
+            buffer_.consume(used);
+            if (!error && (!parser_.is_header_done() || used != scan.size)) error = http::error::partial_message;
+            return on_header(error);
+        }
+        scanned_ = scan.next;
+        const std::size_t limit = owner_.options.header_limit_bytes;
+        if (buffer_.size() >= limit) return on_header(http::error::header_limit);
+        client_.async_read_some(buffer_.prepare(std::min<std::size_t>(limit - buffer_.size(), 4096)),
+                                [self = shared_from_this()](const boost::system::error_code& error, std::size_t got) {
+                                    if (self->closed_) return;
+                                    if (error) return self->on_header(error);
+                                    self->buffer_.commit(got);
+                                    self->read_head();
                                 });
     }
 
@@ -381,13 +405,17 @@ private:
             path_ = std::string(url->encoded_path());
             if (path_.empty()) path_ = "/";
             if (url->has_query()) path_ += "?" + std::string(url->encoded_query());
+            // The URL names the host, and the Host the upstream sees is that one (RFC 9112
+            // 3.2.2): a Host of the client's own would pick another site behind a shared front.
+            // (Taken now: `url` views the target, which changes below.)
+            const std::string host_header(url->encoded_host_and_port());
             // The upstream sees an ordinary origin-form request for one exchange; nothing
             // of the proxy's own headers goes on.
             request.target(path_);
             request.erase(http::field::proxy_authorization);
             request.erase("Proxy-Connection");
             request.set(http::field::connection, "close");
-            if (request.find(http::field::host) == request.end()) request.set(http::field::host, host);
+            request.set(http::field::host, host_header);
         }
         auto parsed = parse_target(host, port);
         if (!parsed) {
@@ -396,6 +424,20 @@ private:
             return deny("", parsed.error().message, 400, "Bad Request");
         }
         target_ = *parsed;
+        // Shapes two parsers would read two ways are refused before the name is even decided.
+        if (auto problem = framing_problem(request.base()))
+            return deny("", problem->reason, problem->status, problem->status_text);
+        const bool framed = request.count(http::field::content_length) > 0 ||
+                            request.count(http::field::transfer_encoding) > 0;
+        if (request.method() == http::verb::connect && framed)
+            return deny("", "a CONNECT carries no body, and this one has a Content-Length or Transfer-Encoding", 400,
+                        "Bad Request");
+        // A plain-HTTP body goes on as far as its Content-Length says and no further, so no
+        // request can follow it unread; a chunked one would have to be parsed on the way.
+        if (request.method() != http::verb::connect && request.count(http::field::transfer_encoding) > 0)
+            return deny("", "a plain-HTTP request body needs a Content-Length (chunked bodies pass only through "
+                            "CONNECT)", 411, "Length Required");
+        plain_body_bytes_ = parser_.content_length().value_or(0);
         decision_ = decide(owner_.policy(), target_, owner_.now());
         if (decision_.verdict == Verdict::deny) return deny(decision_.rule, decision_.reason, 403, "Forbidden");
         if (owner_.services.secrets) bindings_ = owner_.services.secrets->bindings();
@@ -456,25 +498,104 @@ private:
     void on_connected() {
         boost::system::error_code ignored;
         upstream_.set_option(tcp::no_delay(true), ignored);
+        early_.assign(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+        buffer_.consume(buffer_.size());
         if (parser_.get().method() == http::verb::connect) {
             static constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
             auto reply = std::make_shared<std::string>(kEstablished);
             net::async_write(client_, net::buffer(*reply),
                              [self = shared_from_this(), reply](const boost::system::error_code& error, std::size_t) {
                                  if (error) return self->close();
-                                 if (self->intercepts()) return self->intercept();
-                                 self->begin_tunnel();
+                                 self->tunnelling_ = true;
+                                 // A server may speak first (SSH, SMTP), and what it sends needs no check.
+                                 if (!self->intercepts()) self->pump_down();
+                                 self->read_hello();
                              });
             return;
         }
-        // Plain HTTP: the rewritten head, then whatever body bytes came with it.
+        // Plain HTTP: the rewritten head, then its body as far as its Content-Length goes.
+        // Bytes behind that (a request pipelined after it) never go on.
+        up_.budget = plain_body_bytes_;
+        if (early_.size() > plain_body_bytes_) early_.resize(static_cast<std::size_t>(plain_body_bytes_));
         auto bytes = std::make_shared<std::string>(std::move(plain_head_));
         up_.bytes += bytes->size();
         net::async_write(upstream_, net::buffer(*bytes),
                          [self = shared_from_this(), bytes](const boost::system::error_code& error, std::size_t) {
                              if (error) return self->close();
+                             self->tunnelling_ = true;
+                             self->pump_down();
                              self->begin_tunnel();
                          });
+    }
+
+    // What a CONNECT's client sends first, read until it shows whether it is a TLS
+    // ClientHello and, if so, for which host (client_hello.hpp); nothing of it goes on
+    // before. A ClientHello must be for the host the CONNECT named and was decided for:
+    // another name in its SNI (domain fronting), no name, or a hidden one (Encrypted
+    // ClientHello) is refused. So is anything but TLS to port 443 or to a host whose TLS
+    // Handler terminates; other ports may carry other protocols.
+    void read_hello() {
+        const auto hello = read_client_hello(early_);
+        if (hello.status == HelloStatus::incomplete) {
+            // A tunnel to another port may wait for its server to speak; a ClientHello begun
+            // must come whole in time, and so must one Handler is to answer.
+            if (!early_.empty() || intercepts())
+                arm_timer(owner_.options.header_timeout, "the TLS ClientHello did not arrive in time");
+            const std::size_t had = early_.size();
+            early_.resize(had + kHelloReadBytes);
+            client_.async_read_some(net::buffer(early_.data() + had, kHelloReadBytes),
+                                    [self = shared_from_this(), had](const boost::system::error_code& error,
+                                                                     std::size_t got) {
+                                        if (self->closed_) return;
+                                        self->timer_.cancel();
+                                        self->early_.resize(had + (error ? 0 : got));
+                                        // A client that ends its side before it says anything
+                                        // ends a tunnel's way up, as it would have before.
+                                        if (error && had == 0 && !self->intercepts() && self->target_.port != 443)
+                                            return self->end_of(self->upstream_, self->up_);
+                                        if (error) return self->close();
+                                        self->read_hello();
+                                    });
+            return;
+        }
+        std::optional<std::string> problem;
+        if (hello.status != HelloStatus::not_tls) {
+            problem = hello_problem(hello, target_);
+        } else if (intercepts() || target_.port == 443) {
+            problem = "what it sent first is not a TLS ClientHello, which a tunnel to port 443 or to a host whose "
+                      "TLS Handler terminates must begin with";
+        }
+        if (problem) return refuse_hello(*problem, hello.status);
+        if (intercepts()) return intercept();
+        begin_tunnel();
+    }
+
+    // A ClientHello refused: its own entry in the log, and the tunnel cut with a fatal TLS
+    // alert that says it in the client's terms (unrecognized_name for a name, decode_error
+    // for a hello that is malformed), so curl or node report something better than a reset.
+    void refuse_hello(const std::string& why, HelloStatus status) {
+        spdlog::warn("session {}: refused a tunnel: {}", owner_.options.session_id, why);
+        log_refusal(why);
+        // The alert goes only while nothing has come down the tunnel, so it can be no
+        // write's neighbour on the client's socket.
+        if (status == HelloStatus::not_tls || down_.bytes > 0) return close();
+        const char description = status == HelloStatus::malformed ? 50 : 112;
+        auto alert = std::make_shared<std::string>(std::string{'\x15', '\x03', '\x03', '\x00', '\x02', '\x02'} +
+                                                   description);
+        net::async_write(client_, net::buffer(*alert),
+                         [self = shared_from_this(), alert](const boost::system::error_code&, std::size_t) {
+                             self->close();
+                         });
+    }
+
+    // A refusal inside an allowed tunnel: an entry of its own, and the tunnel's entry
+    // finished with it when the tunnel is cut.
+    void log_refusal(const std::string& reason) {
+        const auto tunnel = std::exchange(audit_id_, 0);
+        record(Verdict::deny, decision_.rule, reason);
+        owner_.audit.finish(std::exchange(audit_id_, 0), 0, 0, reason);
+        audit_id_ = tunnel;
+        cut_reason_ = "cut: " + reason;
     }
 
     // TLS is terminated only for a host a key of this session is bound to; everything
@@ -487,13 +608,20 @@ private:
 
     void intercept() {
         InterceptionSetup setup(std::move(client_), std::move(upstream_));
-        setup.early_bytes.assign(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-        buffer_.consume(buffer_.size());
+        setup.early_bytes = std::move(early_);
         setup.endpoints = endpoints_;
         setup.session_id = owner_.options.session_id;
         setup.host = target_.host;
         setup.port = target_.port;
+        setup.target = target_;
         setup.rule = decision_.rule;
+        setup.policy_refusal = [weak = weak_from_this()]() -> std::optional<std::string> {
+            const auto self = weak.lock();
+            if (!self) return std::string("the session's proxy has stopped");
+            const auto decision = decide(self->owner_.policy(), self->target_, self->owner_.now());
+            if (decision.verdict == Verdict::deny) return decision.reason;
+            return std::nullopt;
+        };
         setup.bindings = bindings_;
         setup.secrets = owner_.services.secrets;
         setup.tls = owner_.services.tls;
@@ -516,15 +644,14 @@ private:
             });
     }
 
-    // Bytes both ways until both sides are done. Bytes that arrived with the head (a
-    // client may send its TLS hello right behind CONNECT) go first.
+    // The container's side of a tunnel (pump_down is the other): bytes up until its end.
+    // Bytes that arrived with the head and the ClientHello go first.
     void begin_tunnel() {
-        tunnelling_ = true;
-        if (buffer_.size() > 0) {
-            auto early = std::make_shared<std::string>(static_cast<const char*>(buffer_.data().data()),
-                                                       buffer_.size());
-            buffer_.consume(buffer_.size());
+        if (!early_.empty()) {
+            auto early = std::make_shared<std::string>(std::move(early_));
+            early_.clear();
             up_.bytes += early->size();
+            if (up_.budget) *up_.budget -= early->size();
             if (const auto* found = scanner_.feed(*early)) return exfiltrated(*found);
             net::async_write(upstream_, net::buffer(*early),
                              [self = shared_from_this(), early](const boost::system::error_code& error, std::size_t) {
@@ -534,7 +661,6 @@ private:
         } else {
             pump_up();
         }
-        pump_down();
     }
 
     // One direction of the tunnel: read, count, write, repeat; at the end of input, pass
@@ -558,17 +684,27 @@ private:
             if (pipe_write >= 0) ::close(pipe_write);
         }
         bool done = false;
+        // What may still go this way, when that is bounded (a plain-HTTP request's body).
+        std::optional<std::uint64_t> budget;
     };
 
     template <class From, class To>
     void pump(From& from, To& to, Direction& direction, StandInScanner* scanner) {
+        // Once all it may send has gone, what still comes is read (so its end is seen, and
+        // passed on as before) and dropped: a request pipelined behind a plain-HTTP body.
+        const bool spent = direction.budget && *direction.budget == 0;
+        const std::size_t room = direction.budget && !spent ? static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                                  *direction.budget, Direction::kSize))
+                                                            : Direction::kSize;
         from.async_read_some(
-            net::buffer(direction.buffer.get(), Direction::kSize),
-            [self = shared_from_this(), &from, &to, &direction, scanner](const boost::system::error_code& error,
-                                                                         std::size_t n) {
+            net::buffer(direction.buffer.get(), room),
+            [self = shared_from_this(), &from, &to, &direction, scanner, spent](const boost::system::error_code& error,
+                                                                                std::size_t n) {
                 if (self->closed_) return;
                 if (error) return self->end_of(to, direction);
+                if (spent) return self->pump(from, to, direction, scanner);
                 direction.bytes += n;
+                if (direction.budget) *direction.budget -= n;
                 const std::string_view out(direction.buffer.get(), n);
                 if (scanner)
                     if (const auto* found = scanner->feed(out)) return self->exfiltrated(*found);
@@ -578,7 +714,8 @@ private:
                                      if (write_error) return self->close();
                                      // A direction nobody looks into whose one read filled the
                                      // whole buffer is a bulk transfer: it moves on to splice(2).
-                                     if (!scanner && n == Direction::kSize) return self->splice_pump(from, to, direction);
+                                     if (!scanner && !direction.budget && n == Direction::kSize)
+                                         return self->splice_pump(from, to, direction);
                                      self->pump(from, to, direction, scanner);
                                  });
             });
@@ -675,11 +812,7 @@ private:
     void exfiltrated(const SecretBinding& binding) {
         const std::string reason = exfiltration_reason(binding, target_.host);
         spdlog::warn("session {}: {}", owner_.options.session_id, reason);
-        const auto tunnel = std::exchange(audit_id_, 0);
-        record(Verdict::deny, decision_.rule, reason);
-        owner_.audit.finish(std::exchange(audit_id_, 0), 0, 0, reason);
-        audit_id_ = tunnel;
-        cut_reason_ = "cut: " + reason;
+        log_refusal(reason);
         close();
     }
 
@@ -735,6 +868,9 @@ private:
     std::vector<SecretBinding> bindings_;
     StandInScanner scanner_;
     std::string plain_head_;
+    std::uint64_t plain_body_bytes_ = 0; // its Content-Length
+    std::size_t scanned_ = 0;            // how far scan_head has read the head
+    std::string early_;                  // what followed the head: a ClientHello, a body's start
     std::shared_ptr<Interception> interception_;
     Direction up_;   // container → upstream
     Direction down_; // upstream → container

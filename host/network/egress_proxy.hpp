@@ -5,11 +5,13 @@
 // connection it makes out passes through here, and the socket says which session it is.
 //
 // Per connection: read the request head (CONNECT host:port, or an absolute-form
-// http:// request), decide by name from the live policy, resolve on the host side,
-// decide by address, connect, then tunnel bytes both ways, counting them. A refusal is a
-// 403 whose body names the host, the rule and the command that would allow it. Every
-// decision goes to the audit sink. When the policy changes, open tunnels are decided
-// again and those now refused are cut.
+// http:// request) and check it (request_checks.hpp), decide by name from the live
+// policy, resolve on the host side, decide by address, connect; behind a CONNECT, read
+// the first TLS ClientHello and check its SNI against the CONNECT's host
+// (client_hello.hpp); then tunnel bytes both ways, counting them, or hand the tunnel to
+// interception.hpp. A refusal is a 403 whose body names the host, the rule and the
+// command that would allow it. Every decision goes to the audit sink. When the policy
+// changes, open tunnels are decided again and those now refused are cut.
 //
 // Threading: everything on the io thread. This header is free of Asio (pimpl).
 #pragma once

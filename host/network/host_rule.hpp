@@ -6,7 +6,9 @@
 //   host     = name | "*." name | IPv4
 //   name     = DNS labels of [a-z0-9-] (1 to 63, no '-' first or last), at most 253
 //              bytes, whose last label is not all digits nor 0x...: a resolver would read
-//              "1.2.3" or "0x7f.1" as an address
+//              "1.2.3" or "0x7f.1" as an address. Written in any case, with or without
+//              the root's trailing dot, and with internationalised labels as Unicode or
+//              as A-labels: canonical_name() below makes the one form that is kept.
 //   IPv4     = the dotted quad only; IPv6 without a zone
 //   port     = 1 to 65535 (host:port and authority parsing: authority.hpp)
 // '*' alone is refused: the mode `open` says that.
@@ -47,5 +49,16 @@ enum class Underscores { refused = 1, allowed };
 bool is_host_name(std::string_view name, Underscores underscores);
 
 std::string lower_ascii(std::string_view text);
+
+// The one canonical form of a host name (docs/network.md, "Names"): the policy decides
+// with it, the proxy compares a TLS SNI and every Host header with it, a leaf
+// certificate is minted for it and the resolver is asked for it. Lower case, without
+// the root's trailing dot, each internationalised label as its IDNA A-label
+// ("bücher" is "xn--bcher-kva"; libidn2, UTS #46 non-transitional, as browsers map), and
+// every "xn--" label checked to be a real one. Plain ASCII labels never go through IDNA,
+// whose rules would refuse names in use ("r3---sn-x.googlevideo.com"). The result
+// passes is_host_name(). A refusal says why without quoting `name` (it may come from a
+// ClientHello); the caller names it.
+Result<std::string> canonical_name(std::string_view name, Underscores underscores);
 
 } // namespace handler::network

@@ -1,5 +1,6 @@
 #include "network/interception.hpp"
 
+#include "network/request_checks.hpp"
 #include "tls/ca.hpp"
 
 #pragma GCC diagnostic push
@@ -53,6 +54,8 @@ namespace {
 constexpr unsigned char kAlpnHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 constexpr std::size_t kMaxServerContexts = 256;
 constexpr std::chrono::seconds kShutdownGrace{2};
+// Room for a request body read beside a head in the client's buffer.
+constexpr std::size_t kBodyReadBytes = 64 * 1024;
 
 int select_http11(SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* offered,
                   unsigned int offered_length, void*) {
@@ -218,33 +221,88 @@ private:
         arm(setup_.connect_timeout);
         co_await client_.async_handshake(ssl::stream_base::server, net::buffer(setup_.early_bytes),
                                          net::use_awaitable);
+        // The proxy read the first ClientHello's SNI before any of it went on; a second
+        // one (after a HelloRetryRequest) reached only OpenSSL, so the name it settled on
+        // is checked too.
+        const char* sni = SSL_get_servername(client_.native_handle(), TLSEXT_NAMETYPE_host_name);
+        std::optional<Target> named;
+        if (sni != nullptr)
+            if (auto parsed = parse_target(sni, setup_.target.port)) named = std::move(*parsed);
+        if (!named || named->ip || named->host != setup_.target.host)
+            throw logged(RequestProblem{421, "Misdirected Request",
+                                        "the TLS handshake settled on another host (SNI) than " +
+                                            authority_text(setup_.target) + ", which the tunnel was opened (CONNECT) to"});
         co_await handshake_upstream();
         timer_.cancel();
 
-        beast::flat_buffer from_client;
+        // Bounded, so that no request head or chunk-size line can grow it without end
+        // (Beast's read then fails with buffer_overflow).
+        beast::flat_buffer from_client(setup_.header_limit_bytes + kBodyReadBytes);
         beast::flat_buffer from_upstream;
         for (;;) {
             http::request_parser<http::buffer_body> request;
             request.header_limit(static_cast<std::uint32_t>(setup_.header_limit_bytes));
             request.body_limit(std::numeric_limits<std::uint64_t>::max());
             arm(setup_.idle_timeout);
-            boost::system::error_code error;
-            co_await http::async_read_header(client_, from_client, request,
-                                             net::redirect_error(net::use_awaitable, error));
+            const bool read = co_await read_head(from_client, request);
             timer_.cancel();
-            if (error == http::error::header_limit)
-                throw Refusal{431, "Request Header Fields Too Large",
-                              "the request head is over " + std::to_string(setup_.header_limit_bytes) + " bytes"};
-            if (error == http::error::end_of_stream || error == net::error::eof ||
-                error == ssl::error::stream_truncated || closed_)
-                co_return;
-            if (error) throw Refusal{400, "Bad Request", "malformed request: " + error.message()};
+            if (!read) co_return;
             const bool again = co_await exchange(request, from_client, from_upstream);
             if (!again) break;
         }
         boost::system::error_code ignored;
         arm(kShutdownGrace);
         co_await client_.async_shutdown(net::redirect_error(net::use_awaitable, ignored));
+    }
+
+    // One request head, read until its end and checked on the way (scan_head), then
+    // parsed by Beast. False: the client ended the connection between requests.
+    net::awaitable<bool> read_head(beast::flat_buffer& from_client,
+                                   http::request_parser<http::buffer_body>& request) {
+        const std::size_t limit = setup_.header_limit_bytes;
+        std::size_t scanned = 0;
+        for (;;) {
+            const std::string_view received(static_cast<const char*>(from_client.data().data()), from_client.size());
+            const auto scan = scan_head(received, scanned);
+            if (scan.problem)
+                throw logged(RequestProblem{400, "Bad Request", "malformed request: " + *scan.problem});
+            if (scan.complete) {
+                boost::system::error_code error;
+                const auto used = request.put(net::buffer(from_client.data().data(), scan.size), error);
+                from_client.consume(used);
+                if (!error && (!request.is_header_done() || used != scan.size)) error = http::error::partial_message;
+                if (error == http::error::header_limit) break;
+                if (error) throw logged(RequestProblem{400, "Bad Request", "malformed request: " + error.message()});
+                co_return true;
+            }
+            scanned = scan.next;
+            if (from_client.size() >= limit) break;
+            boost::system::error_code error;
+            const std::size_t got = co_await client_.async_read_some(
+                from_client.prepare(std::min<std::size_t>(limit - from_client.size(), 4096)),
+                net::redirect_error(net::use_awaitable, error));
+            from_client.commit(got);
+            if (error == net::error::eof || error == ssl::error::stream_truncated || closed_) co_return false;
+            if (error) throw boost::system::system_error(error);
+        }
+        throw logged(RequestProblem{431, "Request Header Fields Too Large",
+                                    "the request head is over " + std::to_string(limit) + " bytes"});
+    }
+
+    // A refusal before there is a request to log (a head that does not parse, the
+    // handshake's name): an entry of its own, as a deny.
+    Refusal logged(const RequestProblem& problem) const {
+        AuditEntry entry;
+        entry.session_id = setup_.session_id;
+        entry.at_ms = setup_.now();
+        entry.host = setup_.host;
+        entry.port = setup_.port;
+        entry.rule = setup_.rule;
+        entry.verdict = Verdict::deny;
+        entry.reason = problem.reason;
+        spdlog::warn("session {}: {}: {}", setup_.session_id, authority_text(setup_.target), problem.reason);
+        setup_.audit->finish(setup_.audit->record(entry), 0, 0, problem.reason);
+        return Refusal{problem.status, problem.status_text, problem.reason};
     }
 
     net::awaitable<void> handshake_upstream() {
@@ -363,6 +421,14 @@ private:
         entry.rule = setup_.rule;
         KeyRedactor redactor;
         try {
+            // Every request, not only a connection's first: its framing, the host it is for,
+            // the policy as it is now, and only then the key.
+            if (auto problem = framing_problem(head.base()))
+                throw Refusal{problem->status, problem->status_text, problem->reason};
+            if (auto problem = misdirected(head.base(), setup_.target))
+                throw Refusal{problem->status, problem->status_text, problem->reason};
+            if (setup_.policy_refusal)
+                if (auto refusal = setup_.policy_refusal()) throw Refusal{403, "Forbidden", *refusal};
             entry.secret = inspect(head, bindings, redactor);
         } catch (const Refusal& refusal) {
             entry.verdict = Verdict::deny;
@@ -421,6 +487,25 @@ private:
                 head.body().size = buffer_.size();
                 co_await http::async_read(client_, from_client, request, net::redirect_error(net::use_awaitable, error));
                 if (error == http::error::need_buffer) error = {};
+                const auto& parse_errors = http::make_error_code(http::error::bad_chunk).category();
+                const bool unreadable = error == http::error::buffer_overflow ||
+                                        (error && error.category() == parse_errors);
+                if (unreadable) {
+                    // A body Beast cannot read as its head frames it (a chunk size that is
+                    // not hex, signed or too large, a chunk extension that is not one, a
+                    // line without CRLF): nothing from there on goes on, and the upstream,
+                    // which has had the head and the body before it, is cut off with a
+                    // request it can tell is incomplete.
+                    upstream_dead_ = true;
+                    boost::system::error_code ignored;
+                    upstream_->lowest_layer().close(ignored);
+                    throw Refusal{400, "Bad Request",
+                                  "malformed request body: " +
+                                      (error == http::error::buffer_overflow
+                                           ? "a chunk's size line is over " +
+                                                 std::to_string(from_client.max_size()) + " bytes"
+                                           : error.message())};
+                }
                 if (error) throw boost::system::system_error(error);
                 const std::size_t got = buffer_.size() - head.body().size;
                 if (const auto* found = scanner.feed({buffer_.data(), got})) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,11 @@ struct InterceptionSetup {
     std::string session_id;
     std::string host;
     std::uint16_t port = 0;
+    Target target; // host and port in canonical form: what every request's Host must name
     std::string rule;
+    // The policy's refusal of the tunnel's target now, if it refuses it: asked again for
+    // every request, so a change between two is never missed.
+    std::function<std::optional<std::string>()> policy_refusal;
     std::vector<SecretBinding> bindings; // all of the session's
     SecretSource* secrets = nullptr;
     TlsContexts* tls = nullptr;

@@ -33,30 +33,38 @@ const HostRule* first_match(const std::vector<HostRule>& rules, const Target& ta
     return nullptr;
 }
 
-std::string authority(const Target& target) {
-    const bool v6 = target.ip && target.host.find(':') != std::string::npos;
-    return (v6 ? "[" + target.host + "]" : target.host) + ":" + std::to_string(target.port);
+// A host from a request (a CONNECT, a URL, a Host header, a ClientHello's SNI) is quoted
+// in a refusal only when it is short printable ASCII: it goes to the log and the terminal.
+std::string quoted(std::string_view text) {
+    const bool plain =
+        text.size() <= 255 && std::all_of(text.begin(), text.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+    return plain ? "'" + std::string(text) + "'" : std::string("the name given");
 }
 
 } // namespace
 
+std::string authority_text(const Target& target) {
+    const bool v6 = target.ip && target.host.find(':') != std::string::npos;
+    return (v6 ? "[" + target.host + "]" : target.host) + ":" + std::to_string(target.port);
+}
+
 Result<Target> parse_target(std::string_view host_text, std::uint16_t port) {
     if (port == 0) return make_error(ErrorCode::invalid_argument, "port 0 is not a destination");
-    std::string host = lower_ascii(host_text);
+    std::string_view host = host_text;
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    while (!host.empty() && host.back() == '.') host.pop_back(); // "example.com." is example.com
     Target target;
     target.port = port;
-    if (auto address = parse_address(host)) {
+    if (auto address = parse_address(lower_ascii(host))) {
         target.ip = true;
         target.host = to_string(*address);
         return target;
     }
-    if (!is_host_name(host, Underscores::allowed))
-        return make_error(ErrorCode::invalid_argument,
-                          "'" + std::string(host_text) +
-                              "' is not a host name or an IP address in its usual form");
-    target.host = std::move(host);
+    auto name = canonical_name(host, Underscores::allowed);
+    if (!name)
+        return make_error(ErrorCode::invalid_argument, quoted(host_text) +
+                                                           " is not a host name or an IP address in its usual form (" +
+                                                           name.error().message + ")");
+    target.host = std::move(*name);
     return target;
 }
 
@@ -88,7 +96,7 @@ Decision decide(const Policy& policy, const Target& target, std::int64_t now_ms)
     const std::string who = policy.agent.empty() ? std::string("this session") : "agent " + policy.agent;
     const std::string mode = policy.mode == Mode::learn ? "filtered (learning has ended)"
                                                         : std::string(to_string(policy.mode));
-    decision.reason = authority(target) + " is not allowed for " + who + " (network mode " + mode +
+    decision.reason = authority_text(target) + " is not allowed for " + who + " (network mode " + mode +
                       (policy.mode == Mode::none ? ": only the harness's model hosts"
                                                  : ": no rule matches") +
                       ")";
@@ -171,7 +179,7 @@ std::optional<std::string> check_address(const Decision& decision, const Target&
     const bool own = is_own(address, own_addresses);
     if (!own && !is_special(address)) return std::nullopt;
     if (decision.exact) return std::nullopt;
-    return authority(target) + " resolves to " + to_string(address) + ", " +
+    return authority_text(target) + " resolves to " + to_string(address) + ", " +
            (own ? "an address of this machine" : "a loopback, private or link-local address") +
            ", which a session may reach only through a rule of its agent or project (not an addon's) naming "
            "that host or address exactly";

@@ -38,10 +38,14 @@ struct Target {
     bool ip = false;
 };
 
-// Lower-cases and checks a host as it came in a request (CONNECT authority or URL
-// host; IPv6 in brackets). Names that a resolver would read as numbers ("2130706433",
-// "0x7f.1") are refused: IP literals are only ever the canonical forms.
+// A host as it came in a request (CONNECT authority, URL host, Host header, TLS SNI; IPv6
+// in brackets) in its one canonical form: an IP literal's usual text, or canonical_name()
+// (lower case, no root dot, A-labels). Names that a resolver would read as numbers
+// ("2130706433", "0x7f.1") are refused: IP literals are only ever the canonical forms.
 Result<Target> parse_target(std::string_view host, std::uint16_t port);
+
+// "host:port", with an IPv6 host in brackets, as refusals and the log name a target.
+std::string authority_text(const Target& target);
 
 enum class Verdict {
     allow = 1,

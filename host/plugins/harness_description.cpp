@@ -103,6 +103,10 @@ bool HarnessDescription::holds_conversations() const {
     return std::find(launch_modes.begin(), launch_modes.end(), "conversation") != launch_modes.end();
 }
 
+bool HarnessDescription::takes_images() const {
+    return std::find(prompt_content.begin(), prompt_content.end(), "image") != prompt_content.end();
+}
+
 std::string HarnessDescription::credentials_text() const {
     std::string text;
     for (const auto& credential : credentials) {
@@ -132,6 +136,7 @@ Result<HarnessDescription> parse_harness_description(std::string_view plugin_id,
     reader.strings("thinking_levels", description.thinking_levels);
     reader.strings("launch_modes", description.launch_modes);
     reader.strings("mcp", description.mcp_transports);
+    reader.strings("prompt_content", description.prompt_content);
     reader.text("events", description.events);
     std::string input;
     reader.text("stdin", input);

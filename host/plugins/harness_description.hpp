@@ -48,12 +48,16 @@ struct HarnessDescription {
     std::vector<std::string> thinking_levels;
     std::vector<std::string> launch_modes; // "conversation" among them: it holds conversations
     std::vector<std::string> mcp_transports; // "mcp": the MCP server transports it honours
+    // "prompt_content": what a conversation's prompt may carry besides text ("image").
+    std::vector<std::string> prompt_content;
     std::string events = "text"; // "structured", "text" or "none"
     bool stdin_protocol = false; // "stdin": "protocol": its stdin is the parser's alone
 
     // Whether an account of `kind` may run this harness (true when none are declared).
     bool takes_credential(std::string_view kind) const;
     bool holds_conversations() const;
+    // Never assumed either: images sent to a harness that drops them would be lost unsaid.
+    bool takes_images() const;
     // Whether `level` is one of its thinking levels (true when none are declared).
     bool takes_thinking_level(std::string_view level) const;
     // The credentials in the harness's own words: "Anthropic API key (anthropic-api-key), ...".

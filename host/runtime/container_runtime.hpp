@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/result.hpp"
+#include "runtime/confinement.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -146,6 +147,9 @@ public:
     // Removes the image `reference` unless a container (running or not) uses it: then
     // conflict, and the image stays.
     virtual Result<void> remove_image(const std::string& reference) = 0;
+    // The limits the containers it starts run under, and which of them hold on this
+    // machine; empty until it has started one (only then does it know the machine).
+    virtual std::vector<LimitReport> limits() = 0;
 };
 
 std::string_view to_string(ContainerState state);

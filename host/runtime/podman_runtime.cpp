@@ -1,5 +1,7 @@
 #include "runtime/podman_runtime.hpp"
 
+#include "runtime/seccomp_profile.hpp"
+
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -201,6 +203,7 @@ std::string container_name(std::string_view session_id) {
 PodmanOptions PodmanOptions::for_user(const fs::path& home, const Paths& paths, unsigned uid) {
     PodmanOptions options;
     options.home = home;
+    options.seccomp_profile = paths.data_dir / "session-seccomp.json";
     options.protected_paths = {
         home / ".ssh",
         home / ".aws",
@@ -219,7 +222,37 @@ PodmanOptions PodmanOptions::for_user(const fs::path& home, const Paths& paths, 
 }
 
 PodmanRuntime::PodmanRuntime(CommandRunner& runner, PodmanOptions options)
-    : runner_(runner), options_(std::move(options)) {}
+    : runner_(runner), options_(std::move(options)), host_(options_.host) {}
+
+Result<void> PodmanRuntime::prepare_confinement() {
+    std::lock_guard lock(confinement_mutex_);
+    if (!host_) {
+        auto result = query({"info", "--format", "json"});
+        if (!result) return result.take_error();
+        std::vector<std::string> argv = {options_.program, "info", "--format", "json"};
+        if (result->exit_code != 0) return command_failed(argv, *result, "");
+        auto host = parse_host_confinement(result->stdout_text);
+        if (!host) return host.take_error();
+        host_ = std::move(*host);
+    }
+    if (profile_written_) return {};
+    if (!host_->seccomp_enabled)
+        return make_error(ErrorCode::unavailable,
+                          "podman reports seccomp as off on this machine (`podman info`: seccompEnabled "
+                          "false); Handler starts no session without its seccomp profile (docs/security.md)");
+    if (options_.seccomp_profile.empty() || host_->seccomp_profile_path.empty())
+        return make_error(ErrorCode::unavailable,
+                          "no seccomp profile to build on: `podman info` names none (seccompProfilePath)");
+    if (auto written = write_session_profile(host_->seccomp_profile_path, options_.seccomp_profile); !written)
+        return written.take_error();
+    profile_written_ = true;
+    return {};
+}
+
+std::vector<LimitReport> PodmanRuntime::limits() {
+    std::lock_guard lock(confinement_mutex_);
+    return host_ ? describe_limits(options_.limits, *host_) : std::vector<LimitReport>{};
+}
 
 Result<CommandResult> PodmanRuntime::podman(std::vector<std::string> arguments,
                                             std::int64_t timeout_ms,
@@ -326,17 +359,25 @@ Result<std::vector<std::string>> PodmanRuntime::run_command(const ContainerSpec&
                               "label '" + key + "' is empty, malformed or reserved (io.handler.*)");
         argv.insert(argv.end(), {"--label", key + "=" + value});
     }
+    std::optional<HostConfinement> host;
+    {
+        std::lock_guard lock(confinement_mutex_);
+        host = host_;
+    }
+    if (!host || options_.seccomp_profile.empty())
+        return make_error(ErrorCode::internal, "session " + spec.session_id +
+                                                   ": this machine's confinement is not known yet (podman info)");
     argv.insert(argv.end(), {
         "--pull=never",
         "--userns=keep-id",
         "--cap-drop=all",
         "--security-opt=no-new-privileges",
         "--network=" + std::string(to_string(spec.network)),
-        "--pids-limit=" + std::to_string(options_.pids_limit),
-        "--tmpfs=/tmp:rw,nosuid,nodev,mode=1777",
-        "--tmpfs=" + options_.container_home + ":rw,nosuid,nodev,U",
-        "--volume=" + project->string() + ":" + project_inside.string() + ":rw",
     });
+    const auto confined = confinement_arguments(options_.limits, *host, options_.seccomp_profile,
+                                                options_.container_home);
+    argv.insert(argv.end(), confined.begin(), confined.end());
+    argv.push_back("--volume=" + project->string() + ":" + project_inside.string() + ":rw");
     if (spec.init) argv.emplace_back("--init");
 
     std::set<fs::path> destinations = {project_inside};
@@ -453,6 +494,11 @@ Result<void> PodmanRuntime::add_mounts(const ContainerSpec& spec, std::set<fs::p
 }
 
 Result<std::string> PodmanRuntime::create_and_start(const ContainerSpec& spec) {
+    if (auto prepared = prepare_confinement(); !prepared) {
+        Error error = prepared.take_error();
+        error.message = "session " + spec.session_id + " not started: " + error.message;
+        return error;
+    }
     auto arguments = run_command(spec);
     if (!arguments) return arguments.take_error();
     auto result = podman(*arguments);

@@ -4,11 +4,13 @@
 #pragma once
 
 #include "core/paths.hpp"
+#include "runtime/confinement.hpp"
 #include "runtime/container_runtime.hpp"
 #include "runtime/process.hpp"
 
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -27,13 +29,19 @@ struct PodmanOptions {
     std::vector<std::filesystem::path> protected_paths;
     // HOME inside the container: an empty private tmpfs, never the user's home.
     std::string container_home = "/home/agent";
-    // A fork bomb in a session must not exhaust the user's processes. (Podman ignores
-    // it, with a warning, on rootless cgroup v1 hosts such as the CI machines.)
-    std::int64_t pids_limit = 4096;
+    // Sizes and process and memory limits (runtime/confinement.hpp).
+    SessionLimits limits;
+    // Where the sessions' seccomp profile is written (runtime/seccomp_profile.hpp) before
+    // the first container starts.
+    std::filesystem::path seccomp_profile;
+    // What `podman info` would say about confinement here; unset: asked before the first
+    // container starts. Set by tests.
+    std::optional<HostConfinement> host;
     std::int64_t command_timeout_ms = 60'000;
 
     // The protections for a user whose home is `home` and whose Handler folders are
-    // `paths`; `uid` names /run/user/UID, where the podman socket lives.
+    // `paths` (the seccomp profile goes in its data folder); `uid` names /run/user/UID,
+    // where the podman socket lives.
     static PodmanOptions for_user(const std::filesystem::path& home, const Paths& paths,
                                   unsigned uid);
 };
@@ -55,9 +63,11 @@ public:
                              const std::string& reference) override;
     Result<std::vector<std::string>> image_tags(const std::string& repository) override;
     Result<void> remove_image(const std::string& reference) override;
+    std::vector<LimitReport> limits() override;
 
     // The `podman run` argv for `spec`, after validation. Public so tests and
-    // `handler doctor`-style tools can show exactly what would run.
+    // `handler doctor`-style tools can show exactly what would run. Needs the machine's
+    // confinement: options' host, or the one create_and_start asked podman for.
     Result<std::vector<std::string>> run_command(const ContainerSpec& spec) const;
 
 private:
@@ -72,9 +82,15 @@ private:
                                                      std::string_view what) const;
     Result<void> add_mounts(const ContainerSpec& spec, std::set<std::filesystem::path>& destinations,
                             std::vector<std::string>& argv) const;
+    // Learns the machine's confinement (once) and writes the seccomp profile (once):
+    // without them no container starts.
+    Result<void> prepare_confinement();
 
     CommandRunner& runner_;
     PodmanOptions options_;
+    mutable std::mutex confinement_mutex_;
+    std::optional<HostConfinement> host_;
+    bool profile_written_ = false;
 };
 
 // Parsers for podman's JSON, exposed for the tests that feed them real output.

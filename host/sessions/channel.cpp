@@ -35,8 +35,15 @@ void drop_prompts(const std::string& id, std::vector<plugins::SessionEvent>& eve
 }
 
 // A conversation prompt's payload, as its user_prompt (and prompt_queued) event has it.
-std::string prompt_json(std::string_view prompt_id, std::string_view text) {
-    return json::serialize(json::object{{"promptId", prompt_id}, {"content", json::object{{"type", "text"}, {"text", text}}}});
+std::string prompt_json(std::string_view prompt_id, const api::Prompt& prompt) {
+    json::object payload{{"promptId", prompt_id}, {"content", json::object{{"type", "text"}, {"text", prompt.text}}}};
+    if (!prompt.images.empty()) {
+        json::array images;
+        for (const auto& image : prompt.images)
+            images.push_back(json::object{{"mimeType", image.mime_type}, {"data", image.data}});
+        payload["images"] = std::move(images);
+    }
+    return json::serialize(payload);
 }
 
 api::OutputStream to_api(shim::Stream stream) {
@@ -199,16 +206,14 @@ api::Attached Channel::attach(std::uint64_t attach_id, std::weak_ptr<api::Termin
                               const api::AttachOptions& options) {
     auto alive = client.lock();
     const std::uint64_t from = options.from.value_or(0);
+    TerminalFilter filter;
     if (alive && options.output)
         for (const Chunk& chunk : ring_) {
             if (chunk.end() <= from) continue;
-            if (chunk.offset >= from) {
-                alive->output(chunk.stream, chunk.offset, chunk.bytes);
-            } else {
-                const auto skip = static_cast<std::size_t>(from - chunk.offset);
-                alive->output(chunk.stream, from,
-                              std::make_shared<const std::string>(chunk.bytes->substr(skip)));
-            }
+            const bool whole = chunk.offset >= from;
+            const auto skip = whole ? std::size_t{0} : static_cast<std::size_t>(from - chunk.offset);
+            auto bytes = for_terminal(filter, whole ? chunk.bytes : std::make_shared<const std::string>(chunk.bytes->substr(skip)));
+            if (!bytes->empty()) alive->output(chunk.stream, whole ? chunk.offset : from, bytes);
         }
     if (alive && options.events)
         owner_.for_each_event(id_, options.events_after,
@@ -223,7 +228,7 @@ api::Attached Channel::attach(std::uint64_t attach_id, std::weak_ptr<api::Termin
         attached.attach_id = 0;
         return attached;
     }
-    clients_.emplace(attach_id, Client{std::move(client), options.read_only, options.events, options.output});
+    clients_.emplace(attach_id, Client{std::move(client), options.read_only, options.events, options.output, std::move(filter)});
     // A terminal program repaints on SIGWINCH, so the newcomer (and everyone else)
     // gets a whole current screen rather than only the tail of the replay.
     if (tty_ && !options.read_only && resumed()) send(shim::encode_empty(shim::FrameType::redraw));
@@ -392,7 +397,9 @@ void Channel::receive(const shim::Output& output) {
             it = clients_.erase(it);
             continue;
         }
-        if (it->second.output) alive->output(chunk.stream, chunk.offset, chunk.bytes);
+        if (it->second.output)
+            if (auto bytes = for_terminal(it->second.filter, chunk.bytes); !bytes->empty())
+                alive->output(chunk.stream, chunk.offset, bytes);
         ++it;
     }
     if (parser_ && chunk.stream == api::OutputStream::stdout_) parse(data);
@@ -507,7 +514,7 @@ void Channel::send_events(const std::vector<store::SessionEvent>& stored) {
     if (conversation_) start_next_turn();
 }
 
-Result<Channel::Submitted> Channel::submit(std::string_view text) {
+Result<Channel::Submitted> Channel::submit(const api::Prompt& typed) {
     if (!conversation_)
         return make_error(ErrorCode::conflict, "session " + id_ + " is not a conversation; it took its one prompt at "
                                                                   "start (`handler chat` starts one)");
@@ -520,7 +527,7 @@ Result<Channel::Submitted> Channel::submit(std::string_view text) {
     static constexpr char kHex[] = "0123456789abcdef";
     std::string prompt_id = "p_";
     for (std::uint64_t bits = prompt_ids_(), i = 0; i < 12; ++i, bits >>= 4) prompt_id += kHex[bits & 0xF];
-    Turns::Prompt prompt{prompt_id, prompt_json(prompt_id, text)};
+    Turns::Prompt prompt{prompt_id, prompt_json(prompt_id, typed)};
     const bool waits = turns_.running() || !turns_.queued().empty() || starting_turn_;
     if (waits) {
         send_events(owner_.store_events(id_, {{plugins::EventKind::prompt_queued, prompt.payload}}));
@@ -620,6 +627,22 @@ void Channel::remember(Chunk chunk) {
         ring_size_ -= ring_.front().bytes->size();
         ring_.pop_front();
     }
+}
+
+// What of `bytes` may reach a client's terminal (terminal_filter.hpp). The log keeps the
+// output as it was printed: it is read as a file, not by a terminal, and a later reader
+// (or a better filter) can still see what a session tried.
+std::shared_ptr<const std::string> Channel::for_terminal(TerminalFilter& filter,
+                                                         const std::shared_ptr<const std::string>& bytes) {
+    const auto dropped_before = filter.dropped();
+    std::string out;
+    filter.feed(*bytes, out);
+    if (filter.dropped() != dropped_before && !std::exchange(warned_terminal_, true))
+        spdlog::warn("session {}: its output held a sequence that acts on the user's terminal, {}; its clients do "
+                     "not get such sequences (docs/security.md, \"The terminal\"), its output log keeps them",
+                     id_, filter.last_dropped());
+    if (out == *bytes) return bytes;
+    return std::make_shared<const std::string>(std::move(out));
 }
 
 void Channel::send(std::string frames) {

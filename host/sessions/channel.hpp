@@ -14,6 +14,7 @@
 #include "sessions/harness_catalog.hpp"
 #include "sessions/output_log.hpp"
 #include "sessions/session_keys.hpp"
+#include "sessions/terminal_filter.hpp"
 #include "sessions/turns.hpp"
 #include "store/records.hpp"
 
@@ -123,7 +124,7 @@ public:
         std::string prompt_id;
         bool queued = false;
     };
-    Result<Submitted> submit(std::string_view text);
+    Result<Submitted> submit(const api::Prompt& prompt);
     // Withdraws a waiting prompt. conflict: its turn has started; not_found: no such prompt.
     Result<void> withdraw(std::string_view prompt_id);
     // Interrupts the running turn through the harness. conflict: none runs; unavailable:
@@ -166,6 +167,9 @@ private:
         bool read_only = false;
         bool events = false;
         bool output = true;
+        // Each client's own: its terminal started reading where its output began (a
+        // replay may start in the middle of a sequence).
+        TerminalFilter filter;
     };
     struct Link {
         explicit Link(boost::asio::io_context& io) : socket(io) {}
@@ -199,6 +203,7 @@ private:
     static std::vector<std::pair<std::string, std::string>> options_of(const std::string& request);
     void send_events(const std::vector<store::SessionEvent>& stored);
     void remember(Chunk chunk);
+    std::shared_ptr<const std::string> for_terminal(TerminalFilter& filter, const std::shared_ptr<const std::string>& bytes);
     void send(std::string frames);
     static void write(const std::shared_ptr<Link>& link, std::weak_ptr<Channel> channel);
 
@@ -227,6 +232,7 @@ private:
     bool owns_input_ = false;
     bool conversation_ = false;
     bool warned_input_ = false;
+    bool warned_terminal_ = false;
     std::map<std::string, std::string> open_requests_; // tool call id -> its request's payload
     Turns turns_;
     bool starting_turn_ = false;

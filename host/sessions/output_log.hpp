@@ -7,7 +7,9 @@
 //   <data>/sessions/<id>/output.log.1   the generation before
 //   <data>/sessions/<id>/output.base    output offset of output.log's first byte
 //
-// Offsets count every byte the session ever produced, across rotations.
+// Offsets count every byte the session ever produced, across rotations. The file keeps
+// the bytes as printed; what of them reaches a terminal is filtered on the way
+// (terminal_filter.hpp).
 #pragma once
 
 #include "core/result.hpp"

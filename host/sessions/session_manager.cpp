@@ -11,6 +11,7 @@
 #include "sessions/channel.hpp"
 #include "sessions/launch.hpp"
 #include "sessions/output_log.hpp"
+#include "sessions/terminal_filter.hpp"
 #include "store/store.hpp"
 
 #include <handler/shim_protocol.hpp>
@@ -424,33 +425,44 @@ void SessionManager::Impl::launch_container(const std::string& id, runtime::Cont
             });
         return;
     }
+    struct Started {
+        std::string container_id;
+        std::vector<runtime::LimitReport> limits;
+    };
     in_background(
-        [this, spec = std::move(spec)]() -> Result<std::string> {
+        [this, spec = std::move(spec)]() -> Result<Started> {
             auto present = runtime.image_exists(spec.image);
             if (!present) return present.take_error();
             if (!*present)
                 return make_error(ErrorCode::not_found,
                                   "image " + spec.image +
                                       " is not built on this machine; run `handler setup`");
-            return runtime.create_and_start(spec);
+            auto container = runtime.create_and_start(spec);
+            if (!container) return container.take_error();
+            return Started{std::move(*container), runtime.limits()};
         },
-        [this, id](Result<std::string> started) {
-            if (!started) {
-                spdlog::warn("session {}: {}", id, started.error().message);
-                finish(id, std::nullopt, SessionState::failed, started.error().message);
+        [this, id](Result<Started> launched) {
+            if (!launched) {
+                spdlog::warn("session {}: {}", id, launched.error().message);
+                finish(id, std::nullopt, SessionState::failed, launched.error().message);
                 return;
             }
+            const std::string started = launched->container_id;
             store::SessionChanges changes;
-            changes.container_id = *started;
+            changes.container_id = started;
+            // What it runs under, and what does not hold on this machine, said once.
+            changes.limits = runtime::limits_json(launched->limits);
+            for (const runtime::LimitReport& limit : launched->limits)
+                if (!limit.holds) spdlog::info("session {}: {} {}: {}", id, limit.name, limit.value, limit.how);
             auto current = store.get_session(id);
             // The shim may already have reported an exit (a program that ends at once).
             if (current && current->state == SessionState::starting)
                 changes.state = SessionState::running;
             record(id, changes);
-            if (current && !is_live(current->state)) remove_container_later(*started);
+            if (current && !is_live(current->state)) remove_container_later(started);
             if (stop_requested.erase(id) > 0) {
                 in_background(
-                    [this, container = *started] {
+                    [this, container = started] {
                         return runtime.stop(container, options.stop_grace);
                     },
                     [](Result<void>) {});
@@ -751,7 +763,7 @@ Result<store::Session> SessionManager::Impl::carry_out(StartPlan plan, const std
         impl.store_events(id, {{plugins::EventKind::error, json::serialize(json::object{{"message", why}})}});
     }
     if (conversation && !prompt.empty()) {
-        if (auto submitted = (*channel)->submit(prompt); !submitted) return fail(submitted.error());
+        if (auto submitted = (*channel)->submit(api::Prompt{prompt, {}}); !submitted) return fail(submitted.error());
     } else if (!prompt.empty()) {
         // The first event, so a client replaying the events sees the turn whole.
         impl.store_events(id, {plugins::SessionEvent{plugins::EventKind::user_prompt, plan.prompt_payload}});
@@ -805,10 +817,20 @@ Result<store::Session> SessionManager::resume(std::string_view id) {
     return impl.carry_out(std::move(*plan), session->id, std::string(), true);
 }
 
-Result<api::SubmittedPrompt> SessionManager::prompt(std::string_view id, std::string_view text) {
+Result<api::SubmittedPrompt> SessionManager::prompt(std::string_view id, const api::Prompt& prompt) {
     auto channel = impl_->live_channel(id);
     if (!channel) return channel.take_error();
-    auto submitted = (*channel)->submit(text);
+    if (!prompt.images.empty()) {
+        auto session = impl_->store.get_session(id);
+        if (!session) return session.take_error();
+        auto description = impl_->harnesses.describe(session->harness);
+        if (!description) return description.take_error();
+        if (!description->takes_images())
+            return make_error(ErrorCode::invalid_argument, "harness '" + session->harness +
+                                                               "' takes no images in a prompt (its describe() "
+                                                               "lists none in \"prompt_content\")");
+    }
+    auto submitted = (*channel)->submit(prompt);
     if (!submitted) return submitted.take_error();
     return api::SubmittedPrompt{submitted->prompt_id, submitted->queued};
 }
@@ -906,7 +928,9 @@ Result<api::SessionLog> SessionManager::log(std::string_view id) {
         auto text = output.read_all();
         if (!text) return text.take_error();
         api::SessionLog log;
-        log.text = std::move(*text);
+        // It goes to a terminal (`handler logs`), so it gets what a terminal client gets;
+        // the file keeps the output as printed.
+        log.text = TerminalFilter().filter(*text);
         log.end = output.end();
         log.truncated = output.oldest() > 0;
         return log;

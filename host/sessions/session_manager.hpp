@@ -127,7 +127,7 @@ public:
     Result<void> answer(std::string_view id, std::string_view tool_call_id,
                         std::string_view option_id) override;
     // Conversations (docs/conversations.md).
-    Result<api::SubmittedPrompt> prompt(std::string_view id, std::string_view text) override;
+    Result<api::SubmittedPrompt> prompt(std::string_view id, const api::Prompt& prompt) override;
     Result<void> withdraw(std::string_view id, std::string_view prompt_id) override;
     Result<void> cancel(std::string_view id) override;
     // A new container for the same session: the same agent (or harness), model, thinking

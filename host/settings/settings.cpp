@@ -329,13 +329,24 @@ void check_format_2(const toml::table& root, Checker& check, Parsed& parsed) {
                         }
                     });
         } else if (name == "sessions") {
-            section(key, node, {"image", "log_limit_bytes", "headless_timeout_minutes"},
+            section(key, node,
+                    {"image", "log_limit_bytes", "headless_timeout_minutes", "tmp_size_mib", "home_size_mib",
+                     "process_limit", "memory_limit_mib"},
                     [&](const std::string& child, const std::string& label,
                         const toml::node& value) {
                         if (child == "image") check.image(value, label, s.sessions.image);
                         else if (child == "log_limit_bytes")
                             check.integer(value, label, kMinLogLimitBytes, kMaxLogLimitBytes,
                                           s.sessions.log_limit_bytes);
+                        else if (child == "tmp_size_mib")
+                            check.integer(value, label, kMinTmpfsSizeMib, kMaxTmpfsSizeMib, s.sessions.limits.tmp_size_mib);
+                        else if (child == "home_size_mib")
+                            check.integer(value, label, kMinTmpfsSizeMib, kMaxTmpfsSizeMib, s.sessions.limits.home_size_mib);
+                        else if (child == "process_limit")
+                            check.integer(value, label, kMinProcessLimit, kMaxProcessLimit, s.sessions.limits.process_limit);
+                        else if (child == "memory_limit_mib")
+                            check.integer(value, label, std::uint64_t{0}, kMaxMemoryLimitMib,
+                                          s.sessions.limits.memory_limit_mib);
                         else
                             check.integer(value, label, std::uint64_t{0}, kMaxHeadlessTimeoutMinutes,
                                           s.sessions.headless_timeout_minutes);
@@ -504,6 +515,27 @@ std::string render(const Settings& settings, const std::vector<std::string>& exp
              std::to_string(kMaxHeadlessTimeoutMinutes) + ").",
          std::to_string(settings.sessions.headless_timeout_minutes),
          std::to_string(defaults.sessions.headless_timeout_minutes), "sessions");
+    const auto sessions_line = [&](std::string_view key, const std::string& comment, std::uint64_t value,
+                                   std::uint64_t default_value) {
+        line(key, comment, std::to_string(value), std::to_string(default_value), "sessions");
+    };
+    sessions_line("tmp_size_mib",
+                  "Size of each session's /tmp (a tmpfs, in memory), in MiB (" + std::to_string(kMinTmpfsSizeMib) +
+                      " to " + std::to_string(kMaxTmpfsSizeMib) + ").",
+                  settings.sessions.limits.tmp_size_mib, defaults.sessions.limits.tmp_size_mib);
+    sessions_line("home_size_mib",
+                  "Size of each session's HOME (a tmpfs, in memory), in MiB (" + std::to_string(kMinTmpfsSizeMib) +
+                      " to " + std::to_string(kMaxTmpfsSizeMib) + ").",
+                  settings.sessions.limits.home_size_mib, defaults.sessions.limits.home_size_mib);
+    sessions_line("process_limit",
+                  "Processes and threads a session may have at once (" + std::to_string(kMinProcessLimit) + " to " +
+                      std::to_string(kMaxProcessLimit) + "), so that a fork bomb stays inside it.",
+                  settings.sessions.limits.process_limit, defaults.sessions.limits.process_limit);
+    sessions_line("memory_limit_mib",
+                  "Memory a session may use, in MiB; where cgroups cannot limit it (cgroup v1), each of its "
+                  "processes instead (`handler setup` says which); 0: none (up to " +
+                      std::to_string(kMaxMemoryLimitMib) + ").",
+                  settings.sessions.limits.memory_limit_mib, defaults.sessions.limits.memory_limit_mib);
 
     out << "\n[network]\n";
     line("proxy_port", "Port of the egress proxy inside each session (1024 to 65535).",

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/result.hpp"
+#include "runtime/confinement.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -52,6 +53,10 @@ struct SessionSettings {
     // A headless run still going after this long is stopped (0: never). Harnesses retry
     // an unreachable model without end (Codex does), and nobody watches a headless run.
     std::uint64_t headless_timeout_minutes = 120;
+    // Each session's limits (docs/security.md, "Limits"): the sizes of its tmpfs /tmp and
+    // HOME, its processes and threads, and its memory (0: none). Where the machine's
+    // cgroups cannot limit memory, each process is held to it instead.
+    runtime::SessionLimits limits;
 };
 
 struct NetworkSettings {
@@ -79,6 +84,11 @@ inline constexpr std::uint64_t kMinLogLimitBytes = 64 * 1024;
 inline constexpr std::uint64_t kMaxLogLimitBytes = std::uint64_t{64} << 30;
 inline constexpr std::uint64_t kMaxHeadlessTimeoutMinutes = 7 * 24 * 60;
 inline constexpr std::uint32_t kMaxReadTimeoutMs = 3600 * 1000;
+inline constexpr std::uint64_t kMinTmpfsSizeMib = 16;
+inline constexpr std::uint64_t kMaxTmpfsSizeMib = std::uint64_t{1} << 20; // 1 TiB
+inline constexpr std::uint64_t kMinProcessLimit = 64;
+inline constexpr std::uint64_t kMaxProcessLimit = std::uint64_t{1} << 22; // the kernel's pid_max
+inline constexpr std::uint64_t kMaxMemoryLimitMib = std::uint64_t{1} << 24; // 16 TiB
 
 // Parses the text of a config file of any known format. `file` is only used in messages
 // ("FILE:LINE:COLUMN: [api] port: ..."). Pure: no file system access.

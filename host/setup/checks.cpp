@@ -1,5 +1,7 @@
 #include "setup/checks.hpp"
 
+#include "runtime/seccomp_profile.hpp"
+
 #include <boost/json.hpp>
 #include <toml++/toml.h>
 
@@ -107,6 +109,7 @@ Result<PodmanInfo> parse_podman_info(std::string_view json_text) {
         info.image_count = json_count(store->as_object(), "imageStore");
         info.container_count = json_count(store->as_object(), "containerStore");
     }
+    if (auto confinement = runtime::parse_host_confinement(json_text)) info.confinement = std::move(*confinement);
     return info;
 }
 
@@ -439,7 +442,57 @@ Check check_systemd_user(SystemProbe& probe) {
     return check;
 }
 
-std::vector<Check> run_checks(SystemProbe& probe) {
+Check check_seccomp(SystemProbe& probe, const std::optional<PodmanInfo>& info) {
+    Check check{"seccomp", CheckStatus::ok, "", "", "", AutoFix::none};
+    check.explanation = "Sessions run under Handler's seccomp profile, podman's own with no new namespaces "
+                        "and no kernel extras on top (docs/security.md); without it no session starts.";
+    check.needed_for_base_image = false;
+    if (!info) {
+        check.status = CheckStatus::problem;
+        check.found = "unknown: podman info did not answer (see the podman check)";
+        return check;
+    }
+    const runtime::HostConfinement& host = info->confinement;
+    if (!host.seccomp_enabled) {
+        check.status = CheckStatus::problem;
+        check.found = "podman reports seccomp as off (seccompEnabled false)";
+        check.fix_command = "install podman from your distribution (built with seccomp) and libseccomp2";
+        return check;
+    }
+    auto base = probe.read_file(host.seccomp_profile_path);
+    auto derived = base ? runtime::derive_session_profile(*base, host.seccomp_profile_path.string())
+                        : Result<std::string>(base.take_error());
+    if (!derived) {
+        check.status = CheckStatus::problem;
+        check.found = derived.error().message;
+        check.fix_command = "sudo apt-get install --reinstall golang-github-containers-common   (Debian's "
+                            "package of " + host.seccomp_profile_path.string() + ")";
+        return check;
+    }
+    check.found = "Handler's profile builds on " + host.seccomp_profile_path.string();
+    return check;
+}
+
+Check check_limits(const std::optional<PodmanInfo>& info, const runtime::SessionLimits& limits) {
+    Check check{"limits", CheckStatus::ok, "", "", "", AutoFix::none};
+    check.needed_for_base_image = false;
+    const runtime::HostConfinement host = info ? info->confinement : runtime::HostConfinement{};
+    std::string held, not_held;
+    for (const runtime::LimitReport& limit : runtime::describe_limits(limits, host)) {
+        std::string& list = limit.holds ? held : not_held;
+        list += (list.empty() ? "" : ", ") + limit.name + " " + limit.value;
+        if (!limit.holds) check.explanation += (check.explanation.empty() ? "" : " ") + limit.name + ": " + limit.how + ".";
+    }
+    check.found = "per session: " + held;
+    if (not_held.empty()) return check;
+    check.status = CheckStatus::warn;
+    check.found += "; not as a whole here: " + not_held;
+    check.fix_command = "boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1) and delegate the memory and "
+                        "pids controllers to your user (systemd's user@.service Delegate=)";
+    return check;
+}
+
+std::vector<Check> run_checks(SystemProbe& probe, const runtime::SessionLimits& limits) {
     auto podman = check_podman(probe);
     std::vector<Check> checks;
     checks.push_back(podman.check);
@@ -448,6 +501,8 @@ std::vector<Check> run_checks(SystemProbe& probe) {
     checks.push_back(check_subordinate_ids(probe));
     checks.push_back(check_user_namespaces(probe));
     checks.push_back(check_tun(probe));
+    checks.push_back(check_seccomp(probe, podman.info));
+    checks.push_back(check_limits(podman.info, limits));
     checks.push_back(check_systemd_user(probe));
     return checks;
 }

@@ -2,6 +2,7 @@
 // what a SystemProbe answers, and says what it found and the command that fixes it.
 #pragma once
 
+#include "runtime/confinement.hpp"
 #include "setup/system_probe.hpp"
 
 #include <filesystem>
@@ -51,6 +52,8 @@ struct PodmanInfo {
     std::string graph_driver;   // store.graphDriverName
     long long image_count = 0;
     long long container_count = 0;
+    // Cgroups and seccomp as podman sees them; defaults (seccomp off) where it said nothing.
+    runtime::HostConfinement confinement;
 };
 
 // podman present, its version, and its `info`. `info` stays empty when podman is
@@ -76,8 +79,12 @@ Check check_tun(SystemProbe& probe);
 Check check_user_namespaces(SystemProbe& probe);
 Check check_systemd_user(SystemProbe& probe);
 bool has_systemd_user_session(SystemProbe& probe);
+// Whether Handler's seccomp profile can be built on podman's (no session starts without).
+Check check_seccomp(SystemProbe& probe, const std::optional<PodmanInfo>& info);
+// Which of the sessions' `limits` hold on this machine (docs/security.md, "Limits").
+Check check_limits(const std::optional<PodmanInfo>& info, const runtime::SessionLimits& limits);
 
-// All checks but root's, in the order they are printed.
-std::vector<Check> run_checks(SystemProbe& probe);
+// All checks but root's, in the order they are printed. `limits`: the sessions' settings.
+std::vector<Check> run_checks(SystemProbe& probe, const runtime::SessionLimits& limits = {});
 
 } // namespace handler::setup

@@ -274,7 +274,7 @@ int run_setup(const SetupOptions& options, SetupContext& context) {
         return 1;
     }
 
-    outcome.checks = run_checks(context.probe);
+    outcome.checks = run_checks(context.probe, context.limits);
     if (!options.check_only) {
         // A fix can reveal the next step (overlay selected, then the empty store reset),
         // so check again after fixing, a bounded number of times; no fix runs twice.
@@ -287,7 +287,7 @@ int run_setup(const SetupOptions& options, SetupContext& context) {
                     fixed = true;
                 }
             if (!fixed) break;
-            outcome.checks = run_checks(context.probe);
+            outcome.checks = run_checks(context.probe, context.limits);
         }
         if (has_systemd_user_session(context.probe))
             record(outcome,

@@ -28,6 +28,8 @@ struct SetupContext {
     // The base image to ensure once the checks pass; unset: runtime::default_base_recipe()
     // of this host. Its commands (podman, mmdebstrap) run through `probe`, so tests fake them.
     std::optional<runtime::BaseImageRecipe> base_image_recipe = std::nullopt;
+    // The sessions' limits from config.toml, for the limits check.
+    runtime::SessionLimits limits = {};
 };
 
 // The systemd user unit for handlerd at `handlerd_path`.

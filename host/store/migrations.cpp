@@ -174,8 +174,14 @@ ALTER TABLE sessions ADD COLUMN mcp_servers TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN title TEXT;
 )sql";
 
-constexpr std::array<std::string_view, 7> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4,
-                                                         kVersion5, kVersion6, kVersion7};
+// The limits a session's container runs under and whether each holds on the machine
+// (runtime/confinement.hpp), as JSON, once its container has started.
+constexpr std::string_view kVersion8 = R"sql(
+ALTER TABLE sessions ADD COLUMN limits TEXT NOT NULL DEFAULT '';
+)sql";
+
+constexpr std::array<std::string_view, 8> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4,
+                                                         kVersion5, kVersion6, kVersion7, kVersion8};
 
 Result<void> ensure_migrations_table(sqlite::Database& db) {
     return db.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("

@@ -94,6 +94,8 @@ struct Session {
     std::optional<std::string> thinking;
     std::string mcp_servers;            // ACP's McpServer[] as JSON; empty: none
     std::optional<std::string> title;   // a conversation's: the first line of its first prompt
+    // Its container's limits as JSON (runtime::limits_json); empty until it started.
+    std::string limits;
     TimeMs created_at = 0;
     TimeMs updated_at = 0;
 };
@@ -243,6 +245,7 @@ struct SessionChanges {
     std::optional<std::optional<std::string>> title;
     std::optional<std::optional<std::string>> model;    // a conversation's, for its next resume
     std::optional<std::optional<std::string>> thinking;
+    std::optional<std::string> limits;
 };
 
 } // namespace handler::store

@@ -48,7 +48,7 @@ constexpr std::string_view kAgentColumns =
 constexpr std::string_view kSessionColumns =
     "SELECT id, agent_id, project_id, harness, state, exit_code, created_at, updated_at, "
     "container_id, mode, tty, image, message, network_mode, learn_until, model_hosts, addon_hosts, "
-    "model, thinking, mcp_servers, title "
+    "model, thinking, mcp_servers, title, limits "
     "FROM sessions ";
 
 // Lists kept in one column, an entry per line (rules and plugin ids have no line breaks).
@@ -124,6 +124,7 @@ Session read_session(const sqlite::Statement& row) {
     session.thinking = row.optional_text(18);
     session.mcp_servers = row.text(19);
     session.title = row.optional_text(20);
+    session.limits = row.text(21);
     return session;
 }
 
@@ -908,7 +909,8 @@ Result<Session> Store::update_session(std::string_view id, const SessionChanges&
         if (!current) return current.take_error();
         auto update = db_.prepare(
             "UPDATE sessions SET state = ?1, exit_code = ?2, updated_at = ?3, container_id = ?5, "
-            "message = ?6, model_hosts = ?7, addon_hosts = ?8, title = ?9, model = ?10, thinking = ?11 WHERE id = ?4",
+            "message = ?6, model_hosts = ?7, addon_hosts = ?8, title = ?9, model = ?10, thinking = ?11, "
+            "limits = ?12 WHERE id = ?4",
             to_string(changes.state.value_or(current->state)),
             changes.exit_code ? *changes.exit_code : current->exit_code, clock_->now_ms(), id,
             changes.container_id ? *changes.container_id : current->container_id,
@@ -916,7 +918,7 @@ Result<Session> Store::update_session(std::string_view id, const SessionChanges&
             join_lines(changes.model_hosts.value_or(current->model_hosts)),
             join_lines(changes.addon_hosts.value_or(current->addon_hosts)),
             changes.title ? *changes.title : current->title, changes.model ? *changes.model : current->model,
-            changes.thinking ? *changes.thinking : current->thinking);
+            changes.thinking ? *changes.thinking : current->thinking, changes.limits.value_or(current->limits));
         if (!update) return update.take_error();
         if (auto done = update->run(); !done) return done.take_error();
         return load_session(id);

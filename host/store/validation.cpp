@@ -151,9 +151,12 @@ Result<std::string> normalize_base_url(std::string_view url) {
         if (const auto last = host.substr(host.rfind('.') + 1);
             std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; }))
             return refuse("the host '" + host + "' is not a valid IPv4 address");
-        if (!network::is_host_name(host, network::Underscores::refused))
+        if (auto name = network::canonical_name(host, network::Underscores::refused)) {
+            host = std::move(*name); // the form the proxy's rule for it compares with
+        } else {
             return refuse("the host '" + std::string(view.encoded_host_name()) +
-                          "' is not a host name, an IPv4 address or an [IPv6] address");
+                          "' is not a host name, an IPv4 address or an [IPv6] address (" + name.error().message + ")");
+        }
         break;
     default:
         return refuse("the host must be a name, an IPv4 address or an [IPv6] address");

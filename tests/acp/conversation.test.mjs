@@ -16,6 +16,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { bin, currentHome, spawnAcp, withClient, initialize, acp } from "./support.mjs";
 
 const agent = process.env.ACP_AGENT;
@@ -80,6 +81,17 @@ test(`${agent}: a prompt writes a file through a tool call, the updates in order
   const last = modelRequests().filter((e) => e.user_texts && e.user_texts.length).at(-1);
   assert.ok(last.user_texts.some((t) => t.includes("create hello.txt")), JSON.stringify(last));
   assert.ok(last.user_texts.some((t) => t.includes("what did you just do")), JSON.stringify(last));
+  // A command (Codex's exec_command) is shown in a terminal of its own, as Zed's
+  // terminal_output extension has it; an edit (Claude Code's Write, pi's write) is not.
+  const commands = result.turn.filter((n) => n.update.sessionUpdate === "tool_call" && n.update.kind === "execute");
+  assert.equal(commands.length > 0, agent === "codex", order.join(","));
+  for (const { update: call } of commands) {
+    assert.equal(call._meta?.terminal_info?.terminal_id, call.toolCallId, JSON.stringify(call));
+    // Its end closes that terminal (its output, if it printed any, came with it).
+    const end = result.turn.find((n) => n.update.toolCallId === call.toolCallId && n.update._meta?.terminal_exit);
+    assert.ok(end, "the command's end reached its terminal: " + JSON.stringify(result.turn.map((n) => n.update)));
+    assert.equal(end.update._meta.terminal_exit.terminal_id, call.toolCallId);
+  }
   // Whatever the tool wrote (a JSON-RPC request, here), the editor was asked nothing.
   assert.deepEqual(seen.requests, []);
 });
@@ -102,6 +114,26 @@ test(`${agent}: cancel mid-turn gives cancelled, and the next prompt works`, { t
   rmSync(hold, { force: true });
   assert.equal(result.cancelled.stopReason, "cancelled");
   assert.equal(result.next.stopReason, "end_turn");
+});
+
+test(`${agent}: an image in the editor's prompt reaches the model whole`, { timeout: 600000 }, async () => {
+  // A 1×1 PNG.
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+  const digest = createHash("sha256").update(Buffer.from(png, "base64")).digest("hex").slice(0, 16);
+  const child = spawnAcp(home, ["--agent", agent], project);
+  const { result } = await withClient(child, async (ctx) => {
+    const init = await initialize(ctx);
+    await ctx.request(acp.methods.agent.session.resume, { sessionId: state.sessionId, cwd: project, mcpServers: [] });
+    const turn = await ctx.request(acp.methods.agent.session.prompt, {
+      sessionId: state.sessionId,
+      prompt: [{ type: "text", text: "what is in this picture?" }, { type: "image", mimeType: "image/png", data: png }],
+    });
+    return { init, turn };
+  });
+  assert.equal(result.init.agentCapabilities.promptCapabilities.image, true);
+  assert.equal(result.turn.stopReason, "end_turn");
+  const seen = modelRequests().filter((e) => (e.user_images || []).includes("image/png:" + digest));
+  assert.ok(seen.length > 0, JSON.stringify(modelRequests().slice(-2).map((e) => e.user_images)));
 });
 
 test(`${agent}: handler acp killed and started again, session/load replays the history`, { timeout: 600000 }, async () => {

@@ -19,7 +19,10 @@ test("initialize answers protocol 1 with honest capabilities", async (t) => {
   assert.equal(result.agentInfo.name, "handler");
   assert.equal(result.agentCapabilities.loadSession, true);
   assert.deepEqual(result.agentCapabilities.sessionCapabilities, { list: {}, resume: {}, close: {} });
-  assert.equal(result.agentCapabilities.promptCapabilities.image, false);
+  // The build's harnesses that hold conversations (Claude Code, Codex, pi) take images,
+  // and Claude Code takes HTTP MCP servers.
+  assert.equal(result.agentCapabilities.promptCapabilities.image, true);
+  assert.equal(result.agentCapabilities.mcpCapabilities.http, true);
   assert.match(result.authMethods[0].description, /handler account add/);
 });
 

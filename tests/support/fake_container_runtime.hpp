@@ -161,6 +161,15 @@ public:
         return {};
     }
 
+    // What limits() answers once a container has started (as podman's does).
+    std::vector<runtime::LimitReport> reported_limits = {
+        {"processes", "4096", true, "RLIMIT_NPROC"},
+        {"memory", "8192 MiB", false, "no memory controller here"},
+    };
+    std::vector<runtime::LimitReport> limits() override {
+        return next_id_ == 0 ? std::vector<runtime::LimitReport>{} : reported_limits;
+    }
+
     struct Build {
         std::string reference;
         std::string containerfile; // as it was when the build ran

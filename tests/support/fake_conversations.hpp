@@ -30,6 +30,7 @@ public:
         std::optional<std::string> running;
         std::deque<std::string> queued;
         std::map<std::string, std::string> texts; // prompt id → text
+        std::map<std::string, boost::json::array> images; // prompt id → its images, when it has some
     };
 
     // ---- what the test sets up and looks at --------------------------------------------
@@ -195,14 +196,22 @@ public:
             if (event.seq > after) out.push_back(event);
         later(reply, Result<std::vector<acp::ConversationEvent>>(std::move(out)));
     }
-    void prompt(const std::string& id, const std::string& text, acp::Reply<acp::PromptAccepted> reply) override {
-        calls.push_back("POST /prompts " + id + " " + text);
+    void prompt(const std::string& id, const api::Prompt& prompt, acp::Reply<acp::PromptAccepted> reply) override {
+        const std::string& text = prompt.text;
+        std::string call = "POST /prompts " + id + " " + text;
+        boost::json::array images;
+        for (const auto& image : prompt.images) {
+            call += " [" + image.mime_type + "]";
+            images.push_back({{"mimeType", image.mime_type}, {"data", image.data}});
+        }
+        calls.push_back(std::move(call));
         if (auto error = take("prompt")) return later(reply, *error);
         auto& conversation = conversations.at(id);
         if (conversation.record.at("state") == "exited")
             return later(reply, Result<acp::PromptAccepted>(make_error(ErrorCode::conflict, "session " + id + " is not running")));
         const std::string prompt_id = "p_" + std::to_string(++prompts_);
         conversation.texts[prompt_id] = text;
+        if (!images.empty()) conversation.images[prompt_id] = std::move(images);
         const bool queued = conversation.running.has_value();
         Result<acp::PromptAccepted> answer(acp::PromptAccepted{prompt_id, queued});
         if (!events_before_reply) later(reply, std::move(answer));
@@ -303,8 +312,11 @@ private:
         auto& conversation = conversations.at(id);
         conversation.running = prompt_id;
         conversation.record["state"] = "running";
-        emit(id, "user_prompt",
-             {{"promptId", prompt_id}, {"content", {{"type", "text"}, {"text", conversation.texts[prompt_id]}}}});
+        boost::json::object payload{{"promptId", prompt_id},
+                                    {"content", {{"type", "text"}, {"text", conversation.texts[prompt_id]}}}};
+        if (auto images = conversation.images.find(prompt_id); images != conversation.images.end())
+            payload["images"] = images->second;
+        emit(id, "user_prompt", std::move(payload));
     }
     void start_next(const std::string& id) {
         auto& conversation = conversations.at(id);

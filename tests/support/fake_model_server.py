@@ -22,7 +22,7 @@ the messages of one id and drops a tool call whose id it has seen); --stream-del
 waits that long between the events of a streamed answer, so that a cancel can land in the
 middle of one. Each Messages API log line also holds the user's prompts the request carried
 ("user_texts", as for the Responses API), so a test can see that a later turn was sent the
-earlier ones.
+earlier ones, and the images they carried ("user_images": "MIME:SHA256-prefix" of each).
 
 For bench/events.sh (Anthropic's API): --timed-chunks N answers every request that offers
 tools with N text blocks and no tool call, --stream-delay seconds apart. Each block's text is
@@ -32,6 +32,8 @@ host can tell how long the text took to reach it (and a stored event's wall-cloc
 long it took to get there).
 """
 import argparse
+import base64
+import hashlib
 import http.server
 import itertools
 import json
@@ -313,25 +315,63 @@ def chat(handler, body):
                   chunk({}, "tool_calls"), usage, "[DONE]"], named=False)
 
 
-def user_texts(body):
-    """The texts of the user's messages in a request (Anthropic messages, OpenAI input or
-    chat messages), so a test sees that a conversation's next turn carries the earlier
-    ones."""
-    texts = []
+def user_parts(body):
+    """The content parts of the user's messages in a request (Anthropic messages, OpenAI
+    input or chat messages), oldest first; a message whose content is one string is that
+    string."""
     if not isinstance(body, dict):
-        return texts
+        return
     items = (body.get("messages") if isinstance(body.get("messages"), list) else []) + \
         (body.get("input") if isinstance(body.get("input"), list) else [])
     for item in items:
         if not isinstance(item, dict) or item.get("role") != "user":
             continue
         content = item.get("content")
-        for part in content if isinstance(content, list) else [content]:
-            if isinstance(part, str):
-                texts.append(part[:500])
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                texts.append(part["text"][:500])
+        yield from content if isinstance(content, list) else [content]
+
+
+def user_texts(body):
+    """The texts of the user's messages in a request, so a test sees that a conversation's
+    next turn carries the earlier ones."""
+    texts = []
+    for part in user_parts(body):
+        if isinstance(part, str):
+            texts.append(part[:500])
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"][:500])
     return texts
+
+
+def user_images(body):
+    """The images of the user's messages in a request, each as "MIME:SHA256-prefix" of its
+    decoded bytes, whatever the API's shape: Anthropic's image block (base64 source),
+    OpenAI's Responses input_image or Chat Completions image_url (a data URL). A test sees
+    that the image a client sent reached the model whole."""
+    found = []
+
+    def add(mime, data):
+        try:
+            digest = hashlib.sha256(base64.b64decode(data, validate=True)).hexdigest()[:16]
+        except Exception:
+            digest = "undecodable"
+        found.append(mime + ":" + digest)
+
+    def data_url(url):
+        if isinstance(url, dict):
+            url = url.get("url")
+        if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
+            head, data = url[5:].split(";base64,", 1)
+            add(head, data)
+
+    for part in user_parts(body):
+        if not isinstance(part, dict):
+            continue
+        source = part.get("source")
+        if part.get("type") == "image" and isinstance(source, dict) and source.get("type") == "base64":
+            add(source.get("media_type", "?"), source.get("data", ""))
+        elif part.get("type") in ("input_image", "image_url"):
+            data_url(part.get("image_url"))
+    return found
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -350,7 +390,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  # What the user typed, oldest first: a conversation's later turn carries the
                  # earlier ones. Claude Code's own additions to a user message are left out.
                  "user_texts": user_prompts(body) if self.path.split("?", 1)[0].endswith("/messages")
-                 else user_texts(body)}
+                 else user_texts(body),
+                 "user_images": user_images(body)}
         entry.update(responses_effort(body) if self.path.split("?", 1)[0].endswith("/responses") else {})
         with log_lock, open(args.log, "a") as log:
             log.write(json.dumps(entry) + "\n")

@@ -30,8 +30,11 @@ public:
         paths = {"/dev/net/tun"};
         accessible = {"/dev/net/tun"};
         environment["HOME"] = "/home/alice";
+        files[kSeccompProfile] = R"({"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]})";
         answer({"podman", "info", "--format", "json"}, 0, podman_info("crun", "overlay", 0, 0));
     }
+
+    static constexpr const char* kSeccompProfile = "/usr/share/containers/seccomp.json";
 
     static constexpr long kCgroup2Magic = 0x63677270;
     static constexpr long kTmpfsMagic = 0x01021994;
@@ -44,8 +47,9 @@ public:
 
     static std::string podman_info(const std::string& runtime, const std::string& driver,
                                    int images, int containers, const std::string& version = "4.3.1") {
-        return R"({"host":{"cgroupVersion":"v1","ociRuntime":{"name":")" + runtime +
-               R"(","path":"/usr/bin/)" + runtime + R"("}},"store":{"graphDriverName":")" +
+        return R"({"host":{"cgroupVersion":"v1","cgroupControllers":[],"ociRuntime":{"name":")" + runtime +
+               R"(","path":"/usr/bin/)" + runtime + R"("},"security":{"rootless":true,"seccompEnabled":true,)"
+               R"("seccompProfilePath":")" + std::string(kSeccompProfile) + R"("}},"store":{"graphDriverName":")" +
                driver + R"(","containerStore":{"number":)" + std::to_string(containers) +
                R"(},"imageStore":{"number":)" + std::to_string(images) +
                R"(}},"version":{"Version":")" + version + R"("}})";

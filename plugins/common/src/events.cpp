@@ -26,13 +26,29 @@ Event content_event(hd_event_kind kind, std::string_view text) {
 
 } // namespace
 
-std::string prompt_text(std::string_view payload, std::string_view agent) {
+Prompt read_prompt(std::string_view payload, std::string_view agent) {
     boost::system::error_code error;
     const json::value value = json::parse(payload, error);
     const json::object* content = error || !value.is_object() ? nullptr : object_at(value.get_object(), "content");
     if (content == nullptr || string_at(*content, "type") != "text")
         throw std::invalid_argument(std::string(agent) + " takes a text prompt ({\"content\":{\"type\":\"text\",...}})");
-    return std::string(string_at(*content, "text"));
+    Prompt prompt{std::string(string_at(*content, "text")), {}};
+    if (const json::value* images = value.get_object().if_contains("images"); images != nullptr) {
+        if (!images->is_array()) throw std::invalid_argument("a prompt's \"images\" must be an array");
+        for (const json::value& image : images->get_array()) {
+            const json::object* fields = image.if_object();
+            const std::string_view mime_type = fields != nullptr ? string_at(*fields, "mimeType") : "";
+            const std::string_view data = fields != nullptr ? string_at(*fields, "data") : "";
+            if (mime_type.empty() || data.empty())
+                throw std::invalid_argument("each of a prompt's images needs \"mimeType\" and \"data\" strings");
+            prompt.images.push_back({std::string(mime_type), std::string(data)});
+        }
+    }
+    return prompt;
+}
+
+std::string prompt_text(std::string_view payload, std::string_view agent) {
+    return read_prompt(payload, agent).text;
 }
 
 Event make_event(hd_event_kind kind, const json::object& payload) {

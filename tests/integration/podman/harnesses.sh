@@ -12,7 +12,7 @@
 # saw the REAL key on every request while the container only ever held a stand-in (its
 # processes' environments and files searched in the middle of a turn); the network log
 # shows the key injected. And the start modes reach the harness: Codex in a session
-# without network (locked down) runs the model's command read-only, so nothing is written.
+# without network (locked down) asks before the model's command, and the answer decides.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,6 +49,23 @@ handler agent add claude --harness claude-code --account anthropic >/dev/null
 handler agent add codex --harness codex --account openai >/dev/null
 handler agent add pi --harness pi --account anthropic >/dev/null
 last_session() { handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])'; }
+
+# The base image's own tools under the sessions' seccomp profile (docs/security.md): bash,
+# node (a worker thread, a child process), git and python (threads, subprocesses) run,
+# while no namespace can be made.
+confined=$(timeout 300 handler run shell -p '
+  bash -c "echo bash-works"
+  node -e "const { Worker } = require(\"worker_threads\"); const { execFileSync } = require(\"child_process\");
+    new Worker(\"\", { eval: true }).on(\"exit\", () => console.log(\"node-works\", execFileSync(\"git\", [\"--version\"]).toString().trim()))"
+  git init -q /tmp/repo && git -C /tmp/repo -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m one && echo git-works
+  python3 -c "import subprocess, threading; t = threading.Thread(target=print, args=(\"python-works\",)); t.start(); t.join(); subprocess.run([\"true\"], check=True)"
+  for attempt in "unshare -Urn true" "unshare -m true" "unshare -Ur true"; do $attempt 2>/dev/null && echo "ESCAPED: $attempt"; done
+  true') || fail "the base image's tools did not run under the seccomp profile: $confined"
+for expected in bash-works "node-works git version" git-works python-works; do
+  grep -q "^$expected" <<<"$confined" || fail "'$expected' missing from what ran inside: $confined"
+done
+if grep -q ESCAPED <<<"$confined"; then fail "a namespace was made inside: $confined"; fi
+echo "PASS the base image's bash, node, git and python under the seccomp profile; no namespace made"
 
 # check_harness AGENT TOOL KIND HOST SECRET KEY VARIABLE PREFIX [RUN ARGS...]
 #   AGENT's first run builds its image and writes hello.txt; a second run's --json events
@@ -256,6 +273,21 @@ import json, sys
 ids = {e["payload"]["harnessSessionId"] for e in map(json.loads, filter(str.strip, sys.stdin))
        if e["kind"] == "session_info" and "harnessSessionId" in e["payload"]}
 assert len(ids) == 1, ids' || fail "$agent: not one harness session across the resume: $(events_of "$id" | grep session_info)"
+
+  # An image in a prompt reaches the model whole, in the harness's own API shape.
+  python3 -c 'import base64, sys; open(sys.argv[1], "wb").write(base64.b64decode(
+"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="))' "$work/dot.png"
+  local digest
+  digest=$(sha256sum "$work/dot.png" | cut -c1-16)
+  handler session prompt "$id" "what is in this picture" --image "$work/dot.png" >/dev/null ||
+    fail "$agent: a prompt with an image was refused"
+  wait_events "$id" result 9
+  python3 -c '
+import json, sys
+entries = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+seen = [e for e in entries if e["method"] == "POST" and "image/png:" + sys.argv[2] in e.get("user_images", [])]
+assert seen, [e.get("user_images") for e in entries if e["method"] == "POST"][-3:]' "$work/$host.log" "$digest" ||
+    fail "$agent: the image did not reach the model: $(tail -n 2 "$work/$host.log" | cut -c1-1500)"
 
   handler session stop "$id" >/dev/null
   wait_state_long "$id" exited

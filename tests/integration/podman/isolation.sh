@@ -2,8 +2,10 @@
 # Isolation of a session container, on REAL rootless podman through the real
 # PodmanRuntime (runtime_probe): only loopback; the user's home, a second project,
 # handler's data folder and ~/.ssh are absent inside; a file created in the project is
-# owned by the user on the host; keep-id; no capabilities; no new privileges; an init as
-# PID 1; the session label, list(), stop and remove.
+# owned by the user on the host; keep-id; no capabilities; no new privileges; no new
+# namespaces and no kernel extras (Handler's seccomp profile, made for real by
+# confinement_probe), while processes, threads and tracing one's own child still work;
+# the sizes and limits; an init as PID 1; the session label, list(), stop and remove.
 #
 # Runs as a non-root user whose rootless podman works (scripts/test.sh sets one up).
 # It FAILS, never skips, when podman cannot run: CI requires it.
@@ -103,6 +105,64 @@ cap_eff=$(printf '%s\n' "$status" | awk '/^CapEff:/ {print $2}')
 [ "$cap_eff" = 0000000000000000 ] || fail "CapEff inside is $cap_eff, expected none"
 no_new_privs=$(printf '%s\n' "$status" | awk '/^NoNewPrivs:/ {print $2}')
 [ "$no_new_privs" = 1 ] || fail "NoNewPrivs inside is $no_new_privs, expected 1"
+
+# No new namespaces, no kernel extras (docs/security.md, "Confinement"): each call made
+# for real inside, by a static program copied into the project.
+confinement_probe="$(dirname "$HANDLER_RUNTIME_PROBE")/confinement_probe"
+cp "$confinement_probe" "$project/.confinement_probe"
+outcomes=$(inside "$project/.confinement_probe") || fail "the confinement probe did not run: $outcomes"
+rm -f "$project/.confinement_probe"
+expected="unshare-user EPERM
+unshare-user-net EPERM
+unshare-mount EPERM
+unshare-pid EPERM
+unshare-net EPERM
+unshare-uts EPERM
+unshare-ipc EPERM
+unshare-cgroup EPERM
+unshare-time EPERM
+clone-user EPERM
+clone-user-pid EPERM
+clone3-user ENOSYS
+setns EPERM
+keyctl EPERM
+add_key EPERM
+request_key EPERM
+bpf EPERM
+userfaultfd EPERM
+perf_event_open EPERM
+io_uring_setup EPERM
+mount EPERM
+ptrace-attach EPERM
+ptrace-seize EPERM
+process_vm_readv EPERM
+pidfd_getfd EPERM
+fork ok
+thread ok
+spawn ok
+ptrace-own-child ok"
+[ "$outcomes" = "$expected" ] || fail "system calls inside did not end as the profile says: $(diff <(echo "$expected") <(echo "$outcomes") | grep '^[<>]' | tr '\n' ';')"
+echo "confinement: $(echo "$outcomes" | grep -vc ' ok$') calls refused, $(echo "$outcomes" | grep -c ' ok$') needed ones work"
+# The same through the tools an agent would reach for.
+for attempt in "unshare -Urn true" "unshare -m true" "unshare -U true" "unshare -p -f true"; do
+  if inside $attempt 2>/dev/null; then fail "'$attempt' worked inside a session"; fi
+done
+[ "$(inside sh -c 'echo $(( 6 * 7 ))' )" = 42 ] || fail "a shell no longer runs inside"
+
+# Sizes and limits (runtime/confinement.hpp defaults): every tmpfs has a size, processes
+# and data are held by rlimits, and the OOM killer takes the session's processes first.
+tmp_kib=$(inside df -k /tmp | awk 'NR == 2 {print $2}')
+[ "$tmp_kib" = $((1024 * 1024)) ] || fail "/tmp inside is $tmp_kib KiB, expected 1 GiB"
+home_kib=$(inside df -k /home/agent | awk 'NR == 2 {print $2}')
+[ "$home_kib" = $((2048 * 1024)) ] || fail "HOME inside is $home_kib KiB, expected 2 GiB"
+limits=$(inside cat /proc/self/limits)
+printf '%s\n' "$limits" | grep -Eq '^Max processes +4096 +4096 ' || fail "RLIMIT_NPROC inside: $(printf '%s\n' "$limits" | grep processes)"
+[ "$(inside cat /proc/self/oom_score_adj)" = 1000 ] || fail "oom_score_adj inside is not 1000"
+case " $(podman info --format '{{.Host.CgroupControllers}}' | tr -d '[]') " in
+  *" memory "*) ;;
+  *) printf '%s\n' "$limits" | grep -Eq '^Max data size +8589934592 +8589934592 ' ||
+       fail "no memory controller here, and no per-process data limit inside: $(printf '%s\n' "$limits" | grep data)";;
+esac
 
 init=$(inside cat /proc/1/cmdline | tr '\0' ' ' | cut -d' ' -f1)
 case "$init" in

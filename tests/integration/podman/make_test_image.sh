@@ -12,10 +12,10 @@ set -euo pipefail
 image=${1:-localhost/handler-test-busybox:latest}
 busybox=${HANDLER_BUSYBOX:-/bin/busybox}
 # Bump when the rootfs below changes, so machines with an older image rebuild it.
-recipe_version=6
+recipe_version=7
 applets="sh ash ls id stat touch cat test mkdir rm echo sleep ps grep head tail wc pwd
          readlink true false env printf uname awk cut tr sort basename dirname stty
-         wget nc seq nslookup"
+         wget nc seq nslookup unshare df dd"
 
 if podman image exists "$image"; then
   present=$(podman image inspect --format '{{index .Config.Labels "io.handler.test-image"}}' "$image" 2>/dev/null || true)

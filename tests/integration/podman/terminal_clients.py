@@ -6,6 +6,9 @@
                                    detach keys and the session keeps running
   terminal_clients.py reattach ID  a client attaching after a handlerd restart sees the
                                    earlier screen, types, and gets the exit status
+  terminal_clients.py sequences ID the session prints OSC 52 (the clipboard), DECRQSS and
+                                   a title report among colours: the client's terminal
+                                   gets the colours and none of those, live and replayed
 
 Fails (exit 1, with what it saw) on any deviation. Uses only the standard library.
 """
@@ -113,7 +116,33 @@ def reattach(session):
     print("reattach: replayed the earlier screen, typed, exit status 5 came through")
 
 
+# What the shell prints, as printf writes it: colours around OSC 52, DECRQSS and CSI 21 t.
+SEQUENCES_COMMAND = (r"printf 'seq-start \033[31mred\033[0m \033]52;c;cm0gLXJmIH4K\007"
+                     r"\033P$qm\033\\\033[21t \033[1mbold\033[0m seq-%s\n' end" + "\r")
+SEQUENCES_SEEN = b"seq-start \x1b[31mred\x1b[0m  \x1b[1mbold\x1b[0m seq-end"
+
+
+def sequences(session):
+    for attempt in ("live", "replayed"):
+        c = Client(session)
+        if attempt == "live":
+            c.type(SEQUENCES_COMMAND)
+        c.expect("seq-end")
+        # The typed command is echoed as text (backslashes, not ESC), so only the printed
+        # line can hold an ESC.
+        for needle in (b"\x1b]52", b"\x1bP", b"\x1b[21t"):
+            if needle in c.seen:
+                fail("%s: the client's terminal got %r: %r" % (attempt, needle, c.seen[-400:]))
+        if SEQUENCES_SEEN not in c.seen:
+            fail("%s: the colours did not arrive as printed; the terminal got %r" % (attempt, c.seen[-400:]))
+        c.type(CTRL_P_CTRL_Q)
+        c.expect("detached from session")
+        if c.wait() != 0:
+            fail("detaching exited non-zero")
+    print("sequences: OSC 52, DECRQSS and CSI 21 t kept from the terminal, colours passed, live and replayed")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("share", "reattach"):
-        fail("usage: terminal_clients.py share|reattach SESSION")
-    {"share": share, "reattach": reattach}[sys.argv[1]](sys.argv[2])
+    if len(sys.argv) != 3 or sys.argv[1] not in ("share", "reattach", "sequences"):
+        fail("usage: terminal_clients.py share|reattach|sequences SESSION")
+    {"share": share, "reattach": reattach, "sequences": sequences}[sys.argv[1]](sys.argv[2])

@@ -101,9 +101,12 @@ protected:
     // Another client (a second editor, `handler chat`) sends a prompt.
     std::string other_prompt(const std::string& session, const std::string& text) {
         std::string id;
-        handlerd.prompt(session, text, [&](Result<PromptAccepted> accepted) { id = accepted->prompt_id; });
-        handlerd.run();
+        other_prompt(session, api::Prompt{text, {}}, id);
         return id;
+    }
+    void other_prompt(const std::string& session, const api::Prompt& prompt, std::string& id) {
+        handlerd.prompt(session, prompt, [&](Result<PromptAccepted> accepted) { id = accepted->prompt_id; });
+        handlerd.run();
     }
 
     testing::FakeConversations handlerd;
@@ -122,6 +125,57 @@ TEST_F(AcpAgent, InitializeAnswersHonestCapabilities) {
     EXPECT_EQ(result.at("agentInfo").as_object().at("name"), "handler");
     const auto& method = result.at("authMethods").as_array().at(0).as_object();
     EXPECT_NE(std::string(method.at("description").as_string()).find("handler account add"), std::string::npos);
+}
+
+TEST_F(AcpAgent, ImagesAndHttpServersAreOfferedWhenAHarnessOfConversationsTakesThem) {
+    handlerd.add_plugin("shell", json::parse(R"({"prompt_content":["image"],"mcp":["http"]})").as_object());
+    initialize();
+    const json::object without = answer_to(0).at("result").at("agentCapabilities").as_object();
+    EXPECT_EQ(without.at("promptCapabilities").at("image"), json::value(false)) << "shell holds no conversations";
+    EXPECT_EQ(without.at("mcpCapabilities").at("http"), json::value(false));
+    handlerd.add_plugin("pi", json::parse(R"({"launch_modes":["conversation"],"prompt_content":["image"],"mcp":["http"]})")
+                                  .as_object());
+    out.clear();
+    initialize();
+    const json::object with = answer_to(0).at("result").at("agentCapabilities").as_object();
+    EXPECT_EQ(with.at("promptCapabilities").at("image"), json::value(true));
+    EXPECT_EQ(with.at("mcpCapabilities").at("http"), json::value(true));
+}
+
+TEST_F(AcpAgent, AnImageGoesToHandlerdAndAnotherClientsImageIsShown) {
+    const std::string id = new_session();
+    request(10, "session/prompt",
+            {{"sessionId", id},
+             {"prompt", json::parse(R"([{"type":"text","text":"what is this?"},
+                                         {"type":"image","mimeType":"image/png","data":"iVBORw0KGgo="}])")}});
+    EXPECT_EQ(handlerd.count_calls("POST /prompts " + id + " what is this? [image/png]"), 1u);
+    handlerd.finish_turn(id);
+    handlerd.run();
+    const auto first = out.size();
+    std::string theirs;
+    other_prompt(id, api::Prompt{"", {{"image/gif", "R0lGODlh"}}}, theirs);
+    const auto shown = updates(first);
+    ASSERT_EQ(shown.size(), 1u) << "an image alone shows no empty text";
+    EXPECT_EQ(shown[0], json::parse(R"({"sessionUpdate":"user_message_chunk","messageId":")" + theirs +
+                                    R"(","content":{"type":"image","mimeType":"image/gif","data":"R0lGODlh"}})"));
+}
+
+TEST_F(AcpAgent, AnEditorThatShowsTerminalsGetsACommandsOutputInOne) {
+    request(0, "initialize", {{"protocolVersion", 1}, {"clientCapabilities", {{"_meta", {{"terminal_output", true}}}}}});
+    request(1, "session/new", {{"cwd", "/home/u/app/src"}, {"mcpServers", json::array{}}});
+    const std::string id(answer_to(1).at("result").at("sessionId").as_string());
+    prompt(10, id, "list");
+    const auto first = out.size();
+    handlerd.emit(id, "tool_call", {{"toolCallId", "t1"}, {"title", "ls"}, {"kind", "execute"}, {"status", "pending"}});
+    handlerd.emit(id, "tool_call_update",
+                  {{"toolCallId", "t1"}, {"status", "completed"},
+                   {"content", json::array{{{"type", "content"}, {"content", {{"type", "text"}, {"text", "a.txt\n"}}}}}}});
+    handlerd.run();
+    const auto shown = updates(first);
+    ASSERT_EQ(shown.size(), 2u);
+    EXPECT_EQ(shown[0].at("_meta"), json::parse(R"({"terminal_info":{"terminal_id":"t1"}})"));
+    EXPECT_EQ(shown[1].at("_meta").at("terminal_output"), json::parse(R"({"terminal_id":"t1","data":"a.txt\n"})"));
+    EXPECT_TRUE(requests_to_editor().empty()) << "the editor's own terminal/* is never used";
 }
 
 TEST_F(AcpAgent, BadInputGetsTheRightErrorsAndNoCrash) {

@@ -38,7 +38,7 @@ TEST(AcpHandlerdPort, APromptIsPostedAndItsIdRead) {
         return json_answer(202, json::parse(R"({"promptId":"p_7","queued":true})"));
     });
     auto accepted = ask<PromptAccepted>(server.socket(), [](Conversations& port, Reply<PromptAccepted> reply) {
-        port.prompt("s_1", "line one\nline \"two\"", std::move(reply));
+        port.prompt("s_1", {"line one\nline \"two\"", {{"image/png", "iVBORw0KGgo="}}}, std::move(reply));
     });
     ASSERT_TRUE(accepted) << accepted.error().message;
     EXPECT_EQ(accepted->prompt_id, "p_7");
@@ -47,7 +47,8 @@ TEST(AcpHandlerdPort, APromptIsPostedAndItsIdRead) {
     ASSERT_EQ(requests.size(), 1u);
     EXPECT_EQ(requests[0].method, "POST");
     EXPECT_EQ(requests[0].target, "/api/v1/sessions/s_1/prompts");
-    EXPECT_EQ(json::parse(requests[0].body), json::parse(R"({"text":"line one\nline \"two\""})"));
+    EXPECT_EQ(json::parse(requests[0].body),
+              json::parse(R"({"text":"line one\nline \"two\"","images":[{"mimeType":"image/png","data":"iVBORw0KGgo="}]})"));
 }
 
 // The agent's cancel and withdraw logic turns on these codes: 409 once a prompt started

@@ -164,24 +164,76 @@ TEST(AcpUpdates, StopReasonsAreAcpsOnly) {
     EXPECT_EQ(stop_reason(json::object{}), "end_turn");
 }
 
-TEST(AcpUpdates, PromptsBecomeTextAndRefuseWhatIsNotOffered) {
-    auto text = prompt_text(json::parse(R"([{"type":"text","text":"Look at "},
+TEST(AcpUpdates, PromptsBecomeTextAndImagesAndRefuseWhatIsNotOffered) {
+    auto text = prompt_content(json::parse(R"([{"type":"text","text":"Look at "},
         {"type":"resource_link","uri":"file:///p/a.cpp","name":"a.cpp"},
         {"type":"resource","resource":{"uri":"file:///p/b.txt","text":"B"}}])").as_array(),
-                            1000);
+                               1000);
     ASSERT_TRUE(text);
-    EXPECT_EQ(*text, "Look at [@a.cpp](file:///p/a.cpp)\n<context ref=\"file:///p/b.txt\">\nB\n</context>\n");
+    EXPECT_EQ(text->text, "Look at [@a.cpp](file:///p/a.cpp)\n<context ref=\"file:///p/b.txt\">\nB\n</context>\n");
+    EXPECT_TRUE(text->images.empty());
 
-    auto image = prompt_text(json::parse(R"([{"type":"text","text":"x"},{"type":"image","data":"AA","mimeType":"image/png"}])").as_array(), 1000);
-    ASSERT_FALSE(image);
-    EXPECT_NE(image.error().message.find("params.prompt[1]"), std::string::npos);
-    EXPECT_FALSE(prompt_text(json::parse(R"([{"type":"resource","resource":{"uri":"file:///b","blob":"AA"}}])").as_array(), 1000));
-    EXPECT_FALSE(prompt_text(json::array{}, 1000));
-    EXPECT_FALSE(prompt_text(json::parse(R"([{"type":"text","text":7}])").as_array(), 1000));
+    auto image = prompt_content(
+        json::parse(R"([{"type":"text","text":"x"},{"type":"image","data":"AA==","mimeType":"image/png"}])").as_array(), 1000);
+    ASSERT_TRUE(image) << image.error().message;
+    EXPECT_EQ(image->text, "x");
+    ASSERT_EQ(image->images.size(), 1u);
+    EXPECT_EQ(image->images[0].mime_type, "image/png");
+    EXPECT_EQ(image->images[0].data, "AA==");
+    auto alone = prompt_content(json::parse(R"([{"type":"image","data":"AA==","mimeType":"image/png"}])").as_array(), 1000);
+    ASSERT_TRUE(alone) << "an image alone is a prompt";
+    auto by_uri = prompt_content(json::parse(R"([{"type":"image","uri":"https://x/a.png","mimeType":"image/png"}])").as_array(), 1000);
+    ASSERT_FALSE(by_uri);
+    EXPECT_NE(by_uri.error().message.find("params.prompt[0]"), std::string::npos);
+    EXPECT_FALSE(prompt_content(json::parse(R"([{"type":"audio","data":"AA==","mimeType":"audio/wav"}])").as_array(), 1000));
+    EXPECT_FALSE(prompt_content(json::parse(R"([{"type":"resource","resource":{"uri":"file:///b","blob":"AA"}}])").as_array(), 1000));
+    EXPECT_FALSE(prompt_content(json::array{}, 1000));
+    EXPECT_FALSE(prompt_content(json::parse(R"([{"type":"text","text":7}])").as_array(), 1000));
 
-    auto large = prompt_text(json::array{json::object{{"type", "text"}, {"text", std::string(1001, 'x')}}}, 1000);
+    auto large = prompt_content(json::array{json::object{{"type", "text"}, {"text", std::string(1001, 'x')}}}, 1000);
     ASSERT_FALSE(large);
     EXPECT_EQ(large.error().code, ErrorCode::too_large);
+}
+
+TEST(AcpUpdates, APromptsImagesAreUserMessageChunksOfItsMessage) {
+    auto updates = prompt_image_updates(json::parse(R"({"promptId":"p_1","content":{"type":"text","text":"what?"},
+        "images":[{"mimeType":"image/png","data":"AA=="},{"mimeType":"image/gif"},{"mimeType":"image/gif","data":"R0lG"}]})")
+                                            .as_object());
+    ASSERT_EQ(updates.size(), 2u) << "the one without data is not an image";
+    EXPECT_EQ(updates[0], json::parse(R"({"sessionUpdate":"user_message_chunk","messageId":"p_1",
+        "content":{"type":"image","mimeType":"image/png","data":"AA=="}})"));
+    EXPECT_EQ(updates[1].at("content").at("mimeType"), "image/gif");
+    EXPECT_TRUE(prompt_image_updates(json::parse(R"({"promptId":"p_2","content":{"type":"text","text":"x"}})").as_object()).empty());
+}
+
+// Zed's terminal extension: the command's output in the tool call's own terminal, its
+// end with the exit code where the harness gave one; other tool calls stay as they are.
+TEST(AcpUpdates, ACommandIsShownAsATerminalOfItsOwn) {
+    std::set<std::string> terminals;
+    auto call = json::parse(R"({"sessionUpdate":"tool_call","toolCallId":"t1","title":"ls","kind":"execute",
+        "status":"pending","content":[]})").as_object();
+    show_as_terminal(call, terminals);
+    EXPECT_EQ(call.at("_meta"), json::parse(R"({"terminal_info":{"terminal_id":"t1"}})"));
+    EXPECT_EQ(call.at("content"), json::parse(R"([{"type":"terminal","terminalId":"t1"}])"));
+    auto done = json::parse(R"({"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed",
+        "content":[{"type":"content","content":{"type":"text","text":"a\nb\n"}}],"rawOutput":{"exitCode":2}})")
+                    .as_object();
+    show_as_terminal(done, terminals);
+    EXPECT_EQ(done.at("_meta"), json::parse(R"({"terminal_output":{"terminal_id":"t1","data":"a\nb\n"},
+        "terminal_exit":{"terminal_id":"t1","exit_code":2,"signal":null}})"));
+    EXPECT_EQ(done.at("content"), json::parse(R"([{"type":"terminal","terminalId":"t1"}])"));
+    EXPECT_TRUE(terminals.empty());
+
+    auto edit = json::parse(R"({"sessionUpdate":"tool_call","toolCallId":"t2","title":"Write","kind":"edit","content":[]})")
+                    .as_object();
+    const auto before = edit;
+    show_as_terminal(edit, terminals);
+    EXPECT_EQ(edit, before);
+    auto other = json::parse(R"({"sessionUpdate":"tool_call_update","toolCallId":"t2","status":"completed",
+        "content":[{"type":"content","content":{"type":"text","text":"ok"}}]})").as_object();
+    const auto other_before = other;
+    show_as_terminal(other, terminals);
+    EXPECT_EQ(other, other_before) << "not a command: its content stays";
 }
 
 TEST(AcpUpdates, TimesAndPaths) {

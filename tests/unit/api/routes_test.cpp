@@ -871,8 +871,10 @@ public:
         return {};
     }
 
-    Result<SubmittedPrompt> prompt(std::string_view id, std::string_view text) override {
-        calls.push_back("prompt " + std::string(id) + " " + std::string(text));
+    Result<SubmittedPrompt> prompt(std::string_view id, const Prompt& prompt) override {
+        std::string call = "prompt " + std::string(id) + " " + prompt.text;
+        for (const auto& image : prompt.images) call += " [" + image.mime_type + " " + image.data + "]";
+        calls.push_back(std::move(call));
         return SubmittedPrompt{"p_1", true};
     }
     Result<void> withdraw(std::string_view id, std::string_view prompt_id) override {
@@ -999,6 +1001,43 @@ TEST_F(SessionRoutesTest, AConversationStartsTakesPromptsCancelsResumesAndChange
     EXPECT_EQ(sessions_.calls, (std::vector<std::string>{"prompt s_00000a run the tests", "withdraw s_00000a p_1",
                                                          "withdraw s_00000a p_started", "cancel s_00000a",
                                                          "resume s_00000a", "configure s_00000a model=opus"}));
+}
+
+// A 1×1 PNG and a GIF header, in base64.
+constexpr const char* kPngBase64 =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+TEST_F(SessionRoutesTest, APromptCarriesCheckedImages) {
+    const std::string png = kPngBase64;
+    auto sent = call("POST", "/api/v1/sessions/s_00000a/prompts",
+                     R"({"text":"what is this?","images":[{"mimeType":"image/png","data":")" + png + "\"}]}");
+    EXPECT_EQ(sent.status, 202u) << sent.body;
+    auto alone = call("POST", "/api/v1/sessions/s_00000a/prompts",
+                      R"({"images":[{"mimeType":"image/png","data":")" + png + "\"}]}");
+    EXPECT_EQ(alone.status, 202u) << "an image needs no text: " << alone.body;
+    EXPECT_EQ(sessions_.calls, (std::vector<std::string>{"prompt s_00000a what is this? [image/png " + png + "]",
+                                                         "prompt s_00000a  [image/png " + png + "]"}));
+    for (const auto& [images, expected] : std::vector<std::pair<std::string, std::string>>{
+             {R"({"mimeType":"image/svg+xml","data":"PHN2Zz4="})", "images[0].mimeType is 'image/svg+xml'"},
+             {R"({"mimeType":"image/jpeg","data":")" + png + "\"}", "images[0] is not a image/jpeg file"},
+             {R"({"mimeType":"image/png","data":"not base64!"})", "images[0].data is not base64"},
+             {R"({"mimeType":"image/png","data":"iVBO=RwK"})", "images[0].data is not base64"},
+             {R"({"mimeType":"image/png"})", "images[0]: field 'data'"},
+             {R"({"mimeType":"image/png","data":"x","url":"http://x"})", "images[0]: "},
+             {R"("just a string")", "images[0] must be an object"}}) {
+        auto refused = call("POST", "/api/v1/sessions/s_00000a/prompts", R"({"text":"x","images":[)" + images + "]}");
+        EXPECT_EQ(refused.status, 400u) << images;
+        EXPECT_NE(message(refused).find(expected), std::string::npos) << message(refused);
+    }
+    std::string nine;
+    for (int i = 0; i < 9; ++i) nine += std::string(i ? "," : "") + R"({"mimeType":"image/png","data":")" + png + "\"}";
+    EXPECT_EQ(call("POST", "/api/v1/sessions/s_00000a/prompts", R"({"text":"x","images":[)" + nine + "]}").status, 413u);
+    const std::string big(8 * 1024 * 1024, 'A');
+    auto large = call("POST", "/api/v1/sessions/s_00000a/prompts",
+                      R"({"text":"x","images":[{"mimeType":"image/png","data":")" + big + "\"}]}");
+    EXPECT_EQ(large.status, 413u);
+    EXPECT_NE(message(large).find("larger than 5 MiB"), std::string::npos) << message(large);
+    EXPECT_EQ(sessions_.calls.size(), 2u) << "no refused prompt reached the session";
 }
 
 TEST_F(SessionRoutesTest, AnAnswerNamesTheToolCallAndOneOfItsOptions) {

@@ -339,6 +339,30 @@ TEST(ApiServer, ChunkedBodyOverTheLimitIs413) {
     EXPECT_EQ(server.handler().requests()[0].body, chunk);
 }
 
+// A conversation's prompt may carry images: its route alone has the larger limit, and
+// nothing that merely looks like it (another method, a deeper path) gets it.
+TEST(ApiServer, APromptsBodyHasALimitOfItsOwn) {
+    RunningServer server([](ServerOptions& options) {
+        options.body_limit_bytes = 1000;
+        options.prompt_body_limit_bytes = 5000;
+    });
+    const auto post = [&](const std::string& method, const std::string& target, std::size_t bytes) {
+        auto connection = RawConnection::tcp(server.port());
+        return connection
+            .exchange(method + " " + target + " HTTP/1.1\r\nHost: " + server.host() + "\r\n" + bearer() +
+                      "Content-Length: " + std::to_string(bytes) + "\r\n\r\n" + std::string(bytes, 'x'))
+            .status;
+    };
+    EXPECT_EQ(post("POST", "/api/v1/sessions/s_1/prompts", 3000), 200u);
+    EXPECT_EQ(post("POST", "/api/v1/sessions/s_1/prompts?x=1", 3000), 200u);
+    EXPECT_EQ(post("POST", "/api/v1/sessions/s_1/prompts", 6000), 413u);
+    EXPECT_EQ(post("PUT", "/api/v1/sessions/s_1/prompts", 3000), 413u);
+    EXPECT_EQ(post("POST", "/api/v1/sessions/s_1/answers", 3000), 413u);
+    EXPECT_EQ(post("POST", "/api/v1/sessions/s_1/prompts/p_1", 3000), 413u);
+    EXPECT_EQ(post("POST", "/api/v1/contexts/prompts", 3000), 413u);
+    EXPECT_EQ(server.handler().requests().size(), 2u);
+}
+
 TEST(ApiServer, HeaderOverTheLimitIs413) {
     RunningServer server;
     auto connection = RawConnection::tcp(server.port());

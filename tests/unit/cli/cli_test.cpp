@@ -51,6 +51,11 @@ public:
                 daemon_.answers_.pop_front();
                 return response;
             }
+            Result<api::client::TerminalEnd> attach(std::string_view target, api::client::TerminalHooks& hooks) override {
+                daemon_.calls.push_back({"WEBSOCKET", std::string(target), ""});
+                if (!daemon_.terminal) return ApiClient::attach(target, hooks);
+                return daemon_.terminal(hooks);
+            }
 
         private:
             FakeDaemon& daemon_;
@@ -59,6 +64,8 @@ public:
     }
 
     std::vector<Call> calls;
+    // What the terminal WebSocket does for an attach: calls the hooks, returns how it ended.
+    std::function<Result<api::client::TerminalEnd>(api::client::TerminalHooks&)> terminal;
 
 private:
     std::deque<api::Response> answers_;
@@ -501,6 +508,25 @@ TEST(Cli, SessionEventsSummarisesEachEventAndPagesThrough) {
     auto lines = run(daemon, {"session", "events", "s_1", "--json"});
     ASSERT_EQ(lines.code, kExitOk) << lines.err;
     EXPECT_EQ(json::parse(lines.out).at("seq").as_int64(), 4);
+}
+
+// A structured harness's answer is made of what the container printed: it reaches the
+// terminal the way the session's output does, without what would act on the user's machine.
+TEST(Cli, AHeadlessRunsAnswerReachesTheTerminalFiltered) {
+    FakeDaemon daemon;
+    daemon.answer(201, R"({"id":"s_1","state":"starting","tty":false})");
+    daemon.terminal = [](api::client::TerminalHooks& hooks) -> Result<api::client::TerminalEnd> {
+        hooks.events_mode("structured");
+        hooks.event(json::parse(R"({"type":"event","seq":1,"kind":"result","payload":{"stopReason":"end_turn",)"
+                                R"("result":"\u001b[1mDone\u001b[0m\u001b]52;c;cm0gLXJmIH4K\u0007 here"}})").as_object());
+        hooks.event(json::parse(R"({"type":"event","seq":2,"kind":"error","payload":{"message":"slow\u001b[21t"}})").as_object());
+        return api::client::TerminalEnd{api::client::TerminalEnd::How::exited, 0, ""};
+    };
+    auto result = run(daemon, {"run", "app", "-p", "go"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_EQ(daemon.calls.at(1).target, "/api/v1/sessions/s_1/terminal?events=1");
+    EXPECT_EQ(result.out, "\x1b[1mDone\x1b[0m here\n");
+    EXPECT_EQ(result.err, "slow\n");
 }
 
 // One session, its hosts among its fields; --json as the daemon gives it.

@@ -1083,3 +1083,18 @@ TEST_F(ClaudeCodePlugin, ItsEventStreamParsesAcrossFeeds) {
 }
 
 } // namespace
+
+TEST(ClaudeCodeStreamJson, APromptsImagesAreImageBlocksBeforeItsText) {
+    StreamJsonParser parser;
+    parser.prompt(R"({"promptId":"p_1","content":{"type":"text","text":"what is it?"},)"
+                  R"("images":[{"mimeType":"image/png","data":"iVBORw0KGgo="}]})");
+    const auto message = json::parse(parser.take_reply().input);
+    EXPECT_EQ(message.at("message").at("content"),
+              json::parse(R"([{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},
+                              {"type":"text","text":"what is it?"}])"));
+    EXPECT_EQ(StreamJsonParser::user_message("", {{"image/gif", "R0lG"}}),
+              R"({"type":"user","message":{"role":"user","content":[{"type":"image","source":{"type":"base64",)"
+              R"("media_type":"image/gif","data":"R0lG"}}]},"parent_tool_use_id":null,"session_id":""})"
+              "\n")
+        << "an image alone has no empty text block";
+}

@@ -219,6 +219,17 @@ TEST(PiRpcMode, ItsOpeningAsksForItsStateAndCommands) {
               "\n");
 }
 
+TEST(PiRpcMode, APromptsImagesGoInItsCommand) {
+    RpcModeParser parser;
+    EXPECT_TRUE(parser.prompt(R"({"content":{"type":"text","text":""},"images":[{"mimeType":"image/jpeg","data":"/9j/"}]})")
+                    .empty());
+    EXPECT_EQ(parser.take_reply().input,
+              R"({"type":"prompt","message":"","images":[{"type":"image","data":"/9j/","mimeType":"image/jpeg"}],)"
+              R"("id":"handler-1"})"
+              "\n")
+        << "an image alone is a turn";
+}
+
 TEST(PiRpcMode, ATurnOfARealConversation) {
     Pi pi;
     EXPECT_TRUE(pi.prompt("create hello.txt containing hi").empty());

@@ -5,6 +5,7 @@
 #include "network/egress_proxy.hpp"
 
 #include "support/fakes.hpp"
+#include "unit/network/client_hello_bytes.hpp"
 #include "unit/network/proxy_support.hpp"
 
 #include <handler/handover.hpp>
@@ -46,9 +47,22 @@ public:
         pinned_->resolve(host, std::move(done));
     }
     bool pinned(const std::string& host) const override { return pinned_->pinned(host); }
+    // Like [network] resolve's "name:port" = "address:port": a port 443 the test can serve.
+    std::optional<HostPort> pinned_endpoint(const std::string& host, std::uint16_t port) const override {
+        std::lock_guard lock(mutex_);
+        const auto found = endpoints_.find(host + ":" + std::to_string(port));
+        if (found == endpoints_.end()) return std::nullopt;
+        return found->second;
+    }
+    void pin(const std::string& host_port, HostPort to) {
+        std::lock_guard lock(mutex_);
+        endpoints_[host_port] = std::move(to);
+    }
 
 private:
     std::unique_ptr<Resolver> pinned_;
+    mutable std::mutex mutex_;
+    std::map<std::string, HostPort> endpoints_;
 };
 
 class EgressProxyTest : public ::testing::Test {
@@ -56,12 +70,15 @@ protected:
     EgressProxyTest() {
         policy_.mode = Mode::filtered;
         policy_.agent = "reviewer";
-        policy_.allow = {*parse_rule("upstream.test"), *parse_rule("*.rebound.test")};
+        policy_.allow = {*parse_rule("upstream.test"), *parse_rule("*.rebound.test"), *parse_rule("api.example.test"),
+                         *parse_rule("tls443.test")};
         std::map<std::string, std::vector<Address>> overrides = {
             {"upstream.test", {*parse_address("127.0.0.1")}},
-
+            {"api.example.test", {*parse_address("127.0.0.1")}},
         };
-        resolver_ = std::make_unique<TestResolver>(make_system_resolver(io_, overrides));
+        auto test_resolver = std::make_unique<TestResolver>(make_system_resolver(io_, overrides));
+        pins_ = test_resolver.get();
+        resolver_ = std::make_unique<CountingResolver>(std::move(test_resolver));
         ProxyOptions options;
         options.socket_path = dir_ / "proxy.sock";
         options.session_id = "s_000001";
@@ -106,7 +123,8 @@ protected:
         boost::asio::make_work_guard(io_);
     std::mutex policy_mutex_;
     Policy policy_;
-    std::unique_ptr<Resolver> resolver_;
+    std::unique_ptr<CountingResolver> resolver_;
+    TestResolver* pins_ = nullptr; // inside resolver_
     RecordingAudit audit_;
     std::unique_ptr<EgressProxy> proxy_;
     std::thread thread_;
@@ -490,6 +508,220 @@ TEST_F(EgressProxyTest, RequestsThatAreNotProxyRequestsAreRefusedClearly) {
     send_all(big, "GET http://upstream.test/ HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n");
     EXPECT_TRUE(read_all(big).starts_with("HTTP/1.1 431"));
     ::close(big);
+}
+
+// Opens a tunnel: the 200, or the refusal.
+std::string open_tunnel(int fd, const std::string& authority) {
+    send_all(fd, "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n");
+    return read_until(fd, "\r\n\r\n");
+}
+
+const std::string kUnrecognizedName("\x15\x03\x03\x00\x02\x02\x70", 7);
+
+// Domain fronting by SNI: a tunnel to an allowed host whose ClientHello names another
+// host. Refused before a byte of it leaves, with a TLS alert the client understands, a
+// log entry of its own, and no DNS query for the name in the SNI.
+TEST_F(EgressProxyTest, ATunnelWhoseClientHelloNamesAnotherHostIsRefused) {
+    RecordingUpstream upstream;
+    const int fd = client();
+    ASSERT_TRUE(contains(open_tunnel(fd, "upstream.test:" + std::to_string(upstream.port())), "200"));
+    send_all(fd, fixture("curl-sni.bin")); // curl's real hello, for api.example.test
+    EXPECT_EQ(read_all(fd), kUnrecognizedName) << "a fatal unrecognized_name alert, then the end";
+    ::close(fd);
+    ASSERT_TRUE(eventually([&] { return upstream.accepted() == 1; }));
+    EXPECT_EQ(upstream.bytes(), "") << "nothing of the hello reached the upstream";
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 2; }));
+    const auto entries = audit_.entries();
+    EXPECT_EQ(entries.at(1).verdict, Verdict::deny);
+    EXPECT_EQ(entries.at(1).host, "upstream.test");
+    EXPECT_TRUE(contains(entries.at(1).reason, "is for api.example.test (SNI)")) << entries.at(1).reason;
+    EXPECT_TRUE(contains(entries.at(0).reason, "cut: ")) << entries.at(0).reason;
+    EXPECT_FALSE(resolver_->asked_for("api.example.test")) << "the SNI's name was never resolved";
+}
+
+// The same hello to the host it names goes through whole, in whatever pieces it came;
+// one split over four records (OpenSSL's 512-byte fragments) too.
+TEST_F(EgressProxyTest, ATunnelWhoseClientHelloNamesItsHostPassesUntouched) {
+    for (const char* name : {"curl-sni.bin", "openssl-fragmented.bin"}) {
+        Upstream upstream(echo);
+        const int fd = client();
+        ASSERT_TRUE(contains(open_tunnel(fd, "API.Example.Test.:" + std::to_string(upstream.port())), "200"));
+        const std::string hello = fixture(name);
+        for (std::size_t at = 0; at < hello.size(); at += 100) {
+            send_all(fd, hello.substr(at, 100));
+            std::this_thread::sleep_for(5ms);
+        }
+        EXPECT_EQ(read_exactly(fd, hello.size()), hello) << name << ": the echo of every byte";
+        ::close(fd);
+    }
+}
+
+// An address rule: a ClientHello without a name passes (curl sends none for an address),
+// one with a name does not, since that name was never decided.
+TEST_F(EgressProxyTest, ATunnelToAnAddressTakesOnlyAClientHelloWithoutAName) {
+    Policy with_address = policy_;
+    with_address.allow.push_back(*parse_rule("127.0.0.1"));
+    set_policy(with_address);
+    Upstream upstream(echo);
+    const std::string ip = fixture("curl-ip.bin");
+    const int fd = client();
+    ASSERT_TRUE(contains(open_tunnel(fd, "127.0.0.1:" + std::to_string(upstream.port())), "200"));
+    send_all(fd, ip);
+    EXPECT_EQ(read_exactly(fd, ip.size()), ip);
+    ::close(fd);
+
+    const int named = client();
+    ASSERT_TRUE(contains(open_tunnel(named, "127.0.0.1:" + std::to_string(upstream.port())), "200"));
+    send_all(named, fixture("curl-sni.bin"));
+    EXPECT_EQ(read_all(named), kUnrecognizedName);
+    ::close(named);
+
+    const int nameless = client();
+    ASSERT_TRUE(contains(open_tunnel(nameless, "upstream.test:" + std::to_string(upstream.port())), "200"));
+    send_all(nameless, fixture("openssl-no-sni.bin"));
+    EXPECT_EQ(read_all(nameless), kUnrecognizedName) << "a name's tunnel needs its name in the hello";
+    ::close(nameless);
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 5; }));
+    EXPECT_TRUE(contains(audit_.entries().back().reason, "no SNI")) << audit_.entries().back().reason;
+}
+
+TEST_F(EgressProxyTest, AnEncryptedOrMalformedClientHelloIsRefused) {
+    RecordingUpstream upstream;
+    Parts encrypted = split(fixture("curl-sni.bin"));
+    encrypted.extensions.emplace_back(0xfe0d, std::string(40, 'e'));
+    Parts doubled = split(fixture("curl-sni.bin"));
+    doubled.extensions.emplace_back(0, server_name_extension("upstream.test"));
+    const std::pair<std::string, std::string> cases[] = {
+        {join(encrypted), kUnrecognizedName},
+        {join(doubled), std::string("\x15\x03\x03\x00\x02\x02\x32", 7)}, // decode_error
+    };
+    for (const auto& [hello, alert] : cases) {
+        const int fd = client();
+        ASSERT_TRUE(contains(open_tunnel(fd, "api.example.test:" + std::to_string(upstream.port())), "200"));
+        send_all(fd, hello);
+        EXPECT_EQ(read_all(fd), alert);
+        ::close(fd);
+    }
+    ASSERT_TRUE(eventually([&] { return upstream.accepted() == 2; }));
+    EXPECT_EQ(upstream.bytes(), "");
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 4; }));
+    const auto entries = audit_.entries();
+    EXPECT_TRUE(contains(entries.at(1).reason, "Encrypted ClientHello")) << entries.at(1).reason;
+    EXPECT_TRUE(contains(entries.at(3).reason, "malformed")) << entries.at(3).reason;
+}
+
+// Port 443 is TLS's: what is not a ClientHello does not pass there (and goes on on other
+// ports, which may carry other protocols: ConnectToAnAllowedHostTunnelsBothWaysAndIsAudited).
+TEST_F(EgressProxyTest, ATunnelToPort443ThatDoesNotBeginWithTlsIsRefused) {
+    RecordingUpstream upstream;
+    pins_->pin("tls443.test:443", HostPort{"127.0.0.1", upstream.port()});
+    const int fd = client();
+    ASSERT_TRUE(contains(open_tunnel(fd, "tls443.test:443"), "200"));
+    send_all(fd, "GET / HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n");
+    EXPECT_EQ(read_all(fd), "") << "closed, without a word of TLS";
+    ::close(fd);
+    ASSERT_TRUE(eventually([&] { return upstream.accepted() == 1; }));
+    EXPECT_EQ(upstream.bytes(), "");
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 2; }));
+    EXPECT_TRUE(contains(audit_.entries().at(1).reason, "not a TLS ClientHello")) << audit_.entries().at(1).reason;
+}
+
+// Whatever follows a refused CONNECT is never read as a request: the connection ends with
+// the refusal, so a request pipelined behind it reaches nothing and nobody resolves it.
+TEST_F(EgressProxyTest, BytesPipelinedAfterARefusedConnectAreNeverParsed) {
+    Upstream upstream(echo);
+    const int fd = client();
+    const std::string port = std::to_string(upstream.port());
+    send_all(fd, "CONNECT evil.example:443 HTTP/1.1\r\n\r\nCONNECT upstream.test:" + port +
+                     " HTTP/1.1\r\n\r\nGET http://upstream.test:" + port + "/ HTTP/1.1\r\nHost: upstream.test\r\n\r\n");
+    const auto reply = read_all(fd);
+    ::close(fd);
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 403")) << reply;
+    EXPECT_EQ(reply.find("HTTP/1.1", 1), std::string::npos) << "one answer only: " << reply;
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 1; }));
+    EXPECT_EQ(audit_.entries().size(), 1u);
+    EXPECT_EQ(upstream.accepted(), 0);
+    EXPECT_TRUE(resolver_->asked().empty()) << "not even the refused name was resolved";
+}
+
+// The request-smuggling shapes of RFC 9112 on the proxy's own heads (a CONNECT, a
+// plain-HTTP request): each refused with 400 before anything is resolved or connected.
+TEST_F(EgressProxyTest, RequestSmugglingShapesAreRefusedBeforeAnythingIsConnected) {
+    Upstream upstream(echo);
+    const std::string url = "http://upstream.test:" + std::to_string(upstream.port()) + "/";
+    std::vector<std::pair<std::string, std::string>> cases = {
+        {"GET " + url + " HTTP/1.1\nHost: upstream.test\n\n", "bare LF"},
+        {"CONNECT upstream.test:" + std::to_string(upstream.port()) + " HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+         "a CONNECT carries no body"},
+        {"GET " + url + " HTTP/2.0\r\nHost: upstream.test\r\n\r\n", "bad version"}, // Beast: 1.0 and 1.1 only
+    };
+    for (const auto& shape : kSmugglingShapes)
+        cases.emplace_back("POST " + url + " HTTP/1.1\r\nHost: upstream.test\r\n" + shape.fields, shape.why);
+    for (const auto& [request, why] : cases) {
+        const int fd = client();
+        send_all(fd, request);
+        const auto reply = read_all(fd);
+        ::close(fd);
+        EXPECT_TRUE(reply.starts_with("HTTP/1.1 400") || reply.starts_with("HTTP/1.1 505")) << request << ": " << reply;
+        EXPECT_TRUE(contains(reply, why)) << request << ": " << reply;
+    }
+    EXPECT_EQ(upstream.accepted(), 0);
+    EXPECT_TRUE(resolver_->asked().empty());
+}
+
+// A plain-HTTP request goes to the host its URL names, with that Host (RFC 9112 3.2.2),
+// and its body as far as its Content-Length: a request pipelined behind it never leaves.
+TEST_F(EgressProxyTest, PlainHttpCarriesItsUrlsHostAndNothingPastItsBody) {
+    std::promise<std::string> seen;
+    std::atomic<bool> first{true};
+    Upstream upstream([&](int fd) {
+        std::string got = read_until(fd, "body");
+        got += read_all(fd, 500ms); // anything more that came behind it
+        if (first.exchange(false)) seen.set_value(got);
+        send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+    });
+    const int fd = client();
+    send_all(fd, "POST http://upstream.test:" + std::to_string(upstream.port()) +
+                     "/in HTTP/1.1\r\nHost: other.example\r\nContent-Length: 4\r\n\r\nbody"
+                     "GET /smuggled HTTP/1.1\r\nHost: other.example\r\n\r\n");
+    const auto reply = read_all(fd);
+    ::close(fd);
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 200 OK")) << reply;
+    const auto head = seen.get_future().get();
+    EXPECT_TRUE(contains(head, "Host: upstream.test:" + std::to_string(upstream.port()) + "\r\n")) << head;
+    EXPECT_FALSE(contains(head, "other.example")) << head;
+    EXPECT_TRUE(head.ends_with("\r\n\r\nbody")) << head;
+    EXPECT_FALSE(contains(head, "smuggled")) << head;
+
+    const int chunked = client();
+    send_all(chunked, "POST http://upstream.test:" + std::to_string(upstream.port()) +
+                          "/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\n\r\n");
+    const auto refused = read_all(chunked);
+    ::close(chunked);
+    EXPECT_TRUE(refused.starts_with("HTTP/1.1 411")) << refused;
+}
+
+// Names are decided before DNS: a name the policy refuses, one that is no name (an
+// invalid A-label), a number in disguise; none of them is ever asked of a resolver.
+TEST_F(EgressProxyTest, ARefusedNameNeverReachesTheResolver) {
+    for (const std::string host : {"evil.example:443", "xn--zz.example:443", "0x7f.1:443", "EVIL.example.:443"}) {
+        const int fd = client();
+        send_all(fd, "CONNECT " + host + " HTTP/1.1\r\n\r\n");
+        const auto reply = read_all(fd);
+        ::close(fd);
+        EXPECT_TRUE(reply.starts_with("HTTP/1.1 4")) << host << ": " << reply;
+    }
+    const int fd = client();
+    send_all(fd, "GET http://evil.example/ HTTP/1.1\r\nHost: upstream.test\r\n\r\n");
+    EXPECT_TRUE(read_all(fd).starts_with("HTTP/1.1 403"));
+    ::close(fd);
+    EXPECT_TRUE(resolver_->asked().empty()) << resolver_->asked().front();
+    // And a name that passes is asked once, in its canonical form.
+    Upstream upstream(echo);
+    const int allowed = client();
+    ASSERT_TRUE(contains(open_tunnel(allowed, "UPSTREAM.test.:" + std::to_string(upstream.port())), "200"));
+    ::close(allowed);
+    EXPECT_EQ(resolver_->asked(), std::vector<std::string>{"upstream.test"});
 }
 
 } // namespace

@@ -42,6 +42,14 @@ TEST(HostRule, EveryRuleTheStoreAcceptsDecidesInThePolicy) {
         {"[::1]:80", "[::1]:80", "[::1]", 80, "127.0.0.1", 80},
         {"xn--bcher-kva.example", "xn--bcher-kva.example", "xn--bcher-kva.example", 443, "example", 443},
         {"1password.com", "1password.com", "1password.com", 443, "password.com", 443},
+        // The canonical form: the root's dot goes, Unicode becomes A-labels (and a CONNECT
+        // in either form reaches the rule), what is ASCII is never put through IDNA.
+        {"github.com.", "github.com", "github.com", 443, "github.co", 443},
+        {"Bücher.Example", "xn--bcher-kva.example", "xn--bcher-kva.example", 443, "bucher.example", 443},
+        {"*.bücher.example", "*.xn--bcher-kva.example", "a.bücher.example", 443, "xn--bcher-kva.example", 443},
+        {"XN--BCHER-KVA.example:8443", "xn--bcher-kva.example:8443", "BÜCHER.example", 8443, "bücher.example", 443},
+        {"r3---sn-4g5e6nsz.googlevideo.com", "r3---sn-4g5e6nsz.googlevideo.com", "r3---sn-4g5e6nsz.googlevideo.com.",
+         443, "r3--sn-4g5e6nsz.googlevideo.com", 443},
     };
     for (const auto& c : cases) {
         auto stored = store::normalize_host_pattern(c.text, "allowed_hosts[0]");
@@ -65,8 +73,10 @@ TEST(HostRule, WhatEitherGrammarRefusedBeforeIsRefusedByBoth) {
     for (const char* bad :
          {// the store's refusals
           "", "*", "*:443", "https://github.com", "github.com/", "git hub.com", "-a.com", "a-.com", "a..com",
-          ".a.com", "a.com.", "*.", "**.a.com", "a.*.com", "a.com:0", "a.com:65536", "a.com:", "a.com:http",
-          "a_b.com", "bücher.example", "a.com:000080",
+          ".a.com", "a.com..", "*.", "**.a.com", "a.*.com", "a.com:0", "a.com:65536", "a.com:", "a.com:http",
+          "a_b.com", "a.com:000080",
+          // labels IDNA refuses: not punycode, not an A-label of anything, not allowed
+          "xn--zz.example", "xn--abc", "xn--.example", "\xe2\x80\x8b.example", "ex\xc3.com",
           // the policy's: names a resolver reads as numbers, and malformed literals
           "2130706433", "0x7f.1", "127.1", "0177.0.0.1", "1.2.3", "*.1.2.3", "a.0x1f", "host:99999", "[::1",
           "[::1]x", "[::1]:", "[::1%25lo]", "fe80::1%lo", "[10.0.0.1]:80", "[v1.x]:80", "a:b:c", "user@host",
@@ -82,6 +92,39 @@ TEST(HostRule, WhatEitherGrammarRefusedBeforeIsRefusedByBoth) {
     EXPECT_TRUE(contains(parse_rule("*").error().message, "'open'"));
     EXPECT_TRUE(contains(parse_rule("1.2.3").error().message, "read as a number"));
     EXPECT_TRUE(contains(parse_rule("a.com:0").error().message, "1 to 65535"));
+    EXPECT_TRUE(contains(parse_rule("xn--zz.example").error().message, "not valid IDNA"))
+        << parse_rule("xn--zz.example").error().message;
+}
+
+// One form for the policy, the SNI and Host checks and the leaf: every spelling of a name
+// comes out the same, and each refusal says why without quoting what was given.
+TEST(HostRule, CanonicalNamesAreLowerCaseWithoutTheRootDotInALabels) {
+    const std::pair<std::string_view, std::string_view> same[] = {
+        {"API.Example.COM", "api.example.com"},
+        {"api.example.com.", "api.example.com"},
+        {"bücher.example", "xn--bcher-kva.example"},
+        {"BÜCHER.example.", "xn--bcher-kva.example"},
+        {"xn--BCHER-kva.Example", "xn--bcher-kva.example"},
+        {"stra\xc3\x9f" "e.de", "xn--strae-oqa.de"}, // UTS #46 non-transitional: ß stays ß
+        {"\xef\xbd\x85xample.com", "example.com"},   // fullwidth e, mapped as browsers map it
+        {"a_b.example", "a_b.example"},
+    };
+    for (const auto& [given, canonical] : same) {
+        auto name = canonical_name(given, Underscores::allowed);
+        ASSERT_TRUE(name.ok()) << given << ": " << name.error().message;
+        EXPECT_EQ(*name, canonical) << given;
+    }
+    EXPECT_FALSE(canonical_name("a_b.example", Underscores::refused).ok());
+    const std::string_view refused[] = {"", ".", "a..b", "a.b..", "-a.com", "xn--zz.example", "1.2.3", "\xef\xbc\x91.1",
+                                       std::string_view("a\0b.com", 7), "exa mple.com"};
+    for (const std::string_view bad : refused) {
+        auto name = canonical_name(bad, Underscores::allowed);
+        ASSERT_FALSE(name.ok()) << bad;
+        if (bad.size() > 3) {
+            EXPECT_FALSE(contains(name.error().message, std::string(bad)))
+                << "the refusal quotes the name: " << name.error().message;
+        }
+    }
 }
 
 TEST(HostRule, RequestNamesMayCarryUnderscoresButRulesMayNot) {

@@ -72,7 +72,10 @@ ContextPtr server_context(const tls::LeafCertificate& leaf) {
 // Blocking TLS over a connected fd.
 class TlsStream {
 public:
-    TlsStream(SSL_CTX* context, int fd, bool server, const std::string& host = {}) : ssl_(SSL_new(context)) {
+    // A client offers h2 and http/1.1 (ALPN), as curl and Node do, unless told otherwise.
+    TlsStream(SSL_CTX* context, int fd, bool server, const std::string& host = {},
+              std::string_view alpn = std::string_view("\x02h2\x08http/1.1", 12))
+        : ssl_(SSL_new(context)) {
         SSL_set_fd(ssl_.get(), fd);
         if (server) {
             SSL_set_accept_state(ssl_.get());
@@ -81,8 +84,8 @@ public:
             SSL_ctrl(ssl_.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
                      const_cast<char*>(host.c_str()));
             SSL_set1_host(ssl_.get(), host.c_str());
-            static const unsigned char offered[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-            SSL_set_alpn_protos(ssl_.get(), offered, sizeof offered);
+            SSL_set_alpn_protos(ssl_.get(), reinterpret_cast<const unsigned char*>(alpn.data()),
+                                static_cast<unsigned>(alpn.size()));
         }
         ok_ = SSL_do_handshake(ssl_.get()) == 1;
     }
@@ -156,12 +159,16 @@ protected:
         std::map<std::string, std::vector<Address>> pinned;
         for (const char* host : {"api.test", "other.test", "plain.test", "rogue.test"})
             pinned[host] = {*parse_address("127.0.0.1")};
-        resolver_ = make_system_resolver(io_, pinned);
+        resolver_ = std::make_unique<CountingResolver>(make_system_resolver(io_, pinned));
         ProxyOptions options;
         options.socket_path = handler_dir_ / "proxy.sock";
         options.session_id = "s_00000a";
         proxy_ = std::make_unique<EgressProxy>(
-            io_, options, [this] { return policy_; },
+            io_, options,
+            [this] {
+                std::lock_guard lock(policy_mutex_);
+                return policy_;
+            },
             ProxyServices{resolver_.get(), &audit_, &secrets_, contexts_.get()}, [] { return std::int64_t{1000}; },
             std::vector<Address>{});
         EXPECT_TRUE(proxy_->start().ok());
@@ -235,6 +242,20 @@ protected:
         });
     }
 
+    // An HTTPS upstream for api.test that keeps every byte it gets inside TLS, answers
+    // nothing, and ends when the proxy does: for what must never reach an upstream.
+    std::unique_ptr<Upstream> raw_upstream() {
+        auto context = std::shared_ptr<SSL_CTX>(server_context(**public_ca_->leaf_for("api.test")).release(), SSL_CTX_free);
+        return std::make_unique<Upstream>([this, context](int fd) {
+            TlsStream stream(context.get(), fd, true);
+            if (!stream.ok()) return;
+            for (std::string got = stream.read_some(); !got.empty(); got = stream.read_some()) {
+                std::lock_guard lock(seen_mutex_);
+                websocket_bytes_ += got;
+            }
+        });
+    }
+
     std::string websocket_bytes() {
         std::lock_guard lock(seen_mutex_);
         return websocket_bytes_;
@@ -257,8 +278,9 @@ protected:
     boost::asio::io_context io_;
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
         boost::asio::make_work_guard(io_);
+    std::mutex policy_mutex_;
     Policy policy_;
-    std::unique_ptr<Resolver> resolver_;
+    std::unique_ptr<CountingResolver> resolver_;
     RecordingAudit audit_;
     FixedSecrets secrets_;
     std::unique_ptr<EgressProxy> proxy_;
@@ -654,7 +676,10 @@ TEST_F(InterceptionTest, APolicyChangeCutsAnInterceptedConnection) {
     const int fd = connect_through("api.test", upstream->port());
     TlsStream tls(client_context_.get(), fd, false, "api.test");
     ASSERT_TRUE(tls.ok());
-    policy_.allow.clear();
+    {
+        std::lock_guard lock(policy_mutex_);
+        policy_.allow.clear();
+    }
     std::promise<void> done;
     boost::asio::post(io_, [&] {
         proxy_->reevaluate();
@@ -725,6 +750,177 @@ TEST_F(InterceptionTest, OtherAllowedHostsAreTunnelledUntouched) {
     TlsStream tls(client_context_.get(), fd, false, "plain.test");
     EXPECT_FALSE(tls.ok()) << "handler did not terminate TLS for plain.test";
     ::close(fd);
+}
+
+// Sends `request` over TLS for api.test on `fd` (a tunnel just opened) and returns all
+// that comes back until the proxy closes it.
+std::string only_request(int fd, SSL_CTX* context, const std::string& request) {
+    TlsStream tls(context, fd, false, "api.test");
+    EXPECT_TRUE(tls.ok());
+    tls.write(request);
+    return read_to_close(tls, fd);
+}
+
+// The Host a request names is the site a shared front serves it from: through a tunnel
+// to api.test (where the key goes in), a request for another host gets 421 and goes
+// nowhere, key or not; and nobody resolves the other name.
+TEST_F(InterceptionTest, ARequestForAnotherHostIsMisdirectedAndGetsNoKey) {
+    auto upstream = https_upstream("api.test", *public_ca_);
+    for (const std::string host : {"other.test", "evil.example", "api.test:8443", "API.test.evil"}) {
+        const int fd = connect_through("api.test", upstream->port());
+        const auto reply = only_request(fd, client_context_.get(),
+                                        "GET /v1/models HTTP/1.1\r\nHost: " + host + "\r\nx-api-key: " + kStandInA +
+                                            "\r\n\r\n");
+        ::close(fd);
+        EXPECT_TRUE(reply.starts_with("HTTP/1.1 421 Misdirected Request")) << host << ": " << reply;
+        EXPECT_TRUE(contains(reply, "opened to api.test:" + std::to_string(upstream->port()))) << reply;
+    }
+    EXPECT_TRUE(seen().empty()) << "nothing reached the upstream, so no key left";
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 8; }));
+    const auto entries = audit_.entries();
+    EXPECT_EQ(entries.at(1).verdict, Verdict::deny);
+    EXPECT_EQ(entries.at(1).host, "api.test");
+    EXPECT_EQ(entries.at(1).path, "/v1/models");
+    EXPECT_TRUE(contains(entries.at(1).reason, "a request for other.test:")) << entries.at(1).reason;
+    EXPECT_EQ(entries.at(1).secret, "") << "no key was put in";
+    EXPECT_FALSE(resolver_->asked_for("other.test"));
+    EXPECT_FALSE(resolver_->asked_for("evil.example"));
+}
+
+// Not only a connection's first request: each one on a kept-alive connection has its
+// Host checked, and the policy asked again.
+TEST_F(InterceptionTest, EveryRequestOnAKeptAliveConnectionIsChecked) {
+    auto upstream = https_upstream("api.test", *public_ca_);
+    {
+        const int fd = connect_through("api.test", upstream->port());
+        TlsStream tls(client_context_.get(), fd, false, "api.test");
+        ASSERT_TRUE(tls.ok());
+        tls.write("GET /first HTTP/1.1\r\nHost: api.test\r\nx-api-key: " + kStandInA + "\r\n\r\n");
+        EXPECT_TRUE(tls.read_message().starts_with("HTTP/1.1 200"));
+        tls.write("GET /second HTTP/1.1\r\nHost: other.test\r\nx-api-key: " + kStandInA + "\r\n\r\n");
+        EXPECT_TRUE(read_to_close(tls, fd).starts_with("HTTP/1.1 421")) << "the second, for another host";
+        ::close(fd);
+    }
+    {
+        const int fd = connect_through("api.test", upstream->port());
+        TlsStream tls(client_context_.get(), fd, false, "api.test");
+        ASSERT_TRUE(tls.ok());
+        tls.write("GET /third HTTP/1.1\r\nHost: api.test\r\nx-api-key: " + kStandInA + "\r\n\r\n");
+        EXPECT_TRUE(tls.read_message().starts_with("HTTP/1.1 200"));
+        {
+            // The policy changes and nobody has told the proxy yet (reevaluate() not called).
+            std::lock_guard lock(policy_mutex_);
+            policy_.allow.erase(policy_.allow.begin());
+        }
+        tls.write("GET /fourth HTTP/1.1\r\nHost: api.test\r\nx-api-key: " + kStandInA + "\r\n\r\n");
+        const auto refused = read_to_close(tls, fd);
+        EXPECT_TRUE(refused.starts_with("HTTP/1.1 403")) << refused;
+        EXPECT_TRUE(contains(refused, "is not allowed for agent coder")) << refused;
+        ::close(fd);
+    }
+    const auto requests = seen();
+    ASSERT_EQ(requests.size(), 2u);
+    EXPECT_TRUE(requests[0].starts_with("GET /first"));
+    EXPECT_TRUE(requests[1].starts_with("GET /third"));
+}
+
+// A TLS handshake for another host through a tunnel to api.test: refused by the
+// ClientHello's SNI before the handshake, and logged.
+TEST_F(InterceptionTest, AHandshakeForAnotherHostIsRefused) {
+    auto upstream = https_upstream("api.test", *public_ca_);
+    const int fd = connect_through("api.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "other.test");
+    EXPECT_FALSE(tls.ok());
+    ::close(fd);
+    EXPECT_TRUE(seen().empty());
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 2; }));
+    EXPECT_TRUE(contains(audit_.entries().at(1).reason, "is for other.test (SNI)")) << audit_.entries().at(1).reason;
+    EXPECT_FALSE(resolver_->asked_for("other.test"));
+}
+
+// The request-smuggling shapes inside an intercepted connection: each refused (400, or
+// 505 for a version) before its head reaches the upstream, and logged.
+TEST_F(InterceptionTest, RequestSmugglingShapesAreRefusedBeforeTheUpstream) {
+    auto upstream = https_upstream("api.test", *public_ca_);
+    const std::string key = "x-api-key: " + kStandInA + "\r\n";
+    std::vector<std::pair<std::string, std::string>> cases = {
+        {"GET / HTTP/1.1\r\nHost: api.test\r\n" + key + "X-A: 1\r\n Host: other.test\r\n\r\n", "obs-fold"},
+        {"GET / HTTP/1.1\nHost: api.test\n" + key + "\n", "bare LF"},
+        {"GET https://other.test/ HTTP/1.1\r\nHost: api.test\r\n" + key + "\r\n", "origin form"},
+        {"GET / HTTP/1.1\r\nHost: api.test\r\nHost: other.test\r\n" + key + "\r\n", "more than one Host"},
+        {"GET / HTTP/1.1\r\n" + key + "\r\n", "no Host"},
+        {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "bad version"}, // HTTP/2's preface: Beast's refusal
+        {"GET / HTTP/1.2\r\nHost: api.test\r\n" + key + "\r\n", "bad version"},
+    };
+    for (const auto& shape : kSmugglingShapes)
+        cases.emplace_back("POST / HTTP/1.1\r\nHost: api.test\r\n" + key + shape.fields, shape.why);
+    for (const auto& [request, why] : cases) {
+        const int fd = connect_through("api.test", upstream->port());
+        const auto reply = only_request(fd, client_context_.get(), request);
+        ::close(fd);
+        EXPECT_TRUE(reply.starts_with("HTTP/1.1 400") || reply.starts_with("HTTP/1.1 505")) << request << ": " << reply;
+        EXPECT_TRUE(contains(reply, why)) << request << ": " << reply;
+    }
+    EXPECT_TRUE(seen().empty()) << seen().front();
+    ASSERT_TRUE(eventually([&] { return audit_.finished() == 2 * static_cast<int>(cases.size()); }));
+    for (const auto& entry : audit_.entries())
+        if (entry.method != "CONNECT") {
+            EXPECT_EQ(entry.verdict, Verdict::deny) << entry.reason;
+        }
+}
+
+// Chunk sizes Beast cannot read as hex, signed ones, ones that overflow, extensions that
+// are none, a size line without CRLF or too long to hold: 400, the upstream cut, and none
+// of the bytes from the bad chunk on ever reach it.
+TEST_F(InterceptionTest, MalformedChunksAreRefusedAndGoNoFurther) {
+    auto upstream = raw_upstream();
+    const std::string head = "POST /v1/messages HTTP/1.1\r\nHost: api.test\r\nx-api-key: " + kStandInA +
+                             "\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nGOOD\r\n";
+    std::string long_extension = "5";
+    while (long_extension.size() < 100 * 1024) long_extension += ";a=b";
+    const std::string cases[] = {
+        "+5\r\nEVIL!\r\n0\r\n\r\n", "-5\r\nEVIL!\r\n0\r\n\r\n", "fffffffffffffffffffff\r\nEVIL!\r\n0\r\n\r\n",
+        "5x\r\nEVIL!\r\n0\r\n\r\n", "0x5\r\nEVIL!\r\n0\r\n\r\n", "5;\r\nEVIL!\r\n0\r\n\r\n",
+        "5 ; a=\"b\"c\r\nEVIL!\r\n0\r\n\r\n", "5\nEVIL!\r\n0\r\n\r\n", long_extension + "\r\nEVIL!\r\n0\r\n\r\n",
+    };
+    int connections = 0;
+    for (const auto& bad : cases) {
+        const int fd = connect_through("api.test", upstream->port());
+        ++connections;
+        TlsStream tls(client_context_.get(), fd, false, "api.test");
+        ASSERT_TRUE(tls.ok());
+        tls.write(head + bad);
+        const auto reply = read_to_close(tls, fd);
+        ::close(fd);
+        EXPECT_TRUE(reply.starts_with("HTTP/1.1 400")) << bad.substr(0, 40) << ": " << reply;
+        EXPECT_TRUE(contains(reply, "malformed request body")) << reply;
+        ASSERT_TRUE(eventually([&] { return contains(websocket_bytes(), "POST /v1/messages"); }))
+            << "the head went on before its body was read";
+        EXPECT_FALSE(contains(websocket_bytes(), "EVIL")) << bad.substr(0, 40);
+        EXPECT_FALSE(contains(websocket_bytes(), "0\r\n\r\n")) << "the upstream never saw the body end";
+        std::lock_guard lock(seen_mutex_);
+        websocket_bytes_.clear();
+    }
+    EXPECT_EQ(connections, static_cast<int>(std::size(cases)));
+}
+
+// Interception speaks HTTP/1.1 only: a client that offers only h2 gets no protocol
+// (ALPN), and HTTP/2's preface is then refused as the malformed HTTP/1.1 it is.
+TEST_F(InterceptionTest, AClientThatOffersOnlyHttp2GetsNoHttp2) {
+    auto upstream = https_upstream("api.test", *public_ca_);
+    const int fd = connect_through("api.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test", std::string_view("\x02h2", 3));
+    ASSERT_TRUE(tls.ok());
+    const unsigned char* protocol = nullptr;
+    unsigned int length = 0;
+    SSL_get0_alpn_selected(tls.ssl(), &protocol, &length);
+    EXPECT_EQ(length, 0u) << "no ALPN answer: h2 is never chosen";
+    tls.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    const auto reply = read_to_close(tls, fd);
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 400")) << reply;
+    EXPECT_TRUE(contains(reply, "bad version")) << reply;
+    ::close(fd);
+    EXPECT_TRUE(seen().empty());
 }
 
 } // namespace

@@ -120,7 +120,8 @@ TEST(NetworkPolicy, SpecialAddressesIncludeTheDisguisedOnes) {
 
 TEST(NetworkPolicy, HostsAResolverWouldReadAsNumbersAreRefused) {
     for (const char* tricky : {"2130706433", "0x7f.1", "127.1", "0177.0.0.1", "1.2.3", "", "a..b",
-                               "-bad.com", "exa mple.com", "ex%41mple.com", "[::1%lo]", "é.com"})
+                               "-bad.com", "exa mple.com", "ex%41mple.com", "[::1%lo]", "xn--zz.com",
+                               "\xef\xbc\x91\xef\xbc\x92\xef\xbc\x97.0.0.1"}) // fullwidth digits: a number still
         EXPECT_FALSE(parse_target(tricky, 443).ok()) << tricky;
     EXPECT_FALSE(parse_target("example.com", 0).ok());
     EXPECT_TRUE(parse_target("1password.com", 443).ok()) << "digits first are fine";

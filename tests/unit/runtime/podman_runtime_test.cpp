@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include <algorithm>
+#include <iterator>
 
 namespace handler::runtime {
 namespace {
@@ -47,6 +48,11 @@ protected:
         paths_.data_dir = home_ / ".local/share/handler";
         paths_.runtime_dir = dir_.path() / "run/handler";
         options_ = PodmanOptions::for_user(home_, paths_, 1000);
+        // What `podman info` says on the CI machines (rootless, cgroup v1), known
+        // beforehand, with a base profile of podman's shape.
+        base_profile_ = dir_.write("seccomp.json", R"({"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":38,)"
+                                                   R"("syscalls":[{"names":["read","unshare","clone"],"action":"SCMP_ACT_ALLOW"}]})");
+        options_.host = HostConfinement{"v1", {}, true, true, base_profile_};
     }
 
     ContainerSpec spec() const {
@@ -67,7 +73,7 @@ protected:
     }
 
     TempDir dir_;
-    fs::path home_, project_, other_project_;
+    fs::path home_, project_, other_project_, base_profile_;
     Paths paths_;
     PodmanOptions options_;
     FakeCommandRunner runner_;
@@ -81,13 +87,90 @@ TEST_F(PodmanRuntimeTest, RunsTheHardenedCommandLine) {
         "podman", "run", "--detach", "--name", "handler-s-42",
         "--label", "io.handler.managed=1", "--label", "io.handler.session=s-42",
         "--pull=never", "--userns=keep-id", "--cap-drop=all",
-        "--security-opt=no-new-privileges", "--network=none", "--pids-limit=4096",
-        "--tmpfs=/tmp:rw,nosuid,nodev,mode=1777", "--tmpfs=/home/agent:rw,nosuid,nodev,U",
+        "--security-opt=no-new-privileges", "--network=none",
+        "--security-opt=seccomp=" + (paths_.data_dir / "session-seccomp.json").string(),
+        "--tmpfs=/tmp:rw,nosuid,nodev,mode=1777,size=1024m", "--tmpfs=/home/agent:rw,nosuid,nodev,U,size=2048m",
+        "--ulimit=nproc=4096:4096", "--ulimit=data=8589934592:8589934592", "--oom-score-adj=1000",
         "--volume=" + p + ":" + project_.string() + ":rw", "--init",
         "--workdir=" + project_.string(), "--env=HOME=/home/agent",
         "--env=TERM=xterm-256color", "--env=API_KEY=stand-in",
         "localhost/handler-test-busybox:latest", "sleep", "infinity"};
     EXPECT_EQ(run_argv(container), expected);
+}
+
+// Podman is asked about the machine once, before the first container; the seccomp
+// profile is written then, from the base podman names, and every container runs under it.
+TEST_F(PodmanRuntimeTest, AsksPodmanAboutTheMachineOnceAndConfinesEveryContainer) {
+    options_.host.reset();
+    std::string info = sample("info_rootless_cgroup_v1.json");
+    const std::string machine_path = "/usr/share/containers/seccomp.json";
+    info.replace(info.find(machine_path), machine_path.size(), base_profile_.string());
+    PodmanRuntime runtime(runner_, options_);
+    EXPECT_TRUE(runtime.limits().empty()) << "nothing is known before podman is asked";
+    runner_.answer(0, info);
+    runner_.answer(0, "0123abcd\n");
+    ASSERT_TRUE(runtime.create_and_start(spec()));
+    ASSERT_EQ(runner_.requests.size(), 2u);
+    EXPECT_EQ(runner_.requests[0].argv, (std::vector<std::string>{"podman", "info", "--format", "json"}));
+    const fs::path profile = paths_.data_dir / "session-seccomp.json";
+    EXPECT_TRUE(has(runner_.last_argv(), "--security-opt=seccomp=" + profile.string()));
+    auto written = read_file(profile);
+    ASSERT_TRUE(written) << "the profile is written before the container starts";
+    EXPECT_TRUE(contains(*written, "Handler: no new namespaces")) << *written;
+    EXPECT_TRUE(has(runner_.last_argv(), "--ulimit=data=8589934592:8589934592")) << "cgroup v1: per process";
+
+    runner_.answer(0, "4567cdef\n");
+    ContainerSpec second = spec();
+    second.session_id = "s-43";
+    ASSERT_TRUE(runtime.create_and_start(second));
+    EXPECT_EQ(runner_.requests.size(), 3u) << "podman info is asked once";
+    const auto limits = runtime.limits();
+    ASSERT_EQ(limits.size(), 4u);
+    EXPECT_EQ(limits[3].name, "memory");
+    EXPECT_FALSE(limits[3].holds);
+}
+
+// No confinement, no container: seccomp off, or a base profile that cannot be built on.
+TEST_F(PodmanRuntimeTest, StartsNothingItCannotConfine) {
+    options_.host->seccomp_enabled = false;
+    {
+        PodmanRuntime runtime(runner_, options_);
+        auto id = runtime.create_and_start(spec());
+        ASSERT_FALSE(id);
+        EXPECT_TRUE(contains(id.error().message, "session s-42 not started: podman reports seccomp as off"))
+            << id.error().message;
+    }
+    options_.host->seccomp_enabled = true;
+    dir_.write("seccomp.json", R"({"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]})");
+    {
+        PodmanRuntime runtime(runner_, options_);
+        auto id = runtime.create_and_start(spec());
+        ASSERT_FALSE(id);
+        EXPECT_TRUE(contains(id.error().message, base_profile_.string() + " lets every call")) << id.error().message;
+    }
+    options_.host.reset();
+    {
+        PodmanRuntime runtime(runner_, options_);
+        runner_.answer(125, "", "Error: cannot set up namespace\n");
+        auto id = runtime.create_and_start(spec());
+        ASSERT_FALSE(id);
+        EXPECT_TRUE(contains(id.error().message, "`podman info` failed (exit 125)")) << id.error().message;
+    }
+    for (const auto& request : runner_.requests) EXPECT_NE(request.argv.at(1), "run");
+}
+
+// Where cgroup v2 delegates the controllers, they limit the session as a whole.
+TEST_F(PodmanRuntimeTest, UsesTheCgroupLimitsWhereTheyApply) {
+    options_.host->cgroup_version = "v2";
+    options_.host->cgroup_controllers = {"memory", "pids"};
+    options_.limits.process_limit = 777;
+    const auto argv = run_argv(spec());
+    EXPECT_TRUE(has(argv, "--pids-limit=777"));
+    EXPECT_TRUE(has(argv, "--ulimit=nproc=777:777"));
+    EXPECT_TRUE(has(argv, "--memory=8192m"));
+    EXPECT_FALSE(std::any_of(argv.begin(), argv.end(), [](const std::string& word) {
+        return word.starts_with("--ulimit=data");
+    }));
 }
 
 TEST_F(PodmanRuntimeTest, ReturnsTheIdPodmanPrinted) {
@@ -109,7 +192,13 @@ TEST_F(PodmanRuntimeTest, MountsOnlyTheProjectAndNothingOfTheHostsSecrets) {
     ASSERT_EQ(mounts.size(), 2u);
     EXPECT_EQ(mounts[1], "--volume=" + fs::canonical(dir_.path() / "knowledge").string() +
                              ":/knowledge:ro");
-    const std::string joined = describe_command(argv);
+    // The seccomp profile in handler's data folder is read by podman, not mounted: the
+    // one mention of that folder.
+    const std::string profile = "--security-opt=seccomp=" + (paths_.data_dir / "session-seccomp.json").string();
+    ASSERT_EQ(std::count(argv.begin(), argv.end(), profile), 1);
+    std::vector<std::string> rest;
+    std::copy_if(argv.begin(), argv.end(), std::back_inserter(rest), [&](const std::string& w) { return w != profile; });
+    const std::string joined = describe_command(rest);
     for (const std::string& secret :
          {home_.string() + ":", (home_ / ".ssh").string(), (home_ / ".aws").string(),
           paths_.data_dir.string(), paths_.runtime_dir.string(), std::string("podman.sock"),

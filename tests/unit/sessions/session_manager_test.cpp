@@ -3,6 +3,7 @@
 // replay, input, exit codes, stop, remove, and re-adoption by a second manager (a
 // restarted handlerd) of what the first one left running.
 #include "sessions/session_manager.hpp"
+#include "sessions/output_log.hpp"
 #include "secrets/secret_store.hpp"
 
 #include "api/routes_json.hpp"
@@ -294,6 +295,21 @@ protected:
 
     SessionState state(const std::string& id) { return store_->get_session(id)->state; }
 
+    // A conversation of the "talking" harness, running; its id, or "" (with the failure
+    // recorded) when it did not start.
+    std::string start_talking() {
+        api::StartRequest request;
+        request.harness = "talking";
+        request.directory = (dir_ / "project").string();
+        request.conversation = true;
+        auto started = manager_->start(request);
+        EXPECT_TRUE(started.ok()) << started.error().message;
+        if (!started.ok()) return "";
+        const std::string id = started->id;
+        EXPECT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+        return state(id) == SessionState::running ? id : "";
+    }
+
     // An agent of the test project running the shell harness.
     void add_agent(const std::string& name, std::vector<std::string> allowed_hosts,
                    std::vector<std::string> addons = {}) {
@@ -374,6 +390,18 @@ TEST_F(SessionManagerTest, StartsOneLabelledContainerRunningTheShim) {
     EXPECT_EQ(session->container_id, runtime_.containers.begin()->first);
     EXPECT_TRUE(session->tty);
     EXPECT_TRUE(fs::exists(socket(id)));
+}
+
+// What its container runs under, and what does not hold on this machine, is the
+// session's to show (`handler session show`, the API's "limits").
+TEST_F(SessionManagerTest, RecordsTheLimitsItsContainerRunsUnder) {
+    const std::string id = start_shell();
+    auto session = store_->get_session(id);
+    ASSERT_TRUE(session);
+    EXPECT_EQ(session->limits, runtime::limits_json(runtime_.reported_limits));
+    const auto shown = api::to_json(*session);
+    ASSERT_TRUE(shown.at("limits").is_array());
+    EXPECT_EQ(shown.at("limits").as_array().at(1).at("holds"), false);
 }
 
 // The session's way out: its proxy socket next to the control socket, the shim told to
@@ -817,6 +845,42 @@ TEST_F(SessionManagerTest, ALateClientGetsTheRecentOutputReplayed) {
     EXPECT_EQ(resumed->text, "reen");
     // The whole output is in the log.
     EXPECT_EQ(manager_->log(id)->text, std::string(100, 'a') + "current screen");
+}
+
+// What a session prints reaches the user's own terminal: a sequence that acts on the
+// user's machine (here OSC 52, cut across two writes of the shim, and DECRQSS) reaches no
+// client, live or replayed, nor the log as a client reads it, while colours do; the file
+// keeps the output as printed.
+TEST_F(SessionManagerTest, SequencesThatActOnTheUsersMachineReachNoClient) {
+    const std::string id = start_shell();
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    auto live = std::make_shared<RecordingClient>();
+    ASSERT_TRUE(manager_->attach(id, live, {}).ok());
+    const std::string first = "\x1b[31mred\x1b[0m \x1b]52;c;cm0gLXJm";
+    const std::string second = "IH4K\x07\x1bP$qm\x1b\\done";
+    shim.output(0, first);
+    ASSERT_TRUE(pump_until([&] { return manager_->log(id)->end == first.size(); }));
+    shim.output(first.size(), second);
+    const std::string expected = "\x1b[31mred\x1b[0m done";
+    ASSERT_TRUE(pump_until([&] { return live->text.ends_with("done"); })) << live->text;
+    EXPECT_EQ(live->text, expected);
+
+    auto late = std::make_shared<RecordingClient>();
+    ASSERT_TRUE(manager_->attach(id, late, {}).ok());
+    EXPECT_EQ(late->text, expected);
+    // One that has the output up to the middle of the OSC gets its end as text, never its start.
+    auto resumed = std::make_shared<RecordingClient>();
+    ASSERT_TRUE(manager_->attach(id, resumed, {std::uint64_t{first.size() - 4}, true}).ok());
+    EXPECT_EQ(resumed->text, "LXJmIH4K\x07" "done");
+
+    auto log = manager_->log(id);
+    ASSERT_TRUE(log.ok());
+    EXPECT_EQ(log->text, expected);
+    EXPECT_EQ(log->end, first.size() + second.size());
+    auto file = OutputLog::open(dir_ / "data/sessions" / id, std::uint64_t{1} << 20);
+    ASSERT_TRUE(file.ok());
+    EXPECT_EQ(*file->read_all(), first + second);
 }
 
 TEST_F(SessionManagerTest, TheExitCodeIsRecordedAndTheContainerRemoved) {
@@ -1467,7 +1531,7 @@ TEST_F(SessionManagerTest, AConversationTakesPromptAfterPromptOneTurnAtATime) {
             if (frame.type == shim::FrameType::input_eof) ++eofs;
         }
     };
-    auto first = manager_->prompt(id, "first question\nwith a second line");
+    auto first = manager_->prompt(id, {"first question\nwith a second line", {}});
     ASSERT_TRUE(first.ok()) << first.error().message;
     EXPECT_FALSE(first->queued);
     EXPECT_TRUE(first->prompt_id.starts_with("p_"));
@@ -1479,8 +1543,8 @@ TEST_F(SessionManagerTest, AConversationTakesPromptAfterPromptOneTurnAtATime) {
                          R"(","content":{"type":"text","text":"first question\nwith a second line"}})" "\n");
     EXPECT_EQ(store_->get_session(id)->title, "first question");
 
-    auto second = manager_->prompt(id, "second");
-    auto third = manager_->prompt(id, "third");
+    auto second = manager_->prompt(id, {"second", {}});
+    auto third = manager_->prompt(id, {"third", {}});
     ASSERT_TRUE(second.ok() && third.ok());
     EXPECT_TRUE(second->queued);
     EXPECT_TRUE(third->queued);
@@ -1516,12 +1580,12 @@ TEST_F(SessionManagerTest, AConversationTakesPromptAfterPromptOneTurnAtATime) {
     EXPECT_EQ(manager_->cancel(id).error().code, ErrorCode::conflict) << "no turn runs";
 
     // A turn that is running when the harness ends is closed for every client.
-    ASSERT_TRUE(manager_->prompt(id, "fourth").ok());
+    ASSERT_TRUE(manager_->prompt(id, {"fourth", {}}).ok());
     shim.send(shim::encode_i32(shim::FrameType::exit, 0));
     ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::exited; }));
     EXPECT_TRUE(watcher->events.back().starts_with(R"(result {"stopReason":"cancelled","isError":true)"))
         << watcher->events.back();
-    EXPECT_EQ(manager_->prompt(id, "fifth").error().code, ErrorCode::conflict);
+    EXPECT_EQ(manager_->prompt(id, {"fifth", {}}).error().code, ErrorCode::conflict);
     EXPECT_EQ(eofs, 0);
 }
 
@@ -1537,7 +1601,7 @@ TEST_F(SessionManagerTest, OnlyAHarnessThatSaysSoHoldsConversations) {
         << refused.error().message;
     // A session that is not a conversation takes no prompts.
     const std::string shell = start_shell();
-    EXPECT_EQ(manager_->prompt(shell, "hello").error().code, ErrorCode::conflict);
+    EXPECT_EQ(manager_->prompt(shell, {"hello", {}}).error().code, ErrorCode::conflict);
     EXPECT_EQ(manager_->resume(shell).error().code, ErrorCode::conflict);
     // Malformed MCP servers are refused, naming the entry.
     request.harness = "talking";
@@ -1586,7 +1650,7 @@ TEST_F(SessionManagerTest, AnEndedConversationIsResumedWhereTheHarnessLeftIt) {
                                                "permission_answer", "error", "result"}));
     EXPECT_EQ(events->back().payload.find(R"("stopReason":"cancelled")"), 1u) << events->back().payload;
     // The next prompt starts a turn at once: nothing is left running.
-    auto next = manager_->prompt(id, "go on");
+    auto next = manager_->prompt(id, {"go on", {}});
     ASSERT_TRUE(next.ok()) << next.error().message;
     EXPECT_FALSE(next->queued);
 }
@@ -1596,21 +1660,15 @@ TEST_F(SessionManagerTest, AnEndedConversationIsResumedWhereTheHarnessLeftIt) {
 // own session id (a new parser has not seen the harness say it), and the turns go on
 // from the stored events. A conversation just started or resumed gets a fresh parser.
 TEST_F(SessionManagerTest, ARestartedHandlerdToldTheParserWhichConversationRuns) {
-    api::StartRequest request;
-    request.harness = "talking";
-    request.directory = (dir_ / "project").string();
-    request.conversation = true;
-    auto started = manager_->start(request);
-    ASSERT_TRUE(started.ok()) << started.error().message;
-    const std::string id = started->id;
-    ASSERT_TRUE(pump_until([&] { return state(id) == SessionState::running; }));
+    const std::string id = start_talking();
+    ASSERT_FALSE(id.empty());
     ASSERT_EQ(catalog_.reopened.size(), 1u);
     EXPECT_FALSE(catalog_.reopened[0]) << "a new harness: a new parser";
     ASSERT_TRUE(store_->add_session_events(id, clock_.now_ms(),
                                            {{"session_info", R"({"harnessSessionId":"thread-1"})"},
                                             {"session_info", R"({"title":"named"})"}})
                     .ok());
-    ASSERT_TRUE(manager_->prompt(id, "one").ok());
+    ASSERT_TRUE(manager_->prompt(id, {"one", {}}).ok());
 
     manager_.reset();
     make_manager();
@@ -1620,9 +1678,44 @@ TEST_F(SessionManagerTest, ARestartedHandlerdToldTheParserWhichConversationRuns)
     ASSERT_GE(catalog_.reopened.size(), 2u);
     EXPECT_EQ(catalog_.reopened.back(), std::optional<std::string>("thread-1"));
     // The turn of "one" still runs, as the events say: the next prompt waits for it.
-    auto next = manager_->prompt(id, "two");
+    auto next = manager_->prompt(id, {"two", {}});
     ASSERT_TRUE(next.ok()) << next.error().message;
     EXPECT_TRUE(next->queued);
+}
+
+// Images go only to a harness that says it takes them, and then in the prompt's payload,
+// the one its user_prompt event keeps for every client.
+TEST_F(SessionManagerTest, AnImageGoesOnlyToAHarnessThatTakesImages) {
+    const std::string id = start_talking();
+    ASSERT_FALSE(id.empty());
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    const api::Prompt with_image{"what is it?", {{"image/png", "iVBORw0KGgo="}}};
+    auto refused = manager_->prompt(id, with_image);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(refused.error().message.find("harness 'talking' takes no images"), std::string::npos)
+        << refused.error().message;
+
+    catalog_.harnesses.at("talking").description.prompt_content = {"image"};
+    auto sent = manager_->prompt(id, with_image);
+    ASSERT_TRUE(sent.ok()) << sent.error().message;
+    std::string input;
+    ASSERT_TRUE(pump_until([&] {
+        for (const auto& frame : shim.received())
+            if (frame.type == shim::FrameType::input) input += frame.payload;
+        return input.find("PROMPT") != std::string::npos;
+    }));
+    const std::string payload = R"({"promptId":")" + sent->prompt_id +
+                                R"(","content":{"type":"text","text":"what is it?"},)"
+                                R"("images":[{"mimeType":"image/png","data":"iVBORw0KGgo="}]})";
+    EXPECT_EQ(input, "PROMPT " + payload + "\n");
+    auto events = store_->session_events(id, 0, 100);
+    ASSERT_TRUE(events.ok());
+    const auto recorded = std::find_if(events->begin(), events->end(),
+                                       [](const store::SessionEvent& event) { return event.kind == "user_prompt"; });
+    ASSERT_NE(recorded, events->end());
+    EXPECT_EQ(recorded->payload, payload);
 }
 
 } // namespace

@@ -39,6 +39,10 @@ TEST(SettingsParse, EmptyCurrentFileGivesDefaults) {
     EXPECT_EQ(parsed->settings.api.read_timeout_ms, 30000u);
     EXPECT_TRUE(parsed->settings.plugins.disabled.empty());
     EXPECT_EQ(parsed->settings.sessions.headless_timeout_minutes, 120u);
+    EXPECT_EQ(parsed->settings.sessions.limits.tmp_size_mib, 1024u);
+    EXPECT_EQ(parsed->settings.sessions.limits.home_size_mib, 2048u);
+    EXPECT_EQ(parsed->settings.sessions.limits.process_limit, 4096u);
+    EXPECT_EQ(parsed->settings.sessions.limits.memory_limit_mib, 8192u);
     EXPECT_TRUE(parsed->explicit_keys.empty());
 }
 
@@ -56,6 +60,10 @@ read_timeout_ms = 500
 disabled = ["codex", "pi"]
 [sessions]
 headless_timeout_minutes = 0
+tmp_size_mib = 64
+home_size_mib = 128
+process_limit = 256
+memory_limit_mib = 0
 )",
                         kFile);
     ASSERT_TRUE(parsed.ok()) << parsed.error().message;
@@ -68,7 +76,11 @@ headless_timeout_minutes = 0
     EXPECT_EQ(s.api.read_timeout_ms, 500u);
     EXPECT_EQ(s.plugins.disabled, (std::vector<std::string>{"codex", "pi"}));
     EXPECT_EQ(s.sessions.headless_timeout_minutes, 0u); // never
-    EXPECT_EQ(parsed->explicit_keys.size(), 8u);
+    EXPECT_EQ(s.sessions.limits.tmp_size_mib, 64u);
+    EXPECT_EQ(s.sessions.limits.home_size_mib, 128u);
+    EXPECT_EQ(s.sessions.limits.process_limit, 256u);
+    EXPECT_EQ(s.sessions.limits.memory_limit_mib, 0u); // none
+    EXPECT_EQ(parsed->explicit_keys.size(), 12u);
 }
 
 TEST(SettingsParse, ResolveTakesNamesAndNamePortPairs) {
@@ -144,6 +156,14 @@ INSTANTIATE_TEST_SUITE_P(
                   "3:19: [api] read_timeout_ms: expected an integer from 100 to 3600000"},
         ErrorCase{"format = 2\n[sessions]\nheadless_timeout_minutes = 10081\n",
                   "3:28: [sessions] headless_timeout_minutes: expected an integer from 0 to 10080"},
+        ErrorCase{"format = 2\n[sessions]\ntmp_size_mib = 8\n",
+                  "3:16: [sessions] tmp_size_mib: expected an integer from 16 to 1048576, got 8"},
+        ErrorCase{"format = 2\n[sessions]\nhome_size_mib = \"2G\"\n",
+                  "3:17: [sessions] home_size_mib: expected an integer from 16 to 1048576, got \"2G\""},
+        ErrorCase{"format = 2\n[sessions]\nprocess_limit = 10\n",
+                  "3:17: [sessions] process_limit: expected an integer from 64 to 4194304, got 10"},
+        ErrorCase{"format = 2\n[sessions]\nmemory_limit_mib = -1\n",
+                  "3:20: [sessions] memory_limit_mib: expected an integer from 0 to 16777216, got -1"},
         ErrorCase{"format = 2\n[api]\n  prot = 7420\n", "3:3: [api] prot: unknown setting"},
         ErrorCase{"format = 2\n[daemon]\nlog_level = \"loud\"\n",
                   "3:13: [daemon] log_level: expected one of \"trace\", \"debug\", \"info\", "
@@ -209,10 +229,13 @@ TEST(SettingsRender, RoundTripsEveryValue) {
     settings.api.read_timeout_ms = 1000;
     settings.plugins.disabled = {"a\"b", "c"};
     settings.sessions.headless_timeout_minutes = 30;
+    settings.sessions.limits = {32, 48, 100, 512};
     const std::vector<std::string> all = {"daemon.log_level",     "api.tcp",
                                           "api.address",          "api.port",
                                           "api.body_limit_bytes", "api.read_timeout_ms",
-                                          "plugins.disabled",     "sessions.headless_timeout_minutes"};
+                                          "plugins.disabled",     "sessions.headless_timeout_minutes",
+                                          "sessions.tmp_size_mib", "sessions.home_size_mib",
+                                          "sessions.process_limit", "sessions.memory_limit_mib"};
     auto parsed = parse(render(settings, all), kFile);
     ASSERT_TRUE(parsed.ok()) << parsed.error().message;
     EXPECT_EQ(parsed->settings.daemon.log_level, LogLevel::trace);
@@ -223,6 +246,10 @@ TEST(SettingsRender, RoundTripsEveryValue) {
     EXPECT_EQ(parsed->settings.api.read_timeout_ms, 1000u);
     EXPECT_EQ(parsed->settings.plugins.disabled, settings.plugins.disabled);
     EXPECT_EQ(parsed->settings.sessions.headless_timeout_minutes, 30u);
+    EXPECT_EQ(parsed->settings.sessions.limits.tmp_size_mib, 32u);
+    EXPECT_EQ(parsed->settings.sessions.limits.home_size_mib, 48u);
+    EXPECT_EQ(parsed->settings.sessions.limits.process_limit, 100u);
+    EXPECT_EQ(parsed->settings.sessions.limits.memory_limit_mib, 512u);
 }
 
 TEST(SettingsRender, DefaultFileSetsNothingButTheFormat) {

@@ -305,5 +305,52 @@ TEST(SetupChecks, SystemdUserSessionIsDetected) {
     EXPECT_EQ(check_systemd_user(probe).status, CheckStatus::ok);
 }
 
+// No session starts without Handler's seccomp profile, so setup says whether it can be
+// built here, and what to reinstall when not.
+TEST(SetupChecks, SeccompNeedsPodmansProfileToBuildOn) {
+    FakeSystemProbe probe;
+    auto podman = check_podman(probe);
+    ASSERT_TRUE(podman.info);
+    Check check = check_seccomp(probe, podman.info);
+    EXPECT_EQ(check.status, CheckStatus::ok) << check.found;
+    EXPECT_EQ(check.found, "Handler's profile builds on /usr/share/containers/seccomp.json");
+    EXPECT_FALSE(check.needed_for_base_image);
+
+    probe.files[FakeSystemProbe::kSeccompProfile] = R"({"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]})";
+    check = check_seccomp(probe, podman.info);
+    EXPECT_EQ(check.status, CheckStatus::problem);
+    EXPECT_TRUE(contains(check.found, "lets every call it does not list through")) << check.found;
+    EXPECT_TRUE(contains(check.fix_command, "golang-github-containers-common")) << check.fix_command;
+
+    probe.files.erase(FakeSystemProbe::kSeccompProfile);
+    EXPECT_EQ(check_seccomp(probe, podman.info).status, CheckStatus::problem);
+    podman.info->confinement.seccomp_enabled = false;
+    EXPECT_TRUE(contains(check_seccomp(probe, podman.info).found, "seccomp as off"));
+    EXPECT_EQ(check_seccomp(probe, std::nullopt).status, CheckStatus::problem);
+}
+
+// Which limits hold is the machine's: a warning on rootless cgroup v1 (this machine),
+// which names the limits that do not hold as a whole and why; fine where cgroup v2
+// delegates the controllers.
+TEST(SetupChecks, LimitsSayWhichHoldOnThisMachine) {
+    FakeSystemProbe probe;
+    auto podman = check_podman(probe);
+    ASSERT_TRUE(podman.info);
+    runtime::SessionLimits limits;
+    limits.process_limit = 1000;
+    Check check = check_limits(podman.info, limits);
+    EXPECT_EQ(check.status, CheckStatus::warn);
+    EXPECT_EQ(check.found, "per session: tmp 1024 MiB, home 2048 MiB, processes 1000; not as a whole here: "
+                           "memory 8192 MiB");
+    EXPECT_TRUE(contains(check.explanation, "RLIMIT_DATA")) << check.explanation;
+    EXPECT_TRUE(contains(check.fix_command, "cgroup v2")) << check.fix_command;
+
+    podman.info->confinement.cgroup_version = "v2";
+    podman.info->confinement.cgroup_controllers = {"memory", "pids"};
+    check = check_limits(podman.info, limits);
+    EXPECT_EQ(check.status, CheckStatus::ok);
+    EXPECT_EQ(check.found, "per session: tmp 1024 MiB, home 2048 MiB, processes 1000, memory 8192 MiB");
+}
+
 } // namespace
 } // namespace handler::setup

@@ -206,7 +206,7 @@ TEST(SetupRun, JsonListsEveryCheckWithItsFix) {
     for (const auto& check : parsed.at("checks").as_array())
         ids.emplace_back(check.as_object().at("id").as_string());
     EXPECT_EQ(ids, (std::vector<std::string>{"podman", "runtime", "storage", "subids", "userns",
-                                             "tun", "systemd"}));
+                                             "tun", "seccomp", "limits", "systemd"}));
     const auto& storage = parsed.at("checks").as_array().at(2).as_object();
     EXPECT_EQ(storage.at("status").as_string(), "problem");
     EXPECT_TRUE(contains(std::string(storage.at("fix").as_string()), "driver = \"overlay\""));

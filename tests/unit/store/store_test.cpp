@@ -108,7 +108,8 @@ TEST_F(StoreTest, OpensInWalModeWithAPrivateFileAndRecordsTheMigration) {
     EXPECT_EQ(raw.text("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(store_->schema_version(), static_cast<int>(migrations().size()));
     EXPECT_EQ(raw.text("SELECT group_concat(version || ':' || applied_at) FROM schema_migrations"),
-              "1:1700000000000,2:1700000000000,3:1700000000000,4:1700000000000,5:1700000000000,6:1700000000000,7:1700000000000");
+              "1:1700000000000,2:1700000000000,3:1700000000000,4:1700000000000,5:1700000000000,6:1700000000000,7:1700000000000,"
+              "8:1700000000000");
 }
 
 TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
@@ -759,6 +760,20 @@ TEST_F(StoreTest, AgentsKeepTheirAddonsInOrderAndAnEditReplacesThem) {
     ASSERT_FALSE(refused.ok());
     EXPECT_NE(refused.error().message.find("addons[1]: 'Bad'"), std::string::npos) << refused.error().message;
     EXPECT_EQ(store_->get_agent(agent->id)->addons, std::vector<std::string>{"playwright"}) << "nothing lost";
+}
+
+TEST_F(StoreTest, ASessionKeepsItsLimitsOnceRecorded) {
+    auto p = project("/src/app");
+    auto session = store_->create_session(session_of(std::nullopt, p.id, "codex"));
+    ASSERT_TRUE(session.ok());
+    EXPECT_EQ(session->limits, "") << "none until its container started";
+    SessionChanges changes;
+    changes.limits = R"([{"name":"tmp","value":"1024 MiB","holds":true,"how":"tmpfs"}])";
+    ASSERT_TRUE(store_->update_session(session->id, changes).ok());
+    SessionChanges later;
+    later.state = SessionState::exited;
+    ASSERT_TRUE(store_->update_session(session->id, later).ok());
+    EXPECT_EQ(store_->get_session(session->id)->limits, *changes.limits) << "another change leaves them";
 }
 
 TEST_F(StoreTest, ASessionKeepsItsModelAndAddonHostsApart) {

@@ -35,6 +35,21 @@ Event user_prompt(std::string_view text);
 // The text of a prompt handlerd hands a parser (a user_prompt payload); throws
 // std::invalid_argument, naming `agent`, for anything but a text prompt.
 std::string prompt_text(std::string_view payload, std::string_view agent);
+
+// An image of a prompt: handlerd checked the type (png, jpeg, gif or webp, by its first
+// bytes too) and the base64, and sends images only to a harness whose describe() lists
+// "image" in "prompt_content".
+struct PromptImage {
+    std::string mime_type; // "image/png"
+    std::string data;      // base64, as the payload has it
+};
+struct Prompt {
+    std::string text;
+    std::vector<PromptImage> images;
+};
+// The whole prompt: its text, and its "images" ([{"mimeType","data"}], docs/contracts.md).
+// Throws std::invalid_argument, naming `agent`, as prompt_text does.
+Prompt read_prompt(std::string_view payload, std::string_view agent);
 Event agent_message_chunk(std::string_view text);
 Event agent_thought_chunk(std::string_view text);
 
