@@ -57,7 +57,7 @@ public:
     void input_eof(std::uint64_t) override {}
     void resize(std::uint64_t, std::uint16_t, std::uint16_t) override {}
     Result<void> answer(std::string_view, std::string_view, std::string_view) override { return {}; }
-    Result<SubmittedPrompt> prompt(std::string_view, std::string_view) override { return SubmittedPrompt{"p_1", false}; }
+    Result<SubmittedPrompt> prompt(std::string_view, const Prompt&) override { return SubmittedPrompt{"p_1", false}; }
     Result<void> withdraw(std::string_view, std::string_view) override { return {}; }
     Result<void> cancel(std::string_view) override { return {}; }
     Result<store::Session> resume(std::string_view id) override { return running(id); }
