@@ -12,8 +12,12 @@
 # assertions in Boost and our code are on too) and runs every test but the podman ones
 # (skip it with HANDLER_SANITIZER_PASS=0).
 #
+# A third builds the libFuzzer targets with clang and runs each from its seed corpus for
+# HANDLER_FUZZ_SECONDS (scripts/fuzz.sh, docs/fuzzing.md; skip it with HANDLER_FUZZ_PASS=0).
+#
 # Environment: BUILD_DIR (default build/test), HANDLER_PODMAN_USER (default handler-ci),
-# HANDLER_SANITIZER_PASS (default 1).
+# HANDLER_SANITIZER_PASS (default 1), HANDLER_FUZZ_PASS (default 1), HANDLER_FUZZ_SECONDS
+# (default 10).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,9 +46,17 @@ sanitizer_pass() {
      ctest --output-on-failure --timeout 600 -j "$(nproc)" -LE podman) || status=1
 }
 
+fuzz_pass() {
+  [ "${HANDLER_FUZZ_PASS:-1}" = 1 ] || return 0
+  echo "== fuzz targets, ${HANDLER_FUZZ_SECONDS:-10} s each"
+  FUZZ_BUILD_DIR=${build_dir}-fuzz "$here/scripts/fuzz.sh" --seconds "${HANDLER_FUZZ_SECONDS:-10}" \
+    --parallel "$(nproc)" || status=1
+}
+
 if [ "$(id -u)" -ne 0 ]; then
   (cd "$build_dir" && ctest --output-on-failure --timeout 300 -j "$(nproc)") || status=1
   sanitizer_pass
+  fuzz_pass
   exit $status
 fi
 
@@ -82,4 +94,5 @@ as_user "cd '$staging' && XDG_RUNTIME_DIR='$runtime_dir' ctest --output-on-failu
 rm -rf "$staging"
 
 sanitizer_pass
+fuzz_pass
 exit $status

@@ -471,8 +471,11 @@ void AppServerParser::on_notification(std::string_view method, const json::objec
                 if (const json::object* step = entry.if_object()) {
                     common::PlanEntry plan_entry;
                     plan_entry.content = std::string(string_at(*step, "step"));
+                    // Codex's three statuses; anything else it prints is still to do.
                     const std::string_view status = string_at(*step, "status");
-                    plan_entry.status = status == "inProgress" ? "in_progress" : std::string(status);
+                    plan_entry.status = status == "inProgress" ? "in_progress"
+                                        : status == "completed" ? "completed"
+                                                                : "pending";
                     entries.push_back(std::move(plan_entry));
                 }
         out.push_back(common::plan(entries));

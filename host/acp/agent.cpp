@@ -538,7 +538,7 @@ void Agent::open_existing(const rpc::Id& id, const rpc::ParamReader& params, boo
                      [this, id, view, replay, state] {
                          if (View* open = find_view(view->id)) detach(*open, Detach::reopen);
                          views_[view->id] = view;
-                         auto answer = [this, id, serial = view->serial, session_id = view->id, replay] {
+                         auto answer = [this, id, serial = view->serial, session_id = view->id] {
                              View* live = find_view(session_id, serial);
                              if (live == nullptr) return;
                              json::object result = session_result(*live);

@@ -1,6 +1,7 @@
 #include "api/server_guards.hpp"
 
 #include "api/token.hpp"
+#include "core/utf8.hpp"
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
@@ -139,8 +140,10 @@ unsigned status_for(ErrorCode code) {
 Response error_response(ErrorCode code, std::string_view message) {
     Response response;
     response.status = status_for(code);
+    // A message may quote what a client sent (its target, a decoded query parameter),
+    // which need not be UTF-8; Boost.JSON writes a string's bytes as they are.
     response.body = boost::json::serialize(boost::json::object{
-        {"error", {{"code", to_string(code)}, {"message", message}}}});
+        {"error", {{"code", to_string(code)}, {"message", with_valid_utf8(message)}}}});
     return response;
 }
 

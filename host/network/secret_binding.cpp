@@ -70,7 +70,7 @@ const SecretBinding* WebSocketScanner::feed(std::string_view chunk) {
             for (auto& byte : plain_) byte = static_cast<char>(byte ^ static_cast<char>(head_.mask()[mask_at_++ % 4]));
         payload_left_ -= take;
         chunk.remove_prefix(take);
-        if (const auto* found = scanner_.feed(plain_)) return found;
+        if (const auto* found = (head_.control() ? control_scanner_ : scanner_).feed(plain_)) return found;
     }
     return nullptr;
 }
@@ -86,6 +86,22 @@ void KeyRedactor::replace_in(std::string& text) const {
     for (const auto& [real, mask] : keys_)
         for (auto at = text.find(real); at != std::string::npos; at = text.find(real, at + mask.size()))
             text.replace(at, real.size(), mask);
+    // A stand-in can complete a key again with the bytes after it (the key "abab" masked
+    // "xxab" in "ababab" gives "xxabab"): what is left of a key becomes '*'s. Each round
+    // turns a byte that was not '*' into one, so this ends.
+    for (bool again = true; again;) {
+        again = false;
+        for (const auto& key : keys_) {
+            const std::string& real = key.first;
+            for (auto at = text.find(real); at != std::string::npos; at = text.find(real, at + 1)) {
+                auto begin = text.begin() + static_cast<std::ptrdiff_t>(at);
+                auto end = begin + static_cast<std::ptrdiff_t>(real.size());
+                if (std::all_of(begin, end, [](char c) { return c == '*'; })) continue; // a key of '*'s only
+                std::fill(begin, end, '*');
+                again = true;
+            }
+        }
+    }
 }
 
 std::string KeyRedactor::redact(std::string_view whole) const {
@@ -129,34 +145,39 @@ std::string_view WebSocketRedactor::feed(std::string_view chunk) {
             mask_at_ = 0;
         }
         const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(payload_left_, raw_.size() - at));
+        Payloads& payloads = head_.control() ? control_ : data_;
         plain_.assign(raw_, at, take);
         for (std::size_t i = 0; i < take; ++i) {
             const char mask = head_.masked() ? static_cast<char>(head_.mask()[mask_at_++ % 4]) : '\0';
             plain_[i] = static_cast<char>(plain_[i] ^ mask);
-            pending_.emplace_back(at + i, mask);
+            payloads.pending.emplace_back(at + i, mask);
         }
         payload_left_ -= take;
         const bool frame_ends = payload_left_ == 0;
         // A key is searched for across the frames of one message, not past its end: what
         // the redactor still holds then goes out with it.
-        place(redactor_.feed(plain_, frame_ends && head_.fin()));
+        place(payloads, payloads.redactor.feed(plain_, frame_ends && (head_.fin() || head_.control())));
         at += take;
         if (frame_ends) in_payload_ = false;
     }
     // Everything before the first byte still held goes now.
-    const std::size_t ready = pending_.empty() ? raw_.size() : pending_.front().first;
+    std::size_t ready = raw_.size();
+    for (const Payloads* payloads : {&data_, &control_})
+        if (!payloads->pending.empty()) ready = std::min(ready, payloads->pending.front().first);
     out_.assign(raw_, 0, ready);
     raw_.erase(0, ready);
-    for (auto& held : pending_) held.first -= ready;
+    for (Payloads* payloads : {&data_, &control_})
+        for (auto& held : payloads->pending) held.first -= ready;
     return out_;
 }
 
 // The redactor's output, in order and as long as what it took, goes back where the
 // payload bytes it stands for were.
-void WebSocketRedactor::place(std::string_view redacted) {
+void WebSocketRedactor::place(Payloads& payloads, std::string_view redacted) {
+    auto& pending = payloads.pending;
     for (std::size_t i = 0; i < redacted.size(); ++i)
-        raw_[pending_[i].first] = static_cast<char>(redacted[i] ^ pending_[i].second);
-    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(redacted.size()));
+        raw_[pending[i].first] = static_cast<char>(redacted[i] ^ pending[i].second);
+    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(redacted.size()));
 }
 
 } // namespace handler::network

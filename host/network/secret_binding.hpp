@@ -73,6 +73,9 @@ public:
     // A reserved bit: compressed (or otherwise transformed) though no extension was agreed.
     bool reserved() const { return (bytes_[0] & 0x70) != 0; }
     bool masked() const { return (bytes_[1] & 0x80) != 0; }
+    // Ping, pong or close: never fragmented, and it may come between the fragments of a
+    // message, whose payload goes on after it (RFC 6455 5.4, 5.5).
+    bool control() const { return (bytes_[0] & 0x08) != 0; }
     const unsigned char* mask() const { return mask_; }
 
 private:
@@ -84,11 +87,13 @@ private:
 
 // The WebSocket frames a client sends (RFC 6455) are masked with a key of their own, so a
 // stand-in in them cannot be seen in the raw bytes. This follows the frames through any
-// split of the stream and hands the unmasked payloads, in order, to a StandInScanner.
+// split of the stream and hands the unmasked payloads, in order, to a StandInScanner: the
+// data frames' to one, as the server joins them, and the control frames' to another, so
+// a ping between two fragments does not hide a stand-in cut around it.
 // (The proxy asks for no compression when it opens a WebSocket, so payloads are plain.)
 class WebSocketScanner {
 public:
-    explicit WebSocketScanner(StandInScanner scanner) : scanner_(std::move(scanner)) {}
+    explicit WebSocketScanner(StandInScanner scanner) : scanner_(std::move(scanner)), control_scanner_(scanner_) {}
     bool active() const { return scanner_.active(); }
     // The binding whose stand-in the payloads in `chunk` complete, if any.
     const SecretBinding* feed(std::string_view chunk);
@@ -98,6 +103,7 @@ public:
 
 private:
     StandInScanner scanner_;
+    StandInScanner control_scanner_;
     FrameHead head_;
     std::uint64_t payload_left_ = 0;
     std::uint64_t mask_at_ = 0;
@@ -128,11 +134,13 @@ private:
 // KeyRedactor for the frames a server sends on a WebSocket: real keys in their payloads
 // are masked in place (same length, so the framing stays as it is), whatever the split of
 // the stream and across the frames of one message. Bytes that could start a key are held
-// back until the next chunk shows whether they do, never past the end of a message.
+// back until the next chunk shows whether they do, never past the end of a message. A
+// control frame is a message of its own and is searched on its own; one that comes while
+// a message's bytes are held waits behind them (bytes cannot pass each other).
 class WebSocketRedactor {
 public:
-    explicit WebSocketRedactor(KeyRedactor redactor) : redactor_(std::move(redactor)) {}
-    bool active() const { return redactor_.active(); }
+    explicit WebSocketRedactor(KeyRedactor redactor) : data_{std::move(redactor), {}}, control_{data_.redactor, {}} {}
+    bool active() const { return data_.redactor.active(); }
     // What may go on to the client now, `chunk` included as far as it can be.
     std::string_view feed(std::string_view chunk);
     // A frame was compressed though no compression was agreed: its payload cannot be
@@ -140,18 +148,24 @@ public:
     bool unreadable() const { return unreadable_; }
 
 private:
-    void place(std::string_view redacted);
+    // The data messages' payloads, or the control frames'.
+    struct Payloads {
+        KeyRedactor redactor;
+        // Where in raw_ the payload bytes the redactor holds are, and their frame's mask
+        // byte (0 unmasked: a server's frames should be, but one that masks is read all
+        // the same).
+        std::vector<std::pair<std::size_t, char>> pending;
+    };
+    void place(Payloads& payloads, std::string_view redacted);
 
-    KeyRedactor redactor_;
+    Payloads data_;
+    Payloads control_;
     FrameHead head_;
     bool in_payload_ = false;
     std::uint64_t payload_left_ = 0;
     std::uint64_t mask_at_ = 0;
     bool unreadable_ = false;
     std::string raw_; // held bytes, then the chunk
-    // Where in raw_ the payload bytes the redactor holds are, and their frame's mask byte
-    // (0 unmasked: a server's frames should be, but one that masks is read all the same).
-    std::vector<std::pair<std::size_t, char>> pending_;
     std::string plain_;
     std::string out_;
 };

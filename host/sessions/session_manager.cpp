@@ -229,7 +229,7 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, ChannelOwner {
     void name_conversation(const std::string& id, const std::string& payload);
     // Stores events a session's harness produced and returns them numbered.
     std::vector<store::SessionEvent> store_events(const std::string& id,
-                                                  const std::vector<plugins::SessionEvent>& produced);
+                                                  const std::vector<plugins::SessionEvent>& produced) override;
     // ---- ChannelOwner ---------------------------------------------------------------
     const Clock& clock() const override { return clock_; }
     void for_each_event(const std::string& id, std::int64_t after,
@@ -631,8 +631,10 @@ void SessionManager::reconcile(std::function<void()> done) {
                 }
             }
             for (const auto& [session_id, info] : by_session) {
+                // A named copy: clang 14 cannot capture a structured binding.
+                const std::string& owner = session_id;
                 const bool known = std::any_of(sessions.begin(), sessions.end(),
-                                               [&](const auto& s) { return s.id == session_id; });
+                                               [&](const auto& s) { return s.id == owner; });
                 if (!known)
                     spdlog::warn("container {} belongs to session '{}', which handler does not "
                                  "know; leaving it alone (podman rm -f {} removes it)",

@@ -1,5 +1,6 @@
 #include "store/validation.hpp"
 
+#include "core/utf8.hpp"
 #include "network/authority.hpp"
 #include "network/host_rule.hpp"
 #include "secrets/account_kinds.hpp"
@@ -16,34 +17,6 @@ namespace {
 
 bool is_ascii_alnum(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-// Everything we store is served as JSON, which must be valid UTF-8.
-bool is_valid_utf8(std::string_view text) {
-    std::size_t i = 0;
-    while (i < text.size()) {
-        const auto byte = static_cast<unsigned char>(text[i]);
-        std::size_t length = 0;
-        std::uint32_t code_point = 0;
-        if (byte < 0x80) { ++i; continue; }
-        if ((byte & 0xe0) == 0xc0) { length = 2; code_point = byte & 0x1f; }
-        else if ((byte & 0xf0) == 0xe0) { length = 3; code_point = byte & 0x0f; }
-        else if ((byte & 0xf8) == 0xf0) { length = 4; code_point = byte & 0x07; }
-        else return false;
-        if (i + length > text.size()) return false;
-        for (std::size_t k = 1; k < length; ++k) {
-            const auto next = static_cast<unsigned char>(text[i + k]);
-            if ((next & 0xc0) != 0x80) return false;
-            code_point = (code_point << 6) | (next & 0x3f);
-        }
-        const bool overlong = (length == 2 && code_point < 0x80) ||
-                              (length == 3 && code_point < 0x800) ||
-                              (length == 4 && code_point < 0x10000);
-        if (overlong || code_point > 0x10ffff || (code_point >= 0xd800 && code_point <= 0xdfff))
-            return false;
-        i += length;
-    }
-    return true;
 }
 
 bool has_control_character(std::string_view text) {

@@ -7,6 +7,7 @@
 
 #include "acp/conversations.hpp"
 
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
@@ -66,6 +67,20 @@ public:
     }
     void add_plugin(const std::string& id, boost::json::object harness) {
         plugins_json.push_back({{"id", id}, {"kind", "harness"}, {"state", "loaded"}, {"harness", std::move(harness)}});
+    }
+    // What the agent's tests (and its fuzz target) start from: projects "app" (1,
+    // /home/u/app) and "other" (2), agent 7 "claude" of claude-code with account "work"
+    // in app, and a claude-code plugin with two models, two modes and two thinking levels.
+    void add_claude_project() {
+        add_project(1, "app", "/home/u/app");
+        add_project(2, "other", "/home/u/other");
+        add_agent(1, 7, "claude", "claude-code", "work");
+        accounts_json = boost::json::parse(R"([{"name":"work","kind":"anthropic-api-key","has_secret":true}])").as_array();
+        add_plugin("claude-code", boost::json::parse(R"({
+            "models":[{"id":"sonnet","label":"Sonnet"},{"id":"opus","label":"Opus"}],
+            "modes":[{"id":"default","label":"Ask before acting"},{"id":"plan","label":"Plan only"}],
+            "thinking_levels":["low","high"],"launch_modes":["headless","conversation"],
+            "credentials":[{"kind":"anthropic-api-key"}]})").as_object());
     }
     // A conversation that exists already (for load, resume, list).
     Conversation& add_conversation(const std::string& id, std::int64_t project, std::int64_t agent,

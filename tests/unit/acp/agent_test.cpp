@@ -13,15 +13,7 @@ namespace json = boost::json;
 class AcpAgent : public ::testing::Test {
 protected:
     void SetUp() override {
-        handlerd.add_project(1, "app", "/home/u/app");
-        handlerd.add_project(2, "other", "/home/u/other");
-        handlerd.add_agent(1, 7, "claude", "claude-code", "work");
-        handlerd.accounts_json = json::parse(R"([{"name":"work","kind":"anthropic-api-key","has_secret":true}])").as_array();
-        handlerd.add_plugin("claude-code", json::parse(R"({
-            "models":[{"id":"sonnet","label":"Sonnet"},{"id":"opus","label":"Opus"}],
-            "modes":[{"id":"default","label":"Ask before acting"},{"id":"plan","label":"Plan only"}],
-            "thinking_levels":["low","high"],"launch_modes":["headless","conversation"],
-            "credentials":[{"kind":"anthropic-api-key"}]})").as_object());
+        handlerd.add_claude_project();
         make_agent({});
     }
 

@@ -240,6 +240,21 @@ TEST_F(RoutesTest, BadTargetsAndQueriesAre400) {
               "query parameter 'name' is given twice");
 }
 
+// Found by tests/fuzz/fuzz_api_routes: an error quoting a target or a decoded query
+// parameter that is not UTF-8 was not JSON (Boost.JSON writes strings as they are), so a
+// client could not read why it was refused. Such bytes now read as U+FFFD.
+TEST_F(RoutesTest, AnErrorQuotingBytesThatAreNotUtf8IsStillJson) {
+    for (const std::string target : {"/api/v1/agents?projet%ff=3", "/api/v1/projec\xffs/1"}) {
+        const auto response = call("GET", target);
+        EXPECT_EQ(response.status, 400u) << target;
+        boost::system::error_code error;
+        json::parse(response.body, error);
+        EXPECT_FALSE(error) << target << ": " << response.body;
+    }
+    EXPECT_EQ(message(call("GET", "/api/v1/agents?projet%ff=3")),
+              "unknown query parameter 'projet\xef\xbf\xbd'; this route takes project, name");
+}
+
 // ---- bodies -----------------------------------------------------------------------
 
 TEST_F(RoutesTest, MalformedBodiesAre400NamingWhereOrWhichField) {

@@ -283,6 +283,21 @@ TEST(CodexAppServer, RequestsItDoesNotTakeAreRefusedAndARefusalEndsTheRun) {
     EXPECT_TRUE(payload(events[1]).at("isError").as_bool());
 }
 
+// Found by tests/fuzz/fuzz_harness_codex: a plan step's status went on as Codex wrote it,
+// though a plan entry's status is one of three words (docs/contracts.md), and what Codex
+// prints is the agent's to choose.
+TEST(CodexAppServer, APlanStepOfAnotherStatusIsPending) {
+    const auto events = parse_all(
+        R"j({"method":"turn/plan/updated","params":{"plan":[{"step":"a","status":""},{"step":"b","status":"done\u0000"},{"step":"c"},{"step":"d","status":"completed"}]}})j"
+        "\n");
+    ASSERT_EQ(events.size(), 1u) << describe(events);
+    EXPECT_EQ(json::serialize(payload(events[0]).at("entries")),
+              R"([{"content":"a","status":"pending","priority":"medium"},)"
+              R"({"content":"b","status":"pending","priority":"medium"},)"
+              R"({"content":"c","status":"pending","priority":"medium"},)"
+              R"({"content":"d","status":"completed","priority":"medium"}])");
+}
+
 TEST(CodexAppServer, FieldsOfTheWrongTypeYieldNothingAndDoNotStopTheStream) {
     const auto events = parse_all(
         R"({"method":"item/started","params":{"item":"not an object"}})"

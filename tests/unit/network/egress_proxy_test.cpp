@@ -392,13 +392,14 @@ TEST_F(EgressProxyTest, ALeasedListenerIsAcceptedFromUntilTheLeaseEnds) {
     // The shim's end closes (the session ended, or the shim restarts): the proxy lets go
     // of the listener, and a new connection waits for whoever accepts next.
     ::close(lease);
-    ASSERT_TRUE(eventually([&] {
+    // Named copies: clang 14 cannot capture a structured binding.
+    ASSERT_TRUE(eventually([&, leased = listener, leased_port = port] {
         // Sends the start of a head, never a whole one: the listener defers a connection
         // until its first bytes, and a probe the proxy still took leaves no decision.
-        const int probe = tcp_connect("127.0.0.1", port);
+        const int probe = tcp_connect("127.0.0.1", leased_port);
         send_all(probe, "C");
         std::this_thread::sleep_for(50ms);
-        const bool untaken = waits_in_queue(listener);
+        const bool untaken = waits_in_queue(leased);
         ::close(probe);
         return untaken;
     })) << "the proxy still accepts after the lease ended";
