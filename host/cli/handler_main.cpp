@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,6 +26,21 @@ void write_all(int fd, std::string_view bytes) {
         }
         bytes.remove_prefix(static_cast<std::size_t>(written));
     }
+}
+// `handler ui`: xdg-open, the desktop's own choice of browser. Its exit status says
+// whether it found one; it returns once the browser is started.
+bool open_url(const std::string& url) {
+    const pid_t child = ::fork();
+    if (child < 0) return false;
+    if (child == 0) {
+        const char* const argv[] = {"xdg-open", url.c_str(), nullptr};
+        ::execvp(argv[0], const_cast<char* const*>(argv));
+        ::_exit(127);
+    }
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0)
+        if (errno != EINTR) return false;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 } // namespace
 
@@ -55,6 +71,7 @@ int main(int argc, char** argv) {
         &cli::system_clock(), &cli::local_time_zone(),
         [](const cli::AcpCommand& command) {
             return acp::run_stdio_server(acp::ServerOptions{command.agent, command.verbosity});
-        }};
+        },
+        open_url};
     return cli::run_cli(std::vector<std::string>(argv + 1, argv + argc), context);
 }
