@@ -144,3 +144,41 @@ test('without the cookie every API call and WebSocket is refused', async () => {
   assert.equal((await request(port, { method: 'POST', path: '/api/v1/ui/login-tokens', headers: plain })).status, 401);
   await context.close();
 });
+
+// `handler ui` without --print-url: xdg-open (here a stand-in on PATH that records its
+// argument) gets a private file, never the link itself, since any local user can read a
+// process's command line; the browser that opens that file lands on the page, logged in.
+test('handler ui hands xdg-open a private file that leads to the page, not the link', async () => {
+  const { mkdtempSync, writeFileSync, readFileSync, statSync, chmodSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { tmpdir } = await import('node:os');
+  const { execFileSync } = await import('node:child_process');
+  const bin = mkdtempSync(join(tmpdir(), 'xdg-open-'));
+  const log = join(bin, 'argv');
+  writeFileSync(join(bin, 'xdg-open'), `#!/bin/sh\nprintf '%s\\n' "$@" > '${log}'\n`);
+  chmodSync(join(bin, 'xdg-open'), 0o755);
+  const out = execFileSync('handler', ['ui'], { encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+  assert.match(out, /opened the web page/);
+  const argv = readFileSync(log, 'utf8').trim();
+  assert.match(argv, /^file:\/\/\/.*ui-login\.html$/);
+  assert.doesNotMatch(argv, /login=/);
+  const file = argv.slice('file://'.length);
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+
+  const { port } = loginLink();
+  const base = `http://127.0.0.1:${port}`;
+  const context = await browser.newContext();
+  const { page, problems } = await watchedPage(context);
+  await page.goto(argv);
+  await page.waitForURL((url) => url.origin === base);
+  const pageLogsIn = await page.evaluate(async () => (await (await fetch('/app.js')).text()).includes('#login='));
+  if (pageLogsIn) {
+    await page.waitForFunction(() => !location.hash.startsWith('#login='));
+  } else {
+    const token = await page.evaluate(() => location.hash.slice('#login='.length));
+    assert.equal((await tradeInPage(page, token)).status, 204);
+  }
+  assert.equal(await page.evaluate(async () => (await fetch('/api/v1/sessions')).status), 200);
+  assert.deepEqual(problems, []);
+  await context.close();
+});

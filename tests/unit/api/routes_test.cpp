@@ -75,7 +75,7 @@ protected:
 
     Response call(const std::string& method, const std::string& target,
                   const std::string& body = "") {
-        return routes_->handle(Request{method, target, body, false});
+        return routes_->handle(Request{method, target, body, false, {}, {}});
     }
     static json::value parse(const Response& response) {
         return response.body.empty() ? json::value() : json::parse(response.body);
@@ -162,10 +162,10 @@ TEST_F(RoutesTest, PluginsListEachHarnesssModelsCredentialsAndThinkingLevels) {
 
 TEST_F(RoutesTest, StatusWithoutADaemonIs503) {
     Routes bare(*store_, hub_, clock_, DaemonInfo{});
-    auto response = bare.handle({"GET", "/api/v1/status", "", false});
+    auto response = bare.handle({"GET", "/api/v1/status", "", false, {}, {}});
     EXPECT_EQ(response.status, 503u);
     EXPECT_EQ(code(response), "unavailable");
-    EXPECT_EQ(parse(bare.handle({"GET", "/api/v1/plugins", "", false})).at("plugins").as_array().size(), 0u);
+    EXPECT_EQ(parse(bare.handle({"GET", "/api/v1/plugins", "", false, {}, {}})).at("plugins").as_array().size(), 0u);
 }
 
 TEST_F(RoutesTest, UnknownRoutesAre404) {
@@ -802,7 +802,7 @@ TEST_F(RoutesTest, ExceptionsBecome500) {
     DaemonInfo info;
     info.status = []() -> json::object { throw std::runtime_error("status exploded"); };
     Routes routes(*store_, hub_, clock_, info);
-    auto response = routes.handle({"GET", "/api/v1/status", "", false});
+    auto response = routes.handle({"GET", "/api/v1/status", "", false, {}, {}});
     EXPECT_EQ(response.status, 500u);
     EXPECT_EQ(message(response),
               "internal error while handling GET /api/v1/status: status exploded");
