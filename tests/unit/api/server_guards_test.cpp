@@ -126,7 +126,8 @@ TEST(ApiGuards, ALiveSessionCookiePassesAndAnyOtherIsUnauthorized) {
 }
 
 TEST(ApiGuards, AWrongTokenIsRefusedEvenWithALiveSession) {
-    GuardHeaders headers = with_bearer("127.0.0.1:7420", "Bearer " + std::string(64, 'b'));
+    const std::string wrong = "Bearer " + std::string(64, 'b');
+    GuardHeaders headers = with_bearer("127.0.0.1:7420", wrong);
     const std::string live = "handler_session=live-one";
     headers.cookies = {live};
     EXPECT_EQ(check_tcp_guards(headers, kPort, with_session("live-one")).error().code,

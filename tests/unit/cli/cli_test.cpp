@@ -86,7 +86,7 @@ Run run(FakeDaemon& daemon, const std::vector<std::string>& arguments,
     int daemon_runs = 0;
     CliContext context{[&] { return daemon.connect(); }, out, err, current_dir,
                        [&](const DaemonCommand&) { return ++daemon_runs, 0; }, false, {},
-                       -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}};
+                       -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}, {}};
     if (adjust) adjust(context);
     const int code = run_cli(arguments, context);
     return {code, out.str(), err.str()};
@@ -137,7 +137,7 @@ TEST(Cli, RootIsPointedToTheUserThatRunsHandlerd) {
     FakeDaemon daemon;
     daemon.go_away();
     std::ostringstream out, err;
-    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true, {}, -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}};
+    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true, {}, -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}, {}};
     EXPECT_EQ(run_cli({"status"}, context), kExitUnavailable);
     EXPECT_NE(err.str().find("su - handler -c"), std::string::npos) << err.str();
     // and a normal user is not told about root
@@ -151,7 +151,7 @@ TEST(Cli, SetupCheckJsonReportsTheProbedMachineWithoutTheDaemon) {
         auto probe = std::make_unique<handler::testing::FakeSystemProbe>();
         probe->programs.erase("podman");
         return std::unique_ptr<setup::SystemProbe>(std::move(probe));
-    }, -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}};
+    }, -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}, {}};
     EXPECT_EQ(run_cli({"setup", "--check", "--json"}, context), 1) << err.str();
     auto parsed = json::parse(out.str()).as_object();
     EXPECT_FALSE(parsed.at("ok").as_bool());
@@ -172,7 +172,7 @@ TEST(Cli, SetupAsRootIsRefused) {
         auto probe = std::make_unique<handler::testing::FakeSystemProbe>();
         probe->user_id = 0;
         return std::unique_ptr<setup::SystemProbe>(std::move(probe));
-    }, -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}};
+    }, -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}, {}};
     EXPECT_EQ(run_cli({"setup"}, context), 1);
     EXPECT_NE(out.str().find("agents never run as root"), std::string::npos) << out.str();
     EXPECT_TRUE(daemon.calls.empty());
