@@ -27,7 +27,9 @@ browser_dir="$work/browser"
 mkdir -p "$browser_dir"
 cp "$here"/browser/package.json "$here"/browser/package-lock.json "$here"/browser/*.mjs "$browser_dir"/
 [ -d "$here/browser/page" ] && cp -r "$here/browser/page" "$browser_dir/"
-(cd "$browser_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || fail "npm ci of playwright-core failed"
+# npm's cache in the account's real home, so later runs need no download.
+(cd "$browser_dir" && npm_config_cache="$real_home/.npm" npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
+  fail "npm ci of playwright-core failed"
 # Chromium's profile, crash reports and caches go to the private HOME.
 (cd "$browser_dir" && HANDLER_SESSION_ID=$session_id HANDLER_CHROMIUM=$chromium node --test --test-concurrency=1) ||
   fail "the browser tests failed (above)"
