@@ -17,6 +17,11 @@ if [ "$(id -u)" -ne 0 ]; then
   exec sudo "$0" "$@"
 fi
 
+# The web page is built with node and npm (ui/CMakeLists.txt). Debian's npm package
+# conflicts with a node from elsewhere (NodeSource's, which these machines have), so
+# Debian's nodejs and npm are added only when there is no npm at all.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

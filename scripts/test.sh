@@ -28,6 +28,16 @@ podman_user=${HANDLER_PODMAN_USER:-handler-ci}
 # The machine as scripts/install.sh leaves it, by the same step: nothing more, so CI
 # meets what a user meets.
 "$here/scripts/prepare-machine.sh"
+# One package for the tests only: the browser the web page's tests drive
+# (tests/browser/). A user's machine never needs it (they open the page in their own
+# browser), so it is not in install-deps.sh; adding a test's tool is not a repair of
+# the machine the install would have missed.
+if ! dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed"; then
+  echo "test.sh: installing chromium for the browser tests"
+  if [ "$(id -u)" -eq 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
+  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" update -qq
+  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq --no-install-recommends chromium
+fi
 
 cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHANDLER_BUILD_TESTS=ON >/dev/null

@@ -12,6 +12,7 @@
 #include "api/server_state.hpp"
 #include "api/terminal_session.hpp"
 #include "api/terminal_target.hpp"
+#include "api/ui_login.hpp"
 #include "api/websocket_session.hpp"
 
 #pragma GCC diagnostic push
@@ -37,6 +38,14 @@ namespace handler::api::detail {
 namespace http = beast::http;
 
 inline constexpr std::string_view kEventsPath = "/api/v1/events";
+// docs/web-ui.md, "Security": the page's own files and connections only, no inline
+// script or style, no eval, never framed. 'self' in connect-src covers the page's own
+// ws:// origin in CSP Level 3 browsers (Chromium, Firefox, Safari 15.4+): the browser
+// tests open the events WebSocket under it. xterm.js's <style> elements and style
+// strings are turned into CSSOM writes by the page (ui/src/csp_shims.js).
+inline constexpr std::string_view kContentSecurityPolicy =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 class HttpSession final : public Connection, public std::enable_shared_from_this<HttpSession> {
 public:
@@ -217,7 +226,15 @@ private:
         collect(http::field::origin, headers.origins);
         collect(http::field::authorization, headers.authorizations);
         collect(http::field::cookie, headers.cookies);
-        auto checked = check_tcp_guards(headers, state_->tcp_port, state_->options.token);
+        TcpCredentials credentials{state_->options.token, {}};
+        if (state_->logins != nullptr)
+            credentials.session_valid = [logins = state_->logins](std::string_view session) {
+                return logins->session_valid(session);
+            };
+        const std::string_view target = request.target();
+        const bool open = !websocket::is_upgrade(request) &&
+                          is_open_route(request.method_string(), target.substr(0, target.find('?')));
+        auto checked = check_tcp_guards(headers, state_->tcp_port, credentials, open);
         if (checked) return true;
         send_error(checked.error().code, checked.error().message);
         return false;
@@ -230,6 +247,11 @@ private:
         call.target = std::string(request.target());
         call.body = std::move(request.body());
         call.over_tcp = over_tcp_;
+        call.accept_encoding = std::string(request[http::field::accept_encoding]);
+        GuardHeaders cookies;
+        for (auto [it, end] = request.equal_range(http::field::cookie); it != end; ++it)
+            cookies.cookies.push_back(it->value());
+        call.session_cookie = std::string(presented_session(cookies));
 
         Response response;
         if (state_->handler == nullptr) {
@@ -279,8 +301,13 @@ private:
             if (!header_safe(response.content_type)) return false;
             out.set(http::field::content_type, response.content_type);
         }
+        // On every answer, the page's and the API's alike (docs/web-ui.md, "Security"):
+        // only handlerd's own files and connections, never framed, no referrer.
         if (out.find("X-Content-Type-Options") == out.end())
             out.set("X-Content-Type-Options", "nosniff");
+        out.set("Content-Security-Policy", kContentSecurityPolicy);
+        out.set("Referrer-Policy", "no-referrer");
+        out.set("Cross-Origin-Opener-Policy", "same-origin");
         out.body() = std::move(response.body);
         return true;
     }

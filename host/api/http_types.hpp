@@ -13,8 +13,13 @@ struct Request {
     std::string target;  // path and query, e.g. "/api/v1/agents?project=3"
     std::string body;    // raw; JSON for POST/PATCH
     // Which listener it came through: the unix socket is trusted by file mode, TCP by
-    // token. Handlers never need this, but logs do.
+    // token or the page's cookie. The web page's login routes depend on it (a login link
+    // is made only over the unix socket, traded only over TCP).
     bool over_tcp = false;
+    // The few headers a route reads: the page's files are sent gzipped when the browser
+    // takes it, and logout ends the session its cookie names.
+    std::string accept_encoding;
+    std::string session_cookie; // the handler_session cookie's value, or empty
 };
 
 struct Response {

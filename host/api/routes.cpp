@@ -5,6 +5,8 @@
 
 #include "api/prompt_images.hpp"
 #include "api/routes_json.hpp"
+#include "api/ui_assets.hpp"
+#include "api/ui_login.hpp"
 #include "store/store.hpp"
 #include "store/validation.hpp"
 
@@ -30,6 +32,8 @@ struct Routes::Call {
     std::vector<std::string> segments; // decoded, after /api/v1
     std::vector<std::pair<std::string, std::string>> query; // decoded, in order
     std::string_view body;
+    bool over_tcp = false;
+    std::string_view session_cookie;
 };
 
 namespace {
@@ -98,6 +102,14 @@ Response Routes::handle(const Request& request) {
         call.method = request.method;
         call.target = std::string(url->encoded_path());
         call.body = request.body;
+        call.over_tcp = request.over_tcp;
+        call.session_cookie = request.session_cookie;
+        // The page's files: a fixed set of names, looked up whole (api/ui_assets.hpp).
+        if (!call.target.starts_with("/api/")) {
+            static const UiAssets kNoPage;
+            return serve_ui_asset(info_.ui_assets != nullptr ? *info_.ui_assets : kNoPage, request,
+                                  call.target, info_.ui_missing);
+        }
         std::vector<std::string> segments;
         for (const auto segment : url->segments()) segments.emplace_back(segment);
         const bool versioned = segments.size() >= 3 && segments[0] == "api" && segments[1] == "v1";
@@ -172,6 +184,7 @@ Response Routes::dispatch(const Call& call) {
     if (resource == "accounts") return accounts(call);
     if (resource == "agents") return agents(call);
     if (resource == "sessions") return sessions(call);
+    if (resource == "ui") return ui(call);
     if (resource == "events" && call.segments.size() == 1) {
         if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
         return error_response(ErrorCode::invalid_argument,
@@ -210,6 +223,71 @@ Response Routes::plugins(const Call& call) {
     return json_response(200, json::object{{"plugins", json_list(records, [](const auto& r) {
                                                 return to_json(r);
                                             })}});
+}
+
+// ---- the web page's login (docs/web-ui.md, "Security") -----------------------------
+
+Response Routes::ui(const Call& call) {
+    if (call.segments.size() != 2) return no_route(call.method, call.target);
+    const std::string& action = call.segments[1];
+    if (action != "login-tokens" && action != "login" && action != "logout")
+        return no_route(call.method, call.target);
+    if (call.method != "POST") return not_allowed(call.method, call.target, {"POST"});
+    if (auto params = query_params(call.query, {}); !params) return error_response(params.error());
+    if (info_.ui_logins == nullptr)
+        return error_response(ErrorCode::unavailable, "the web page's login is not available");
+    UiLogins& logins = *info_.ui_logins;
+
+    if (action == "login-tokens") {
+        // Only the owner's own `handler ui`, by the socket's file mode: over TCP this would
+        // let a holder of one credential mint another, and a page has no use for it.
+        if (call.over_tcp)
+            return error_response(ErrorCode::forbidden,
+                                  "login links are made only over the unix socket: run `handler ui`");
+        if (!call.body.empty()) {
+            auto body = parse_body(call.body);
+            if (!body) return error_response(body.error());
+            if (auto known = BodyReader(*body).allow_only({}); !known) return error_response(known.error());
+        }
+        const std::uint16_t port = info_.tcp_port ? info_.tcp_port() : 0;
+        if (port == 0)
+            return error_response(ErrorCode::conflict,
+                                  "the web page is served on handlerd's TCP port, and TCP is off: set "
+                                  "[api] tcp = true in config.toml and restart handlerd");
+        auto token = logins.issue_login_token();
+        if (!token) return error_response(token.error());
+        // 127.0.0.1 rather than localhost: no resolver, hosts file or IPv6 preference
+        // decides where the browser goes with the token.
+        const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/#login=" + token->token;
+        return json_response(201, json::object{{"token", token->token},
+                                               {"url", url},
+                                               {"expires_at", token->expires_at}});
+    }
+
+    if (action == "login") {
+        // The cookie is for a browser, which only ever comes over TCP.
+        if (!call.over_tcp)
+            return error_response(ErrorCode::invalid_argument,
+                                  "POST /api/v1/ui/login is for the web page, over TCP");
+        auto body = parse_body(call.body);
+        if (!body) return error_response(body.error());
+        BodyReader reader(*body);
+        if (auto known = reader.allow_only({"token"}); !known) return error_response(known.error());
+        auto token = reader.required_string("token");
+        if (!token) return error_response(token.error());
+        auto session = logins.redeem(*token);
+        if (!session) return error_response(session.error());
+        Response response = no_content();
+        response.headers["Set-Cookie"] = session_cookie_header(*session);
+        response.headers["Cache-Control"] = "no-store";
+        return response;
+    }
+
+    // logout: the session the cookie names ends; the browser is told to forget it.
+    logins.end_session(call.session_cookie);
+    Response response = no_content();
+    response.headers["Set-Cookie"] = cleared_session_cookie_header();
+    return response;
 }
 
 // ---- contexts ---------------------------------------------------------------------

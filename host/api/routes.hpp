@@ -1,5 +1,5 @@
-// The route table of the v1 API (docs/api.md): every route except the WebSocket at
-// /api/v1/events, which the transport serves itself from the EventHub.
+// The route table of the v1 API (docs/api.md): every route except the WebSockets, which
+// the transport serves itself; and the web page's files (any GET outside /api/).
 //
 // Transport-free: it takes a Request and returns a Response, so tests call it directly.
 // It never throws and never crashes the daemon: a bug becomes a 500 with a message.
@@ -31,6 +31,9 @@ class SecretStore;
 
 namespace handler::api {
 
+class UiAssets;
+class UiLogins;
+
 // What the routes learn from the daemon rather than the store. Plain functions so the
 // daemon passes lambdas and tests pass canned values.
 struct DaemonInfo {
@@ -45,6 +48,13 @@ struct DaemonInfo {
     SessionControl* sessions = nullptr;
     // Accounts' keys; null → the key routes answer 503.
     secrets::SecretStore* secrets = nullptr;
+    // The web page's files (GET of any path outside /api/); null → 404 with ui_missing.
+    const UiAssets* ui_assets = nullptr;
+    std::string ui_missing = "this handlerd was started without its page";
+    // The page's logins (/api/v1/ui/...); null → those routes answer 503.
+    UiLogins* ui_logins = nullptr;
+    // The bound TCP port, for the login URL; unset or 0 → TCP is off.
+    std::function<std::uint16_t()> tcp_port;
 };
 
 class Routes final : public RequestHandler {
@@ -70,6 +80,7 @@ private:
     Response start_session(const Call& call);
     Response conversation(const Call& call, const std::string& id, const std::string& action);
     Response no_session_service();
+    Response ui(const Call& call);
 
     Response list_projects(const Call& call);
     Response create_project(const Call& call);

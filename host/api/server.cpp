@@ -202,10 +202,11 @@ struct Server::Impl {
 };
 
 Server::Server(boost::asio::io_context& io, ServerOptions options, RequestHandler& handler,
-               EventHub& events, SessionControl* sessions)
+               EventHub& events, SessionControl* sessions, UiLogins* logins)
     : impl_(std::make_unique<Impl>(Impl{io})) {
     impl_->running->state = std::make_shared<ServerState>(io, std::move(options), handler, events);
     impl_->running->state->sessions = sessions;
+    impl_->running->state->logins = logins;
     impl_->running->socket_path = impl_->running->state->options.socket_path;
 }
 
@@ -218,6 +219,7 @@ Server::~Server() {
     running.state->handler = nullptr;
     running.state->events = nullptr;
     running.state->sessions = nullptr;
+    running.state->logins = nullptr;
 }
 
 Result<void> Server::start() {

@@ -23,6 +23,8 @@ class io_context;
 
 namespace handler::api {
 
+class UiLogins;
+
 struct ServerOptions {
     // The unix socket (Paths::socket_file()). Its folder must already be private: owned
     // by us with no group/other bits (the daemon calls ensure_private_dir). The socket is
@@ -65,9 +67,11 @@ struct ServerOptions {
 class Server {
 public:
     // `sessions` (may be null: the terminal WebSocket then answers 503) serves
-    // /api/v1/sessions/{id}/terminal and must outlive the Server too.
+    // /api/v1/sessions/{id}/terminal and must outlive the Server too. `logins` (may be
+    // null: only the API token is taken over TCP) decides the page's handler_session
+    // cookie, and must outlive the Server.
     Server(boost::asio::io_context& io, ServerOptions options, RequestHandler& handler,
-           EventHub& events, SessionControl* sessions = nullptr);
+           EventHub& events, SessionControl* sessions = nullptr, UiLogins* logins = nullptr);
     ~Server();
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;

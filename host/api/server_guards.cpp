@@ -1,6 +1,7 @@
 #include "api/server_guards.hpp"
 
 #include "api/token.hpp"
+#include "api/ui_login.hpp"
 #include "core/utf8.hpp"
 
 #include <boost/json/serialize.hpp>
@@ -55,8 +56,8 @@ std::string_view cookie_value(std::string_view header, std::string_view name) {
 }
 
 constexpr std::string_view kTokenHint =
-    "send `Authorization: Bearer TOKEN` (a browser may send the cookie handler_token) with "
-    "the token from $XDG_DATA_HOME/handler/api-token";
+    "send `Authorization: Bearer TOKEN` with the token from $XDG_DATA_HOME/handler/api-token; "
+    "the web page logs in through `handler ui`";
 
 } // namespace
 
@@ -67,13 +68,22 @@ std::string_view presented_token(const GuardHeaders& headers) {
         if (value.size() > kScheme.size() && iequals(value.substr(0, kScheme.size()), kScheme))
             return trim(value.substr(kScheme.size()));
     }
-    for (const std::string_view header : headers.cookies)
-        if (auto value = cookie_value(header, "handler_token"); !value.empty()) return value;
     return {};
 }
 
+std::string_view presented_session(const GuardHeaders& headers) {
+    for (const std::string_view header : headers.cookies)
+        if (auto value = cookie_value(header, kSessionCookie); !value.empty()) return value;
+    return {};
+}
+
+bool is_open_route(std::string_view method, std::string_view path) {
+    if (method == "GET") return !path.starts_with("/api/");
+    return method == "POST" && path == "/api/v1/ui/login";
+}
+
 Result<void> check_tcp_guards(const GuardHeaders& headers, std::uint16_t port,
-                              std::string_view token) {
+                              const TcpCredentials& credentials, bool open) {
     const std::string suffix = ":" + std::to_string(port);
 
     // Host first: a page on evil.example that rebinds its name to 127.0.0.1 still sends
@@ -109,17 +119,24 @@ Result<void> check_tcp_guards(const GuardHeaders& headers, std::uint16_t port,
                                   " or http://[::1]" + suffix + " may");
     }
 
+    if (open) return {};
     if (headers.authorizations.size() > 1)
         return make_error(ErrorCode::unauthorized, "more than one Authorization header");
-    const std::string_view presented = presented_token(headers);
-    if (presented.empty())
-        return make_error(ErrorCode::unauthorized,
-                          "missing API token: " + std::string(kTokenHint));
-    if (!token_equals(presented, token))
+    // A token that is given must be right, whatever cookie comes with it.
+    if (const std::string_view presented = presented_token(headers); !presented.empty()) {
+        if (token_equals(presented, credentials.token)) return {};
         return make_error(ErrorCode::unauthorized,
                           "wrong API token: " + std::string(kTokenHint) +
                               " (it changes only if that file is deleted)");
-    return {};
+    }
+    if (const std::string_view session = presented_session(headers); !session.empty()) {
+        if (credentials.session_valid && credentials.session_valid(session)) return {};
+        return make_error(ErrorCode::unauthorized,
+                          "the page's login has ended (handlerd restarted, you logged out, or "
+                          "it was unused for a week): run `handler ui` in a terminal to open "
+                          "the page again");
+    }
+    return make_error(ErrorCode::unauthorized, "not logged in: " + std::string(kTokenHint));
 }
 
 unsigned status_for(ErrorCode code) {

@@ -59,6 +59,8 @@ struct ServerState {
     RequestHandler* handler;
     EventHub* events;
     SessionControl* sessions = nullptr;
+    // The web page's browser sessions (null: no cookie is accepted).
+    UiLogins* logins = nullptr;
     std::uint16_t tcp_port = 0;
     bool stopping = false;
 

@@ -537,6 +537,29 @@ const Group kGroups[] = {
     {"network", "What sessions reached, and what they may reach"},
 };
 
+// `handler ui`: a one-time login link from handlerd (over the unix socket, the only way
+// one is made), opened in the browser or printed. The token is in the URL's fragment,
+// which a browser never sends to a server; the page trades it for its cookie.
+int command_ui(Session& session, const Options& options) {
+    const json::value empty = json::object{};
+    auto answer = session.call("POST", "/api/v1/ui/login-tokens", &empty);
+    if (!answer) return session.exit_code();
+    const std::string url(answer->as_object().at("url").as_string());
+    auto& out = session.context().out;
+    if (options.print_url) {
+        out << url << '\n';
+        return kExitOk;
+    }
+    if (session.context().open_url && session.context().open_url(url)) {
+        out << "handler: opened the web page in your browser; if it did not appear, open this "
+               "link (it works once, for 2 minutes):\n"
+            << url << '\n';
+        return kExitOk;
+    }
+    out << "handler: open this link in your browser (it works once, for 2 minutes):\n" << url << '\n';
+    return kExitOk;
+}
+
 int command_completions(Session& session, const Options& options) {
     CLI::App app{"", "handler"};
     define_commands(app);
@@ -565,6 +588,12 @@ const Command kCommands[] = {
      },
      false},
     {"status", "Show whether handlerd runs, and its state", add_json_flag, command_status},
+    {"ui", "Open the web page in your browser, logged in by a one-time link",
+     [](CLI::App& command, Options& options) {
+         command.add_flag("--print-url", options.print_url,
+                          "Only print the link (it works once, for 2 minutes)");
+     },
+     command_ui},
     {"plugins list", "List plugins: loaded, refused, failed", add_json_flag, command_plugins_list},
     {"context add", "Add a context",
      [](CLI::App& command, Options& options) {

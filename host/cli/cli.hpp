@@ -63,6 +63,9 @@ struct CliContext {
     const TimeZone* time_zone = &local_time_zone();
     // `handler acp` takes over stdin and stdout; unset: the command says it is unavailable.
     std::function<int(const AcpCommand&)> run_acp;
+    // `handler ui`: opens a URL in the user's browser (xdg-open); false when that could
+    // not be done, and the URL is printed instead. Unset: always printed.
+    std::function<bool(const std::string& url)> open_url;
 };
 
 // Builds the command tree without running anything: also the source of the shell

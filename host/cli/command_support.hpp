@@ -43,6 +43,7 @@ struct Options {
     bool clear_context = false;
     bool all_projects = false;
     bool check_only = false;
+    bool print_url = false; // handler ui
     std::string shell;
 
     // Sessions.

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,6 +26,37 @@ void write_all(int fd, std::string_view bytes) {
         }
         bytes.remove_prefix(static_cast<std::size_t>(written));
     }
+}
+// `handler ui`: xdg-open, the desktop's own choice of browser. The login link is not
+// put on its command line, where any local user can read it in /proc/PID/cmdline (and
+// race to spend the token first): xdg-open gets a private file (0600, in handler's
+// runtime folder) that sends the browser on to the link, as Jupyter does. Its exit
+// status says whether it found a browser; it returns once the browser is started.
+bool open_url(const std::string& url) {
+    constexpr std::string_view kPrefix = "http://127.0.0.1:";
+    // The link goes into HTML: only what handlerd makes (digits, hex, ':', '/', '#', '=').
+    if (!url.starts_with(kPrefix) ||
+        url.find_first_not_of("0123456789abcdef:/.#=lognin", kPrefix.size()) != std::string::npos)
+        return false;
+    auto paths = handler::Paths::from_process_environment();
+    if (!paths) return false;
+    const std::filesystem::path page = paths->runtime_dir / "ui-login.html";
+    const std::string html = "<!doctype html><meta charset=\"utf-8\"><title>Handler</title>"
+                             "<meta http-equiv=\"refresh\" content=\"0; url=" + url + "\">"
+                             "<a href=\"" + url + "\">Open Handler</a>\n";
+    if (!handler::write_file_atomic(page, html, 0600)) return false;
+    const std::string target = "file://" + page.string();
+    const pid_t child = ::fork();
+    if (child < 0) return false;
+    if (child == 0) {
+        const char* const argv[] = {"xdg-open", target.c_str(), nullptr};
+        ::execvp(argv[0], const_cast<char* const*>(argv));
+        ::_exit(127);
+    }
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0)
+        if (errno != EINTR) return false;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 } // namespace
 
@@ -55,6 +87,7 @@ int main(int argc, char** argv) {
         &cli::system_clock(), &cli::local_time_zone(),
         [](const cli::AcpCommand& command) {
             return acp::run_stdio_server(acp::ServerOptions{command.agent, command.verbosity});
-        }};
+        },
+        open_url};
     return cli::run_cli(std::vector<std::string>(argv + 1, argv + argc), context);
 }

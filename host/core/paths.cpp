@@ -132,4 +132,11 @@ fs::path builtin_helper_dir() {
     return exe.parent_path().parent_path() / "libexec" / "handler";
 }
 
+fs::path builtin_ui_dir() {
+    std::error_code error;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", error);
+    if (error) return {};
+    return exe.parent_path().parent_path() / "share" / "handler" / "ui";
+}
+
 } // namespace handler

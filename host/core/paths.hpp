@@ -52,5 +52,8 @@ std::filesystem::path builtin_plugin_dir();
 // <prefix>/libexec/handler next to the running executable's <prefix>/bin: handler's
 // in-container helper programs (handler-shim), mounted read-only into every session.
 std::filesystem::path builtin_helper_dir();
+// <prefix>/share/handler/ui next to <prefix>/bin: the web page handlerd serves (the build
+// tree has it at the same place, ui/CMakeLists.txt).
+std::filesystem::path builtin_ui_dir();
 
 } // namespace handler

@@ -3,6 +3,8 @@
 #include "api/routes.hpp"
 #include "api/server.hpp"
 #include "api/token.hpp"
+#include "api/ui_assets.hpp"
+#include "api/ui_login.hpp"
 #include "core/clock.hpp"
 #include "core/paths.hpp"
 #include "daemon/process.hpp"
@@ -274,8 +276,25 @@ int run_daemon(const DaemonOptions& options) {
     };
     info.sessions = &session_manager;
     info.secrets = &(*keys)->secret_store;
+    // The web page: read once now, so what is served is what was installed with this
+    // handlerd; without it handlerd still runs, and GET / says why there is no page.
+    api::UiAssets ui_assets;
+    if (auto loaded = api::UiAssets::load(builtin_ui_dir()); loaded) {
+        ui_assets = std::move(*loaded);
+        spdlog::info("web page: {} files from {}", ui_assets.size(), ui_assets.dir().string());
+    } else {
+        spdlog::warn("no web page: {}", loaded.error().message);
+        info.ui_missing = loaded.error().message;
+    }
+    api::UiLogins ui_logins(clock);
+    info.ui_assets = &ui_assets;
+    info.ui_logins = &ui_logins;
+    info.tcp_port = [&server_ptr, &config]() -> std::uint16_t {
+        return server_ptr != nullptr && config.api.tcp ? server_ptr->tcp_port() : 0;
+    };
     api::Routes routes(**store, events, clock, info);
-    api::Server server(io, server_options(paths, config, token), routes, events, &session_manager);
+    api::Server server(io, server_options(paths, config, token), routes, events, &session_manager,
+                       &ui_logins);
     if (auto started = server.start(); !started) return refuse(readiness, started.error().message);
     server_ptr = &server;
 

@@ -13,7 +13,8 @@ expect_eq "$(code_of "$base/status")" 401 "no token"
 expect_contains "$(cat "$work/body")" '"code":"unauthorized"'
 expect_eq "$(code_of -H "Authorization: Bearer wrong$token" "$base/status")" 401 "wrong token"
 expect_eq "$(code_of -H "Authorization: Bearer $token" "$base/status")" 200 "right token"
-expect_eq "$(code_of --cookie "handler_token=$token" "$base/status")" 200 "token cookie"
+expect_eq "$(code_of --cookie "handler_token=$token" "$base/status")" 401 "the raw token as a cookie is no longer taken"
+expect_eq "$(code_of --cookie "handler_session=forged" "$base/status")" 401 "a forged page cookie"
 expect_eq "$(code_of -H "Authorization: Bearer $token" "http://localhost:$port/api/v1/status")" 200 "localhost name"
 
 # DNS rebinding: a page served from evil.example that resolved to 127.0.0.1.

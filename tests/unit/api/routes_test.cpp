@@ -1,4 +1,5 @@
 #include "api/routes.hpp"
+#include "api/ui_login.hpp"
 
 #include "secrets/secret_store.hpp"
 
@@ -74,7 +75,7 @@ protected:
 
     Response call(const std::string& method, const std::string& target,
                   const std::string& body = "") {
-        return routes_->handle(Request{method, target, body, false});
+        return routes_->handle(Request{method, target, body, false, {}, {}});
     }
     static json::value parse(const Response& response) {
         return response.body.empty() ? json::value() : json::parse(response.body);
@@ -161,10 +162,10 @@ TEST_F(RoutesTest, PluginsListEachHarnesssModelsCredentialsAndThinkingLevels) {
 
 TEST_F(RoutesTest, StatusWithoutADaemonIs503) {
     Routes bare(*store_, hub_, clock_, DaemonInfo{});
-    auto response = bare.handle({"GET", "/api/v1/status", "", false});
+    auto response = bare.handle({"GET", "/api/v1/status", "", false, {}, {}});
     EXPECT_EQ(response.status, 503u);
     EXPECT_EQ(code(response), "unavailable");
-    EXPECT_EQ(parse(bare.handle({"GET", "/api/v1/plugins", "", false})).at("plugins").as_array().size(), 0u);
+    EXPECT_EQ(parse(bare.handle({"GET", "/api/v1/plugins", "", false, {}, {}})).at("plugins").as_array().size(), 0u);
 }
 
 TEST_F(RoutesTest, UnknownRoutesAre404) {
@@ -816,7 +817,7 @@ TEST_F(RoutesTest, ExceptionsBecome500) {
     DaemonInfo info;
     info.status = []() -> json::object { throw std::runtime_error("status exploded"); };
     Routes routes(*store_, hub_, clock_, info);
-    auto response = routes.handle({"GET", "/api/v1/status", "", false});
+    auto response = routes.handle({"GET", "/api/v1/status", "", false, {}, {}});
     EXPECT_EQ(response.status, 500u);
     EXPECT_EQ(message(response),
               "internal error while handling GET /api/v1/status: status exploded");
@@ -1119,6 +1120,95 @@ TEST_F(AccountKeyRoutesTest, KeysAreRefusedWhereTheyMakeNoSense) {
     EXPECT_FALSE(contains(bad.body, "has spaces in it")) << "the message never quotes the value";
     EXPECT_EQ(call("PUT", "/api/v1/accounts/99/secret", R"({"value":"abcdefgh12345"})").status, 404u);
     EXPECT_EQ(call("GET", "/api/v1/accounts/2/secret").status, 405u) << "a key is never read back";
+}
+
+} // namespace
+} // namespace handler::api
+
+namespace handler::api {
+namespace {
+
+// The web page's login routes and its files, through the route table (docs/api.md, "The
+// web page"). The cookie as a credential is the transport's: server_test.cpp.
+class UiRoutesTest : public RoutesTest {
+protected:
+    Response ui_call(const std::string& method, const std::string& target, const std::string& body,
+                     bool over_tcp, const std::string& cookie = {}) {
+        DaemonInfo ui_info = info();
+        ui_info.ui_logins = &logins_;
+        ui_info.tcp_port = [] { return std::uint16_t{7420}; };
+        Routes routes(*store_, hub_, clock_, ui_info);
+        Request request;
+        request.method = method;
+        request.target = target;
+        request.body = body;
+        request.over_tcp = over_tcp;
+        request.session_cookie = cookie;
+        return routes.handle(request);
+    }
+    UiLogins logins_{clock_};
+};
+
+TEST_F(UiRoutesTest, ALoginLinkIsMadeOnlyOverTheUnixSocket) {
+    const Response over_tcp = ui_call("POST", "/api/v1/ui/login-tokens", "{}", true);
+    EXPECT_EQ(over_tcp.status, 403u);
+    EXPECT_EQ(logins_.login_token_count(), 0u);
+
+    const Response made = ui_call("POST", "/api/v1/ui/login-tokens", "{}", false);
+    ASSERT_EQ(made.status, 201u) << made.body;
+    const auto body = json::parse(made.body).as_object();
+    const std::string token(body.at("token").as_string());
+    EXPECT_EQ(body.at("url").as_string(), "http://127.0.0.1:7420/#login=" + token);
+    EXPECT_EQ(body.at("expires_at").as_int64(), clock_.now_ms() + UiLogins::kLoginTokenLifetimeMs);
+    EXPECT_EQ(ui_call("POST", "/api/v1/ui/login-tokens", R"({"x":1})", false).status, 400u);
+    EXPECT_EQ(ui_call("GET", "/api/v1/ui/login-tokens", "", false).status, 405u);
+}
+
+TEST_F(UiRoutesTest, TheTokenIsTradedOnceForAnHttpOnlyStrictCookie) {
+    const auto made = json::parse(ui_call("POST", "/api/v1/ui/login-tokens", "", false).body).as_object();
+    const std::string token(made.at("token").as_string());
+    const std::string body = R"({"token":")" + token + R"("})";
+
+    EXPECT_EQ(ui_call("POST", "/api/v1/ui/login", body, false).status, 400u) << "not over the unix socket";
+    const Response login = ui_call("POST", "/api/v1/ui/login", body, true);
+    ASSERT_EQ(login.status, 204u) << login.body;
+    const std::string set_cookie = login.headers.at("Set-Cookie");
+    ASSERT_TRUE(set_cookie.starts_with("handler_session=")) << set_cookie;
+    EXPECT_TRUE(set_cookie.ends_with("; HttpOnly; SameSite=Strict; Path=/")) << set_cookie;
+    const std::string session = set_cookie.substr(16, set_cookie.find(';') - 16);
+    EXPECT_TRUE(logins_.session_valid(session));
+    EXPECT_EQ(set_cookie.find(token), std::string::npos);
+
+    const Response again = ui_call("POST", "/api/v1/ui/login", body, true);
+    EXPECT_EQ(again.status, 401u);
+    EXPECT_EQ(again.headers.count("Set-Cookie"), 0u);
+    EXPECT_EQ(ui_call("POST", "/api/v1/ui/login", R"({"token":7})", true).status, 400u);
+    EXPECT_EQ(ui_call("POST", "/api/v1/ui/login", R"({})", true).status, 400u);
+
+    const Response logout = ui_call("POST", "/api/v1/ui/logout", "", true, session);
+    EXPECT_EQ(logout.status, 204u);
+    EXPECT_TRUE(logout.headers.at("Set-Cookie").find("Max-Age=0") != std::string::npos);
+    EXPECT_FALSE(logins_.session_valid(session));
+}
+
+TEST_F(UiRoutesTest, WithoutTcpThereIsNoLink) {
+    DaemonInfo ui_info = info();
+    ui_info.ui_logins = &logins_;
+    ui_info.tcp_port = [] { return std::uint16_t{0}; };
+    Routes routes(*store_, hub_, clock_, ui_info);
+    Request request;
+    request.method = "POST";
+    request.target = "/api/v1/ui/login-tokens";
+    const Response response = routes.handle(request);
+    EXPECT_EQ(response.status, 409u);
+    EXPECT_NE(response.body.find("[api] tcp = true"), std::string::npos) << response.body;
+}
+
+TEST_F(UiRoutesTest, PathsOutsideTheApiAreThePagesFiles) {
+    const Response page = call("GET", "/");
+    EXPECT_EQ(page.status, 404u);
+    EXPECT_NE(page.body.find("without its page"), std::string::npos) << page.body;
+    EXPECT_EQ(call("GET", "/api/v1/ui/nothing").status, 404u);
 }
 
 } // namespace

@@ -1,6 +1,8 @@
 // The API transport over real sockets: the unix socket, the TCP guards, the limits,
 // keep-alive, the events WebSocket and shutdown (docs/api.md).
 #include "api/server.hpp"
+#include "api/ui_login.hpp"
+#include "support/fakes.hpp"
 
 #include "api/client.hpp"
 #include "unit/api/server_test_fixture.hpp"
@@ -182,14 +184,58 @@ TEST(ApiServer, TcpWithTokenReachesTheHandlerWithItsBody) {
     EXPECT_TRUE(requests[0].over_tcp);
 }
 
-TEST(ApiServer, TokenMayComeAsCookie) {
+TEST(ApiServer, TheRawTokenAsACookieIsRefused) {
     RunningServer server;
     auto connection = RawConnection::tcp(server.port());
     const HttpReply reply = connection.exchange(http_request(
         "GET", "/api/v1/agents", "localhost:" + std::to_string(server.port()),
         "Cookie: theme=dark; handler_token=" + kTestToken + "\r\n"));
-    EXPECT_EQ(reply.status, 200u);
-    EXPECT_EQ(server.handler().requests().size(), 1u);
+    EXPECT_EQ(reply.status, 401u);
+    EXPECT_EQ(server.handler().requests().size(), 0u);
+}
+
+// The page's cookie from a real login, on a request and on the events WebSocket; the
+// page's files without any credential; the security headers on every answer.
+TEST(ApiServer, ASessionCookieFromALoginIsACredential) {
+    handler::testing::FakeClock clock;
+    UiLogins logins(clock);
+    auto token = logins.issue_login_token();
+    ASSERT_TRUE(token.ok());
+    auto session = logins.redeem(token->token);
+    ASSERT_TRUE(session.ok());
+    RunningServer server({}, nullptr, &logins);
+    const std::string cookie = "Cookie: handler_session=" + *session + "\r\n";
+    {
+        auto connection = RawConnection::tcp(server.port());
+        const HttpReply reply = connection.exchange(http_request("GET", "/api/v1/agents", server.host(), cookie));
+        EXPECT_EQ(reply.status, 200u);
+        EXPECT_NE(reply.head.find("Content-Security-Policy: default-src 'self'"), std::string::npos) << reply.head;
+        EXPECT_NE(reply.head.find("Referrer-Policy: no-referrer"), std::string::npos);
+        EXPECT_NE(reply.head.find("Cross-Origin-Opener-Policy: same-origin"), std::string::npos);
+        EXPECT_NE(reply.head.find("X-Content-Type-Options: nosniff"), std::string::npos);
+    }
+    {
+        auto connection = RawConnection::tcp(server.port());
+        EXPECT_EQ(connection.exchange(websocket_upgrade(server.host(), cookie)).status, 101u);
+    }
+    {
+        auto connection = RawConnection::tcp(server.port());
+        const HttpReply reply = connection.exchange(
+            http_request("GET", "/api/v1/agents", server.host(), "Cookie: handler_session=" + std::string(64, 'f') + "\r\n"));
+        EXPECT_EQ(reply.status, 401u);
+    }
+    {
+        auto connection = RawConnection::tcp(server.port());
+        EXPECT_EQ(connection.exchange(websocket_upgrade(server.host(), "")).status, 401u);
+    }
+    {
+        // A page file needs no credential (the handler answers it; here, the recorder).
+        auto connection = RawConnection::tcp(server.port());
+        EXPECT_EQ(connection.exchange(http_request("GET", "/app.js", server.host(), "")).status, 200u);
+        auto other = RawConnection::tcp(server.port());
+        EXPECT_EQ(other.exchange(http_request("GET", "/app.js", "evil.example:" + std::to_string(server.port()), "")).status,
+                  403u);
+    }
 }
 
 TEST(ApiServer, ForeignHostIs403EvenWithToken) {

@@ -106,10 +106,10 @@ public:
     }
 
     explicit RunningServer(std::function<void(ServerOptions&)> adjust = {},
-                           SessionControl* sessions = nullptr) {
+                           SessionControl* sessions = nullptr, UiLogins* logins = nullptr) {
         options_ = default_options(folder_.path());
         if (adjust) adjust(options_);
-        server_ = std::make_unique<Server>(io_, options_, handler_, hub_, sessions);
+        server_ = std::make_unique<Server>(io_, options_, handler_, hub_, sessions, logins);
         auto started = server_->start();
         if (!started) throw std::runtime_error("server did not start: " + started.error().message);
         thread_ = std::thread([this] { io_.run(); });

@@ -86,7 +86,7 @@ Run run(FakeDaemon& daemon, const std::vector<std::string>& arguments,
     int daemon_runs = 0;
     CliContext context{[&] { return daemon.connect(); }, out, err, current_dir,
                        [&](const DaemonCommand&) { return ++daemon_runs, 0; }, false, {},
-                       -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}};
+                       -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}, {}};
     if (adjust) adjust(context);
     const int code = run_cli(arguments, context);
     return {code, out.str(), err.str()};
@@ -137,7 +137,7 @@ TEST(Cli, RootIsPointedToTheUserThatRunsHandlerd) {
     FakeDaemon daemon;
     daemon.go_away();
     std::ostringstream out, err;
-    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true, {}, -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}};
+    CliContext context{[&] { return daemon.connect(); }, out, err, "/", {}, true, {}, -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}, {}};
     EXPECT_EQ(run_cli({"status"}, context), kExitUnavailable);
     EXPECT_NE(err.str().find("su - handler -c"), std::string::npos) << err.str();
     // and a normal user is not told about root
@@ -151,7 +151,7 @@ TEST(Cli, SetupCheckJsonReportsTheProbedMachineWithoutTheDaemon) {
         auto probe = std::make_unique<handler::testing::FakeSystemProbe>();
         probe->programs.erase("podman");
         return std::unique_ptr<setup::SystemProbe>(std::move(probe));
-    }, -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}};
+    }, -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}, {}};
     EXPECT_EQ(run_cli({"setup", "--check", "--json"}, context), 1) << err.str();
     auto parsed = json::parse(out.str()).as_object();
     EXPECT_FALSE(parsed.at("ok").as_bool());
@@ -172,7 +172,7 @@ TEST(Cli, SetupAsRootIsRefused) {
         auto probe = std::make_unique<handler::testing::FakeSystemProbe>();
         probe->user_id = 0;
         return std::unique_ptr<setup::SystemProbe>(std::move(probe));
-    }, -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}};
+    }, -1, {}, {}, {}, &system_clock(), &local_time_zone(), {}, {}};
     EXPECT_EQ(run_cli({"setup"}, context), 1);
     EXPECT_NE(out.str().find("agents never run as root"), std::string::npos) << out.str();
     EXPECT_TRUE(daemon.calls.empty());
@@ -890,4 +890,58 @@ TEST(Cli, RunHelpNamesNoHarnessModels) {
 
 } // namespace
 
+} // namespace handler::cli
+
+namespace handler::cli {
+namespace {
+
+constexpr const char* kLoginLink =
+    R"({"token":"abc","url":"http://127.0.0.1:7420/#login=abc","expires_at":1})";
+
+TEST(CliUi, PrintUrlAsksForALinkAndOnlyPrintsIt) {
+    FakeDaemon daemon;
+    daemon.answer(201, kLoginLink);
+    std::vector<std::string> opened;
+    auto result = run(daemon, {"ui", "--print-url"}, "/home/u", [&](CliContext& context) {
+        context.open_url = [&](const std::string& url) { return opened.push_back(url), true; };
+    });
+    EXPECT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_EQ(result.out, "http://127.0.0.1:7420/#login=abc\n");
+    ASSERT_EQ(daemon.calls.size(), 1u);
+    EXPECT_EQ(daemon.calls[0].method, "POST");
+    EXPECT_EQ(daemon.calls[0].target, "/api/v1/ui/login-tokens");
+    EXPECT_TRUE(opened.empty());
+}
+
+TEST(CliUi, OpensTheLinkAndPrintsItWhenTheBrowserCannotBeOpened) {
+    FakeDaemon daemon;
+    daemon.answer(201, kLoginLink);
+    std::vector<std::string> opened;
+    auto result = run(daemon, {"ui"}, "/home/u", [&](CliContext& context) {
+        context.open_url = [&](const std::string& url) { return opened.push_back(url), true; };
+    });
+    EXPECT_EQ(result.code, kExitOk);
+    EXPECT_EQ(opened, std::vector<std::string>{"http://127.0.0.1:7420/#login=abc"});
+    EXPECT_NE(result.out.find("opened the web page"), std::string::npos) << result.out;
+
+    daemon.answer(201, kLoginLink);
+    auto failed = run(daemon, {"ui"}, "/home/u", [&](CliContext& context) {
+        context.open_url = [](const std::string&) { return false; };
+    });
+    EXPECT_EQ(failed.code, kExitOk);
+    EXPECT_NE(failed.out.find("open this link in your browser"), std::string::npos) << failed.out;
+    EXPECT_NE(failed.out.find("http://127.0.0.1:7420/#login=abc"), std::string::npos);
+}
+
+TEST(CliUi, HandlerdDownOrRefusingIsReported) {
+    FakeDaemon daemon;
+    daemon.answer(409, R"({"error":{"code":"conflict","message":"TCP is off"}})");
+    auto refused = run(daemon, {"ui", "--print-url"});
+    EXPECT_EQ(refused.code, kExitRefused);
+    EXPECT_NE(refused.err.find("TCP is off"), std::string::npos);
+    daemon.go_away();
+    EXPECT_EQ(run(daemon, {"ui"}).code, kExitUnavailable);
+}
+
+} // namespace
 } // namespace handler::cli
