@@ -47,6 +47,7 @@ function connect() {
     fetch('/api/v1/status', { credentials: 'same-origin' }).then((response) => {
       if (response.status === 401) report_unauthorized();
     }, () => {});
+    if (paused) return;
     timer = setTimeout(connect, retryMs);
     retryMs = Math.min(retryMs * 2, 8000);
   };
@@ -56,9 +57,17 @@ export function start_events() {
   if (!socket) connect();
 }
 
-// For tests and for the developer's console: drop the socket as a network failure would.
-export function drop_events_socket() {
+// For tests and the developer's console (window.handlerDebug): hold the socket closed, as a
+// network failure would, and let it reconnect again.
+let paused = false;
+export function pause_events() {
+  paused = true;
+  clearTimeout(timer);
   socket?.close();
+}
+export function resume_events() {
+  paused = false;
+  if (!socket) connect();
 }
 
 export function on_event(listener) {

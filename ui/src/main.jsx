@@ -1,8 +1,9 @@
 // The page: login, the shell around the views, and the hash router (docs/web-ui.md).
+import './csp_shims.js';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, get, login_from_fragment, on_unauthorized } from './api.js';
-import { on_events_state, start_events } from './events.js';
+import { on_events_state, pause_events, resume_events, start_events } from './events.js';
 import { useRoute } from './router.js';
 import { load_all, useStore } from './store.js';
 import { ErrorText } from './views/common.jsx';
@@ -90,5 +91,16 @@ async function startup() {
   return result;
 }
 
+// For tests and the developer's console: what a lost connection does, on demand.
+window.handlerDebug = { pause_events, resume_events };
+
+// A login link opened in a tab that shows the page already: log in with it, then start over.
+addEventListener('hashchange', () => {
+  if (location.hash.startsWith('#login=')) login_from_fragment().finally(() => location.reload());
+});
+
 const root = document.getElementById('app');
-startup().then((result) => render(<App startup={result} />, root));
+startup().then((result) => {
+  root.textContent = '';
+  render(<App startup={result} />, root);
+});
