@@ -72,3 +72,8 @@ export function put_session(session) {
   state.sessions.set(session.id, session);
   changed();
 }
+
+export function drop_session(id) {
+  state.sessions.delete(id);
+  changed();
+}

@@ -9,9 +9,9 @@
 #
 # Everything lives in $HANDLER_UI_DEV (default ~/handler-ui-dev) and is kept between runs, so the
 # base and Claude Code images are built once. `up` writes $HANDLER_UI_DEV/env.sh, which sets what
-# the tests read: HANDLER_UI_URL (the login URL), HANDLER_TEST_PROJECT (a project whose agent
-# `claude` runs the real Claude Code against the fake Anthropic API, whose tool call writes
-# hello.txt there), HANDLER_TEST_MODEL_LOG, and the XDG folders and PATH for `handler`.
+# the tests read: HANDLER_UI_URL (the login URL), HANDLER_TEST_PROJECT (a project whose agents
+# `claude` and `claude-locked` (network none: it asks before acting) run the real Claude Code
+# against the fake Anthropic API, whose tool call writes hello.txt there), HANDLER_TEST_MODEL_LOG, and the XDG folders and PATH for `handler`.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -93,8 +93,11 @@ if ! handler account list --json | grep -q '"name":"anthropic"'; then
     handler account add anthropic --kind anthropic-api-key --api-key-stdin >/dev/null
 fi
 handler project list --json | grep -qF "\"path\":\"$project\"" || handler project add "$project" --name app >/dev/null
+# `claude` guarded (the default), `claude-locked` locked down: it asks before acting.
 (cd "$project" && { handler agent list --json | grep -q '"name":"claude"' ||
   handler agent add claude --harness claude-code --account anthropic >/dev/null; })
+(cd "$project" && { handler agent list --json | grep -q '"name":"claude-locked"' ||
+  handler agent add claude-locked --harness claude-code --account anthropic --network none >/dev/null; })
 
 stop_pid "$dev/serve.pid"
 : > "$dev/serve.out"

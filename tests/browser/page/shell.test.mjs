@@ -2,8 +2,9 @@
 // "not logged in" page without it, the sessions list across projects with stop and remove,
 // the projects grouped by context, an error of the API shown in its words.
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { handler, handler_at, launch, logged_in, login_url, project, require_env, session_of, until, watch } from './support.mjs';
+import { handler, handler_at, launch, logged_in, login_url, project, require_env, session_of, shots, until, watch } from './support.mjs';
 
 require_env(['HANDLER_TEST_PROJECT']);
 let browser;
@@ -30,6 +31,7 @@ test('the login fragment leaves the address; the sessions list shows a real sess
   await row.waitFor();
   await until('it to run', async () => /running/.test(await row.textContent()), 120000);
   assert.match(await row.textContent(), /shell · app/);
+  await page.screenshot({ path: join(shots, 'sessions.png') });
   await row.locator('button:text("Stop")').click();
   await until('the stop to show', async () => /exited|failed/.test(await row.textContent()), 60000);
   await row.locator('button:text("Remove")').click();

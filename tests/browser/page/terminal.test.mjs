@@ -1,6 +1,6 @@
 // A shell session in the page's terminal (xterm.js over the terminal WebSocket): typed input
 // and its echo, a resize the shell sees, the replay in a late tab, the key bar at phone width
-// (Ctrl latched + c interrupts, arrows recall history), and a screenshot.
+// (Ctrl latched + c interrupts, ↑ recalls history, Ctrl + u and Tab reach the shell), and a screenshot.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -42,6 +42,14 @@ test('a shell in the page: input, echo, resize, replay, key bar', { timeout: 10 
   await type(page, `echo ${marker.toUpperCase()} | tr A-Z a-z\n`);
   await until('the echo', async () => (await screen(page)).includes(`\n${marker}`));
 
+  // 24-bit colour: xterm.js sets it as a style string, which csp_shims.js routes to the CSSOM.
+  await type(page, "printf '\\033[38;2;255;100;0m%s\\033[0m\\n' orange-text\n");
+  const colour = await until('the coloured text', () => page.evaluate(() => {
+    const span = [...document.querySelectorAll('.xterm-rows span')].find((s) => s.textContent === 'orange-text');
+    return span && getComputedStyle(span).color;
+  }));
+  assert.equal(colour, 'rgb(255, 100, 0)');
+
   // The shell sees the page's size, and a new size when the window changes.
   const first = await size(page);
   await type(page, 'stty size\n');
@@ -73,8 +81,12 @@ test('a shell in the page: input, echo, resize, replay, key bar', { timeout: 10 
   await small.keyboard.type('c');
   await small.click('.keybar button:text("↑")');
   await until('the recalled line', async () => (await screen(small)).split('\n').filter((l) => l.includes('sleep 300')).length >= 2);
-  await small.click('.keybar button:text("Esc")');
-  await type(small, '\x15echo keys-$((6*7))\n');
+  // Ctrl then u clears the recalled line (bash's kill-line); Tab completes `ech` to `echo`.
+  await small.click('.keybar button:text("Ctrl")');
+  await small.keyboard.type('u');
+  await type(small, 'ech');
+  await small.click('.keybar button:text("Tab")');
+  await type(small, ' keys-$((6*7))\n');
   await until('the command after the key bar', async () => (await screen(small)).includes('keys-42'));
   assert.ok(!(await screen(small)).includes('\nnot-interrupted'), 'Ctrl+c interrupted the sleep');
   const width = await small.evaluate(() => document.documentElement.scrollWidth);

@@ -1,6 +1,6 @@
 // The sessions list across projects: state, agent, project, age; stop and remove.
 import { del, post } from '../api.js';
-import { put_session, useStore } from '../store.js';
+import { drop_session, put_session, useStore } from '../store.js';
 import { ActionButton, Age, ErrorText, State } from './common.jsx';
 
 const live = (session) => session.state === 'starting' || session.state === 'running';
@@ -28,7 +28,7 @@ export function SessionRows({ sessions, store }) {
             <span class="row-actions">
               {live(session)
                 ? <ActionButton action={async () => put_session(await post(`/sessions/${session.id}/stop`))}>Stop</ActionButton>
-                : <ActionButton class="danger" action={() => del(`/sessions/${session.id}`)}>Remove</ActionButton>}
+                : <ActionButton class="danger" action={async () => { await del(`/sessions/${session.id}`); drop_session(session.id); }}>Remove</ActionButton>}
             </span>
             {session.message && <p class="row-message">{session.message}</p>}
           </li>
