@@ -3,7 +3,7 @@ import './csp_shims.js';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, get, login_from_fragment, on_unauthorized } from './api.js';
-import { on_events_state, pause_events, resume_events, start_events } from './events.js';
+import { events_state, on_events_state, pause_events, resume_events, start_events } from './events.js';
 import { useRoute } from './router.js';
 import { load_all, useStore } from './store.js';
 import { ErrorText } from './views/common.jsx';
@@ -33,7 +33,7 @@ function Unreachable({ error }) {
 }
 
 function ConnectionBadge() {
-  const [state, setState] = useState('connecting');
+  const [state, setState] = useState(events_state);
   useEffect(() => on_events_state(setState), []);
   if (state === 'open') return null;
   return <span class="badge warn" role="status">{state === 'connecting' ? 'connecting…' : 'disconnected, retrying'}</span>;

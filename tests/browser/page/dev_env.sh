@@ -44,7 +44,6 @@ esac
 tests=$(cd "$tests" && pwd)
 prefix="$tests/prefix"
 [ -x "$prefix/bin/handlerd" ] || fail "$prefix/bin/handlerd is missing: build the podman_test_prefix target and copy build/podman-tests"
-echo "$prefix" > "$dev/prefix" 2>/dev/null || { mkdir -p "$dev"; echo "$prefix" > "$dev/prefix"; }
 export PATH="$prefix/bin:$PATH"
 mkdir -p "$HOME/.config" "$XDG_DATA_HOME" "$project" && install -d -m 0700 "$XDG_RUNTIME_DIR"
 [ -d "$HOME/.config/containers" ] || cp -r "/home/$(id -un)/.config/containers" "$HOME/.config/"
@@ -98,10 +97,12 @@ handler project list --json | grep -qF "\"path\":\"$project\"" || handler projec
   handler agent add claude --harness claude-code --account anthropic >/dev/null; })
 (cd "$project" && { handler agent list --json | grep -q '"name":"claude-locked"' ||
   handler agent add claude-locked --harness claude-code --account anthropic --network none >/dev/null; })
+# A shell agent: the shell harness holds no conversations, so its "New conversation" gets the API's refusal.
+(cd "$project" && { handler agent list --json | grep -q '"name":"sh"' || handler agent add sh --harness shell >/dev/null; })
 
 stop_pid "$dev/serve.pid"
 : > "$dev/serve.out"
-node "$repo/ui/dev/serve.mjs" --port 0 --out "$dev/dist" >"$dev/serve.out" 2>&1 &
+node "$repo/ui/dev/serve.mjs" --port 0 --out "$dev/dist" --watch >"$dev/serve.out" 2>&1 &
 echo $! > "$dev/serve.pid"
 for _ in $(seq 1 100); do grep -q '#login=' "$dev/serve.out" && break; sleep 0.1; done
 url=$(grep -o 'http://127.0.0.1:[0-9]*/#login=[A-Za-z0-9_-]*' "$dev/serve.out") || fail "the dev server did not start: $(cat "$dev/serve.out")"

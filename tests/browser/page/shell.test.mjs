@@ -49,9 +49,21 @@ test('projects are grouped by context and an API error shows in its own words', 
   const projects = JSON.parse(await handler('project', 'list', '--json'));
   const expected = new Set(projects.map((p) => p.context ?? 'No context'));
   for (const name of expected) assert.ok(groups.includes(name), `group ${name} in ${groups}`);
-  // A session id that does not exist: the API's message, as it is.
+  // A conversation with the shell harness, which holds none: the API's refusal, word for word,
+  // next to the button.
+  await page.click('.row[data-project] a');
+  const agent = page.locator('.agents .row[data-agent="sh"]');
+  const answer = page.waitForResponse((r) => r.url().endsWith('/api/v1/sessions') && r.request().method() === 'POST');
+  await agent.locator('button:text("New conversation")').click();
+  const refusal = await answer;
+  assert.equal(refusal.status(), 400);
+  const { error } = await refusal.json();
+  await agent.locator('.error').waitFor();
+  assert.equal(await agent.locator('.error').textContent(), error.message);
+  assert.match(page.url(), /#\/projects\//, 'the page stays where it was');
+  // A session id that does not exist.
   await page.goto(page.url().replace(/#.*/, '#/sessions/s_nothere'));
   await page.waitForSelector('.error');
-  assert.match(await page.textContent('.error'), /s_nothere/);
+  assert.match(await page.textContent('.error'), /s_nothere does not exist/);
   await context.close();
 });

@@ -54,7 +54,7 @@ test('a shell in the page: input, echo, resize, replay, key bar', { timeout: 10 
   const first = await size(page);
   await type(page, 'stty size\n');
   await until('stty size', async () => (await screen(page)).includes(`${first.rows} ${first.cols}`));
-  await page.setViewportSize({ width: 700, height: 520 });
+  await page.setViewportSize({ width: 820, height: 520 });
   await until('a smaller terminal', async () => (await size(page)).cols < first.cols);
   const second = await size(page);
   await type(page, 'clear; stty size\n');
