@@ -87,18 +87,20 @@ fi
 SSL_CERT_FILE="$pki/ca.crt" handlerd --detach >/dev/null || fail "handlerd did not start: $(tail -20 "$XDG_DATA_HOME/handler/handlerd.log")"
 echo "handler setup (it builds the base image the first time: a few minutes)" >&2
 handler setup > "$dev/setup.out" 2>&1 || { cat "$dev/setup.out" >&2; fail "handler setup failed"; }
-if ! handler account list --json | grep -q '"name":"anthropic"'; then
+# has FIELD VALUE: the JSON list on stdin has a record whose FIELD is VALUE.
+has() { python3 -c 'import json, sys; sys.exit(0 if any(r[sys.argv[1]] == sys.argv[2] for r in json.load(sys.stdin)) else 1)' "$@"; }
+if ! handler account list --json | has name anthropic; then
   printf 'sk-ant-api03-%s-REALKEY\n' "$(openssl rand -hex 32)" |
     handler account add anthropic --kind anthropic-api-key --api-key-stdin >/dev/null
 fi
-handler project list --json | grep -qF "\"path\":\"$project\"" || handler project add "$project" --name app >/dev/null
+handler project list --json | has path "$project" || handler project add "$project" --name app >/dev/null
 # `claude` guarded (the default), `claude-locked` locked down: it asks before acting.
-(cd "$project" && { handler agent list --json | grep -q '"name":"claude"' ||
+(cd "$project" && { handler agent list --json | has name claude ||
   handler agent add claude --harness claude-code --account anthropic >/dev/null; })
-(cd "$project" && { handler agent list --json | grep -q '"name":"claude-locked"' ||
+(cd "$project" && { handler agent list --json | has name claude-locked ||
   handler agent add claude-locked --harness claude-code --account anthropic --network none >/dev/null; })
 # A shell agent: the shell harness holds no conversations, so its "New conversation" gets the API's refusal.
-(cd "$project" && { handler agent list --json | grep -q '"name":"sh"' || handler agent add sh --harness shell >/dev/null; })
+(cd "$project" && { handler agent list --json | has name sh || handler agent add sh --harness shell >/dev/null; })
 
 stop_pid "$dev/serve.pid"
 : > "$dev/serve.out"
