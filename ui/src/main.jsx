@@ -34,7 +34,11 @@ function Unreachable({ error }) {
 
 function ConnectionBadge() {
   const [state, setState] = useState(events_state);
-  useEffect(() => on_events_state(setState), []);
+  useEffect(() => {
+    const off = on_events_state(setState);
+    setState(events_state()); // it may have opened between the render and this effect
+    return off;
+  }, []);
   if (state === 'open') return null;
   return <span class="badge warn" role="status">{state === 'connecting' ? 'connecting…' : 'disconnected, retrying'}</span>;
 }

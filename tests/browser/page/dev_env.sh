@@ -11,7 +11,9 @@
 # base and Claude Code images are built once. `up` writes $HANDLER_UI_DEV/env.sh, which sets what
 # the tests read: HANDLER_UI_URL (the login URL), HANDLER_TEST_PROJECT (a project whose agents
 # `claude` and `claude-locked` (network none: it asks before acting) run the real Claude Code
-# against the fake Anthropic API, whose tool call writes hello.txt there), HANDLER_TEST_MODEL_LOG, and the XDG folders and PATH for `handler`.
+# against the fake Anthropic API, whose tool call writes hello.txt there; `sh` a shell),
+# HANDLER_TEST_MODEL_LOG, HANDLER_TEST_MODEL_HOLD (while that file exists, the model's answers
+# wait), and the XDG folders and PATH for `handler`.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -59,11 +61,12 @@ if [ ! -f "$pki/ca.crt" ]; then
     -extfile "$pki/api.ext" -out "$pki/api.crt" 2>/dev/null
 fi
 
-# The fake Anthropic API: every prompt gets a tool call that writes hello.txt, then the answer.
+# The fake Anthropic API: every prompt gets a tool call that writes hello.txt, then the answer;
+# while $dev/hold exists its answers wait (a test holds a turn running).
 stop_pid "$dev/model.pid"
 : > "$dev/model.port"
 python3 "$tests/fake_model_server.py" --log "$dev/model.log" --file "$project/hello.txt" --content hi \
-  --answer "Done: wrote hello.txt" --every-turn --tls "$pki/api.crt" "$pki/api.key" \
+  --answer "Done: wrote hello.txt" --every-turn --hold "$dev/hold" --tls "$pki/api.crt" "$pki/api.key" \
   >"$dev/model.port" 2>"$dev/model.err" &
 echo $! > "$dev/model.pid"
 for _ in $(seq 1 50); do [ -s "$dev/model.port" ] && break; sleep 0.1; done
@@ -115,6 +118,7 @@ export PATH='$prefix/bin':\$PATH
 export HANDLER_UI_URL='$url'
 export HANDLER_TEST_PROJECT='$project'
 export HANDLER_TEST_MODEL_LOG='$dev/model.log'
+export HANDLER_TEST_MODEL_HOLD='$dev/hold'
 ENV
 echo "$url"
 echo "environment for tests: source $dev/env.sh" >&2

@@ -62,7 +62,9 @@ test('a shell in the page: input, echo, resize, replay, key bar', { timeout: 10 
 
   // A late tab gets the replay.
   const late = await open_tab(context, origin, `#/sessions/${id}`);
-  await late.waitForSelector('.terminal .xterm');
+  await late.waitForSelector('.terminal .xterm').catch(async (error) => {
+    throw new Error(`${error.message}\nthe late tab shows: ${await late.textContent('#app')}\n${late.problems.join('\n')}`);
+  });
   await until('the replay in the late tab', async () => (await screen(late)).includes(`${second.rows} ${second.cols}`));
   await late.close();
 
