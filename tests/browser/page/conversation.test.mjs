@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { handler, launch, logged_in, open_tab, project, require_env, session_of, shots, until } from './support.mjs';
+import { handler, launch, logged_in, open_tab, project, require_env, session_of, shots, started_session, stop_started, until } from './support.mjs';
 
 require_env(['HANDLER_TEST_PROJECT']);
 let browser;
 before(async () => { browser = await launch(); });
-after(async () => { await browser?.close(); });
+after(async () => { await stop_started(); await browser?.close(); });
 
 const texts = (page, selector) => page.$$eval(selector, (nodes) => nodes.map((n) => n.textContent));
 
@@ -24,7 +24,7 @@ test('a conversation with Claude Code in the page, in two tabs and from the CLI'
   await page.waitForSelector('.agents .row[data-agent="claude"]');
   await page.click('.agents .row[data-agent="claude"] button:text("New conversation")');
   await page.waitForURL(/#\/sessions\/s_/);
-  const id = decodeURIComponent(page.url().split('#/sessions/')[1]);
+  const id = started_session(decodeURIComponent(page.url().split('#/sessions/')[1]));
   // The first conversation of Claude Code builds its image from npm: minutes.
   await page.waitForSelector('.composer textarea', { timeout: 15 * 60000 });
 

@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { handler, launch, logged_in, project, require_env, until } from './support.mjs';
+import { handler, launch, logged_in, project, require_env, started_session, stop_started, until } from './support.mjs';
 
 require_env(['HANDLER_TEST_PROJECT']);
 let browser;
 before(async () => { browser = await launch(); });
-after(async () => { await browser?.close(); });
+after(async () => { await stop_started(); await browser?.close(); });
 
 test('a question answered in the page, and one answered from the CLI', { timeout: 20 * 60000 }, async () => {
   rmSync(join(project, 'hello.txt'), { force: true });
@@ -19,7 +19,7 @@ test('a question answered in the page, and one answered from the CLI', { timeout
   await page.click('.row[data-project] a');
   await page.click('.agents .row[data-agent="claude-locked"] button:text("New conversation")');
   await page.waitForURL(/#\/sessions\/s_/);
-  const id = decodeURIComponent(page.url().split('#/sessions/')[1]);
+  const id = started_session(decodeURIComponent(page.url().split('#/sessions/')[1]));
   await page.waitForSelector('.composer textarea', { timeout: 15 * 60000 });
 
   await page.locator('.composer textarea').fill('create hello.txt containing hi');

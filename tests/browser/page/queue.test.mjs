@@ -4,13 +4,13 @@
 import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { handler, launch, logged_in, require_env, until } from './support.mjs';
+import { handler, launch, logged_in, require_env, started_session, stop_started, until } from './support.mjs';
 
 require_env(['HANDLER_TEST_PROJECT', 'HANDLER_TEST_MODEL_HOLD']);
 const hold = process.env.HANDLER_TEST_MODEL_HOLD;
 let browser;
 before(async () => { browser = await launch(); });
-after(async () => { rmSync(hold, { force: true }); await browser?.close(); });
+after(async () => { rmSync(hold, { force: true }); await stop_started(); await browser?.close(); });
 
 const kinds = async (id) => (await handler('session', 'events', id, '--json')).trim().split('\n')
   .filter(Boolean).map((line) => JSON.parse(line));
@@ -21,7 +21,7 @@ test('queued prompts, withdraw and cancel in the page', { timeout: 20 * 60000 },
   await page.click('.row[data-project] a');
   await page.click('.agents .row[data-agent="claude"] button:text("New conversation")');
   await page.waitForURL(/#\/sessions\/s_/);
-  const id = decodeURIComponent(page.url().split('#/sessions/')[1]);
+  const id = started_session(decodeURIComponent(page.url().split('#/sessions/')[1]));
   const box = page.locator('.composer textarea');
   await box.waitFor({ timeout: 15 * 60000 });
 

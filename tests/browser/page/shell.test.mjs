@@ -4,12 +4,12 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { handler, handler_at, launch, logged_in, login_url, project, require_env, session_of, shots, until, watch } from './support.mjs';
+import { handler, handler_at, launch, logged_in, login_url, project, require_env, session_of, shots, started_session, stop_started, until, watch } from './support.mjs';
 
 require_env(['HANDLER_TEST_PROJECT']);
 let browser;
 before(async () => { browser = await launch(); });
-after(async () => { await browser?.close(); });
+after(async () => { await stop_started(); await browser?.close(); });
 
 test('without the login the page says how to log in', async () => {
   const context = await browser.newContext();
@@ -25,7 +25,7 @@ test('the login fragment leaves the address; the sessions list shows a real sess
   assert.ok(!page.url().includes('login='), `the token is still in the address: ${page.url()}`);
   assert.ok(!(await page.evaluate(() => history.length > 1 && location.href.includes('login='))));
 
-  const id = (await handler_at(project, 'run', 'shell', '-d', '-p', 'sleep 600')).trim().split('\n').pop();
+  const id = started_session((await handler_at(project, 'run', 'shell', '-d', '-p', 'sleep 600')).trim().split('\n').pop());
   // The session appears by itself (the events socket), with its state and project.
   const row = page.locator(`.row[data-session="${id}"]`);
   await row.waitFor();

@@ -38,6 +38,14 @@ export async function handler_at(folder, ...args) {
   return stdout;
 }
 
+// Sessions a test started, stopped when its file ends even if it failed half-way.
+const started = new Set();
+export function started_session(id) { started.add(id); return id; }
+export async function stop_started() {
+  for (const id of started) await handler('session', 'stop', id).catch(() => {});
+  started.clear();
+}
+
 export async function session_of(id) {
   return JSON.parse(await handler('session', 'list', '--json')).find((s) => s.id === id);
 }

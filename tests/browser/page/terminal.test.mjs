@@ -4,12 +4,12 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { handler, launch, logged_in, open_tab, require_env, session_of, shots, until } from './support.mjs';
+import { handler, launch, logged_in, open_tab, require_env, session_of, shots, started_session, stop_started, until } from './support.mjs';
 
 require_env(['HANDLER_TEST_PROJECT']);
 let browser;
 before(async () => { browser = await launch(); });
-after(async () => { await browser?.close(); });
+after(async () => { await stop_started(); await browser?.close(); });
 
 // The terminal's screen and scrollback as text, read from xterm.js's buffer.
 const screen = (page) => page.evaluate(() => {
@@ -34,7 +34,7 @@ test('a shell in the page: input, echo, resize, replay, key bar', { timeout: 10 
   await page.click('.row[data-project] a');
   await page.click('button:text("New shell")');
   await page.waitForURL(/#\/sessions\/s_/);
-  const id = decodeURIComponent(page.url().split('#/sessions/')[1]);
+  const id = started_session(decodeURIComponent(page.url().split('#/sessions/')[1]));
   await page.waitForSelector('.terminal .xterm');
   await until('the shell to be attached', async () => /attached/.test(await page.textContent('.terminal-head [role=status]')), 120000);
 
