@@ -1,6 +1,7 @@
 // The queue and cancel in the page, with the real Claude Code and its model's answers held
 // (HANDLER_TEST_MODEL_HOLD): prompts sent during a turn show as queued, one withdrawn from the
-// page never runs, Cancel ends the running turn as cancelled, and the queued one runs next.
+// page never runs, Cancel ends the running turn as cancelled, and the queued one runs next;
+// stopped, Resume brings it back and it takes a prompt.
 import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
@@ -15,7 +16,7 @@ after(async () => { rmSync(hold, { force: true }); await stop_started(); await b
 const kinds = async (id) => (await handler('session', 'events', id, '--json')).trim().split('\n')
   .filter(Boolean).map((line) => JSON.parse(line));
 
-test('queued prompts, withdraw and cancel in the page', { timeout: 20 * 60000 }, async () => {
+test('queued prompts, withdraw, cancel and resume in the page', { timeout: 20 * 60000 }, async () => {
   const { context, page } = await logged_in(browser);
   await page.click('a[href="#/projects"]');
   await page.click('.row[data-project] a');
@@ -57,6 +58,18 @@ test('queued prompts, withdraw and cancel in the page', { timeout: 20 * 60000 },
   assert.ok(!events.some((e) => e.kind === 'user_prompt' && e.payload.content?.text === 'the third, withdrawn'),
     'the withdrawn prompt never ran');
   assert.deepEqual(events.filter((e) => e.kind === 'result').map((e) => e.payload.stopReason), ['cancelled', 'end_turn']);
+
+  // Stopped, the conversation offers Resume; resumed in a new container, it takes prompts again.
+  await handler('session', 'stop', id);
+  const resume = page.locator('.composer.ended button:text("Resume")');
+  await resume.waitFor({ timeout: 60000 });
+  await resume.click();
+  await box.waitFor({ timeout: 120000 });
+  await box.fill('after the resume');
+  await box.press('Enter');
+  await until('the resumed turn to finish', async () => (await page.$$('.item.result')).length === 3, 5 * 60000);
+  assert.deepEqual(await page.locator('.item.prompt .text').allTextContents(),
+    ['the first, held', 'the second, queued', 'after the resume']);
   assert.deepEqual(page.problems, []);
   await handler('session', 'stop', id);
   await context.close();
