@@ -66,7 +66,7 @@ const frames = await second.evaluate(async () => {
     before = now;
   }
   times.sort((a, b) => a - b);
-  return { count: times.length, p50_ms: times[Math.floor(times.length / 2)], max_ms: times[times.length - 1] };
+  return { scroll_height: list.scrollHeight, client_height: list.clientHeight, count: times.length, p50_ms: times[Math.floor(times.length / 2)], max_ms: times[times.length - 1] };
 });
 console.log(JSON.stringify({
   session: id, events, chunks, streaming_ms,

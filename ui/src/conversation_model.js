@@ -76,8 +76,8 @@ export class ConversationModel {
         const type = event.kind === 'agent_message_chunk' ? 'message' : 'thought';
         const piece = text_of(p.content);
         const open = this.open_text(type);
-        if (open) { open.text += piece; this.touch(open); }
-        else this.push({ type, seq: event.seq, at: event.at, text: piece });
+        if (open) { open.text += piece; append_segment(open.segments, piece); this.touch(open); }
+        else this.push({ type, seq: event.seq, at: event.at, text: piece, segments: [piece] });
         break;
       }
       case 'tool_call': {
@@ -143,6 +143,27 @@ export class ConversationModel {
       default:
         break; // available_commands and kinds of later versions: nothing to show yet
     }
+  }
+}
+
+// A streamed text is kept in segments as well as whole: the view draws each segment as a
+// block of its own, so a chunk changes only the last one and the browser lays out only that
+// (one text node of half a megabyte, laid out again every frame, took the page most of its
+// time: ui/dev/bench_conversation.mjs). A segment ends after a newline once it is 2 KiB long,
+// where a block boundary looks the same as the line break; a text without newlines is cut at
+// a space past 8 KiB, or anywhere past 16 KiB.
+export const segmentBytes = 2048;
+export function append_segment(segments, piece) {
+  let last = segments[segments.length - 1] + piece;
+  segments[segments.length - 1] = last;
+  while (last.length > segmentBytes) {
+    let cut = last.lastIndexOf('\n') + 1;
+    if (cut <= 0 && last.length > 4 * segmentBytes) cut = last.lastIndexOf(' ') + 1;
+    if (cut <= 0 && last.length > 8 * segmentBytes) cut = 8 * segmentBytes;
+    if (cut <= 0) break;
+    segments[segments.length - 1] = last.slice(0, cut);
+    last = last.slice(cut);
+    segments.push(last);
   }
 }
 

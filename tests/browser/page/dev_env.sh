@@ -13,7 +13,7 @@
 # `claude` and `claude-locked` (network none: it asks before acting) run the real Claude Code
 # against the fake Anthropic API, whose tool call writes hello.txt there; `sh` a shell),
 # HANDLER_TEST_MODEL_LOG, HANDLER_TEST_MODEL_HOLD (while that file exists, the model's answers
-# wait), and the XDG folders and PATH for `handler`.
+# wait), HANDLER_TEST_SECRET_FILE (the account's real key), and the XDG folders and PATH.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -92,9 +92,12 @@ echo "handler setup (it builds the base image the first time: a few minutes)" >&
 handler setup > "$dev/setup.out" 2>&1 || { cat "$dev/setup.out" >&2; fail "handler setup failed"; }
 # has FIELD VALUE: the JSON list on stdin has a record whose FIELD is VALUE.
 has() { python3 -c 'import json, sys; sys.exit(0 if any(r[sys.argv[1]] == sys.argv[2] for r in json.load(sys.stdin)) else 1)' "$@"; }
-if ! handler account list --json | has name anthropic; then
-  printf 'sk-ant-api03-%s-REALKEY\n' "$(openssl rand -hex 32)" |
-    handler account add anthropic --kind anthropic-api-key --api-key-stdin >/dev/null
+# The account's key: kept in $dev/key so the tests can check it never reaches the page.
+[ -s "$dev/key" ] || (umask 077 && printf 'sk-ant-api03-%s-REALKEY\n' "$(openssl rand -hex 32)" > "$dev/key")
+if handler account list --json | has name anthropic; then
+  handler account set-key anthropic < "$dev/key" >/dev/null
+else
+  handler account add anthropic --kind anthropic-api-key --api-key-stdin < "$dev/key" >/dev/null
 fi
 handler project list --json | has path "$project" || handler project add "$project" --name app >/dev/null
 # `claude` guarded (the default), `claude-locked` locked down: it asks before acting.
@@ -119,6 +122,7 @@ export HANDLER_UI_URL='$url'
 export HANDLER_TEST_PROJECT='$project'
 export HANDLER_TEST_MODEL_LOG='$dev/model.log'
 export HANDLER_TEST_MODEL_HOLD='$dev/hold'
+export HANDLER_TEST_SECRET_FILE='$dev/key'
 ENV
 echo "$url"
 echo "environment for tests: source $dev/env.sh" >&2

@@ -102,3 +102,23 @@ test('line diff of an edit', () => {
   assert.deepEqual(ops, ['same a', 'del b', 'add B', 'same c', 'same d', 'add e']);
   assert.deepEqual(line_diff('', 'new').map((l) => l.op), ['add']);
 });
+
+test('a long streamed text is kept in segments that join to the whole', async () => {
+  const { append_segment, segmentBytes } = await import('../../../ui/src/conversation_model.js');
+  const model = new ConversationModel();
+  const pieces = [];
+  for (let seq = 1; seq <= 3000; seq++) pieces.push(seq % 7 === 0 ? `line ${seq}\n` : `word${seq} `);
+  model.add(pieces.map((piece, index) => ev(index + 1, 'agent_message_chunk', text(piece))));
+  const item = model.items[0];
+  assert.equal(item.segments.join(''), item.text);
+  assert.equal(item.text, pieces.join(''));
+  assert.ok(item.segments.length > 5, `${item.segments.length} segments`);
+  for (const segment of item.segments.slice(0, -1)) {
+    assert.ok(segment.endsWith('\n'), 'with newlines about, a segment ends after one');
+    assert.ok(segment.length <= segmentBytes + 64);
+  }
+  const one_line = [''];
+  for (let i = 0; i < 5000; i++) append_segment(one_line, 'x'.repeat(9));
+  assert.equal(one_line.join('').length, 45000);
+  assert.ok(one_line.every((segment) => segment.length <= 8 * segmentBytes + 9));
+});

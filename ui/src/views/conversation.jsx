@@ -206,12 +206,12 @@ const Item = memo(function Item({ item, session }) {
         </div>
       );
     case 'message':
-      return <div class="item message"><div class="text">{item.text}</div></div>;
+      return <div class="item message"><Segments segments={item.segments} /></div>;
     case 'thought':
       return (
         <details class="item thought">
           <summary>Thought</summary>
-          <div class="text">{item.text}</div>
+          <Segments segments={item.segments} />
         </details>
       );
     case 'tool':
@@ -232,6 +232,11 @@ const Item = memo(function Item({ item, session }) {
       return null;
   }
 }, (before, after) => before.item === after.item && before.version === after.version && before.session.state === after.session.state);
+
+// Each segment a block: a new chunk changes the last one only (conversation_model.js).
+function Segments({ segments }) {
+  return <div class="text">{segments.map((segment, index) => <div class="segment" key={index}>{segment}</div>)}</div>;
+}
 
 const statusWords = { pending: 'pending', in_progress: 'running', completed: 'done', failed: 'failed' };
 
