@@ -1,7 +1,110 @@
+// The page: login, the shell around the views, and the hash router (docs/web-ui.md).
+import './csp_shims.js';
 import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, get, login_from_fragment, on_unauthorized } from './api.js';
+import { events_state, on_events_state, pause_events, resume_events, start_events } from './events.js';
+import { useRoute } from './router.js';
+import { load_all, useStore } from './store.js';
+import { ErrorText } from './views/common.jsx';
+import { ConversationView } from './views/conversation.jsx';
+import { ProjectView, ProjectsView } from './views/projects.jsx';
+import { SessionsView } from './views/sessions.jsx';
+import { TerminalView } from './views/terminal.jsx';
 
-function App() {
-  return <p>Handler</p>;
+function LoginNeeded() {
+  return (
+    <section class="login-needed">
+      <h1>Not logged in</h1>
+      <p>Run <code>handler ui</code> in a terminal to open the page again.</p>
+      <p class="muted">The page logs in only with the one-time link that command opens.</p>
+    </section>
+  );
 }
 
-render(<App />, document.getElementById('app'));
+function Unreachable({ error }) {
+  return (
+    <section>
+      <h1>handlerd is not reachable</h1>
+      <ErrorText error={error} />
+      <button type="button" onClick={() => location.reload()}>Try again</button>
+    </section>
+  );
+}
+
+function ConnectionBadge() {
+  const [state, setState] = useState(events_state);
+  useEffect(() => {
+    const off = on_events_state(setState);
+    setState(events_state()); // it may have opened between the render and this effect
+    return off;
+  }, []);
+  if (state === 'open') return null;
+  return <span class="badge warn" role="status">{state === 'connecting' ? 'connecting…' : 'disconnected, retrying'}</span>;
+}
+
+function SessionRoute({ id }) {
+  const store = useStore();
+  const session = store.sessions.get(id);
+  if (!store.loaded) return null;
+  if (!session) return <section><h1>Session {id}</h1><p class="error">Session {id} does not exist (it may have been removed).</p></section>;
+  if (session.mode === 'conversation') return <ConversationView session={session} />;
+  return <TerminalView session={session} />;
+}
+
+function App({ startup }) {
+  const route = useRoute();
+  const [loggedOut, setLoggedOut] = useState(startup.loggedOut);
+  useEffect(() => on_unauthorized(() => setLoggedOut(true)), []);
+  if (loggedOut) return <LoginNeeded />;
+  if (startup.error) return <Unreachable error={startup.error} />;
+  const tab = route.view === 'project' || route.view === 'projects' ? 'projects' : 'sessions';
+  return (
+    <>
+      <header class="top">
+        <a class="brand" href="#/sessions">Handler</a>
+        <nav>
+          <a href="#/sessions" aria-current={tab === 'sessions' ? 'page' : undefined}>Sessions</a>
+          <a href="#/projects" aria-current={tab === 'projects' ? 'page' : undefined}>Projects</a>
+        </nav>
+        <ConnectionBadge />
+      </header>
+      <main class={`view view-${route.view}`}>
+        {route.view === 'sessions' && <SessionsView />}
+        {route.view === 'projects' && <ProjectsView />}
+        {route.view === 'project' && <ProjectView id={route.id} />}
+        {route.view === 'session' && <SessionRoute key={route.id} id={route.id} />}
+      </main>
+    </>
+  );
+}
+
+async function startup() {
+  const result = { loggedOut: false, error: null };
+  try {
+    await login_from_fragment();
+    await get('/status');
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) result.loggedOut = true;
+    else result.error = error;
+  }
+  if (!result.loggedOut && !result.error) {
+    start_events();
+    load_all();
+  }
+  return result;
+}
+
+// For tests and the developer's console: what a lost connection does, on demand.
+window.handlerDebug = { pause_events, resume_events };
+
+// A login link opened in a tab that shows the page already: log in with it, then start over.
+addEventListener('hashchange', () => {
+  if (location.hash.startsWith('#login=')) login_from_fragment().finally(() => location.reload());
+});
+
+const root = document.getElementById('app');
+startup().then((result) => {
+  root.textContent = '';
+  render(<App startup={result} />, root);
+});

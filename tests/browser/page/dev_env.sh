@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# A real handlerd for working on the page and for running tests/browser/page/ by hand, until
+# (and besides) the browser-test harness in tests/browser/: run as the podman user, with a
+# prefix of handler, handlerd and the plugins (build/podman-tests/prefix, copied where that
+# user can read it) and the podman tests' folder (for fake_model_server.py).
+#
+#   dev_env.sh up PODMAN_TESTS_DIR   # start (or find running) handlerd, the fake model server, ui/dev/serve.mjs
+#   dev_env.sh down                  # stop what `up` started
+#
+# Everything lives in $HANDLER_UI_DEV (default ~/handler-ui-dev) and is kept between runs, so the
+# base and Claude Code images are built once. `up` writes $HANDLER_UI_DEV/env.sh, which sets what
+# the tests read: HANDLER_UI_URL (the login URL), HANDLER_TEST_PROJECT (a project whose agents
+# `claude` and `claude-locked` (network none: it asks before acting) run the real Claude Code
+# against the fake Anthropic API, whose tool call writes hello.txt there; `sh` a shell),
+# HANDLER_TEST_MODEL_LOG, HANDLER_TEST_MODEL_HOLD (while that file exists, the model's answers
+# wait), HANDLER_TEST_SECRET_FILE (the account's real key), and the XDG folders and PATH.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+dev=${HANDLER_UI_DEV:-$HOME/handler-ui-dev}
+fail() { echo "dev_env.sh: $*" >&2; exit 1; }
+[ "$(id -u)" -ne 0 ] || fail "run as a non-root user with rootless podman"
+
+export HOME="$dev/home" XDG_CONFIG_HOME="$dev/home/.config" XDG_DATA_HOME="$dev/home/.local/share"
+export XDG_RUNTIME_DIR="$dev/run"
+project="$dev/projects/app"
+pki="$dev/pki"
+
+stop_pid() { # FILE
+  local pid
+  pid=$(cat "$1" 2>/dev/null) || return 0
+  kill "$pid" 2>/dev/null || true
+  rm -f "$1"
+}
+
+case ${1:-} in
+down)
+  stop_pid "$dev/serve.pid"
+  stop_pid "$dev/model.pid"
+  stop_pid "$XDG_RUNTIME_DIR/handler/handlerd.pid"
+  exit 0 ;;
+up) tests=${2:?usage: dev_env.sh up PODMAN_TESTS_DIR} ;;
+*) fail "usage: dev_env.sh up PODMAN_TESTS_DIR | down" ;;
+esac
+
+tests=$(cd "$tests" && pwd)
+prefix="$tests/prefix"
+[ -x "$prefix/bin/handlerd" ] || fail "$prefix/bin/handlerd is missing: build the podman_test_prefix target and copy build/podman-tests"
+export PATH="$prefix/bin:$PATH"
+mkdir -p "$HOME/.config" "$XDG_DATA_HOME" "$project" && install -d -m 0700 "$XDG_RUNTIME_DIR"
+[ -d "$HOME/.config/containers" ] || cp -r "/home/$(id -un)/.config/containers" "$HOME/.config/"
+
+if [ ! -f "$pki/ca.crt" ]; then
+  mkdir -p "$pki"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=Test Public CA" \
+    -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.anthropic.com" \
+    -keyout "$pki/api.key" -out "$pki/api.csr" 2>/dev/null
+  printf 'subjectAltName=DNS:api.anthropic.com\nextendedKeyUsage=serverAuth\n' > "$pki/api.ext"
+  openssl x509 -req -in "$pki/api.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 30 \
+    -extfile "$pki/api.ext" -out "$pki/api.crt" 2>/dev/null
+fi
+
+# The fake Anthropic API: every prompt gets a tool call that writes hello.txt, then the answer;
+# while $dev/hold exists its answers wait (a test holds a turn running).
+stop_pid "$dev/model.pid"
+: > "$dev/model.port"
+python3 "$tests/fake_model_server.py" --log "$dev/model.log" --file "$project/hello.txt" --content hi \
+  --answer "Done: wrote hello.txt" --every-turn --hold "$dev/hold" --tls "$pki/api.crt" "$pki/api.key" \
+  >"$dev/model.port" 2>"$dev/model.err" &
+echo $! > "$dev/model.pid"
+for _ in $(seq 1 50); do [ -s "$dev/model.port" ] && break; sleep 0.1; done
+read -r model_port < "$dev/model.port" || fail "the fake model server did not start: $(cat "$dev/model.err")"
+
+mkdir -p "$XDG_CONFIG_HOME/handler"
+cat > "$XDG_CONFIG_HOME/handler/config.toml" <<TOML
+format = 2
+[api]
+tcp = true
+port = 0
+[network]
+resolve = { "api.anthropic.com:443" = "127.0.0.1:$model_port" }
+TOML
+
+# A restart reads the new port of the model server.
+pid=$(cat "$XDG_RUNTIME_DIR/handler/handlerd.pid" 2>/dev/null || true)
+if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+fi
+SSL_CERT_FILE="$pki/ca.crt" handlerd --detach >/dev/null || fail "handlerd did not start: $(tail -20 "$XDG_DATA_HOME/handler/handlerd.log")"
+echo "handler setup (it builds the base image the first time: a few minutes)" >&2
+handler setup > "$dev/setup.out" 2>&1 || { cat "$dev/setup.out" >&2; fail "handler setup failed"; }
+# has FIELD VALUE: the JSON list on stdin has a record whose FIELD is VALUE.
+has() { python3 -c 'import json, sys; sys.exit(0 if any(r[sys.argv[1]] == sys.argv[2] for r in json.load(sys.stdin)) else 1)' "$@"; }
+# The account's key: kept in $dev/key so the tests can check it never reaches the page.
+[ -s "$dev/key" ] || (umask 077 && printf 'sk-ant-api03-%s-REALKEY\n' "$(openssl rand -hex 32)" > "$dev/key")
+if handler account list --json | has name anthropic; then
+  handler account set-key anthropic < "$dev/key" >/dev/null
+else
+  handler account add anthropic --kind anthropic-api-key --api-key-stdin < "$dev/key" >/dev/null
+fi
+handler project list --json | has path "$project" || handler project add "$project" --name app >/dev/null
+# `claude` guarded (the default), `claude-locked` locked down: it asks before acting.
+(cd "$project" && { handler agent list --json | has name claude ||
+  handler agent add claude --harness claude-code --account anthropic >/dev/null; })
+(cd "$project" && { handler agent list --json | has name claude-locked ||
+  handler agent add claude-locked --harness claude-code --account anthropic --network none >/dev/null; })
+# A shell agent: the shell harness holds no conversations, so its "New conversation" gets the API's refusal.
+(cd "$project" && { handler agent list --json | has name sh || handler agent add sh --harness shell >/dev/null; })
+
+stop_pid "$dev/serve.pid"
+: > "$dev/serve.out"
+node "$repo/ui/dev/serve.mjs" --port 0 --out "$dev/dist" --watch >"$dev/serve.out" 2>&1 &
+echo $! > "$dev/serve.pid"
+for _ in $(seq 1 100); do grep -q '#login=' "$dev/serve.out" && break; sleep 0.1; done
+url=$(grep -o 'http://127.0.0.1:[0-9]*/#login=[A-Za-z0-9_-]*' "$dev/serve.out") || fail "the dev server did not start: $(cat "$dev/serve.out")"
+
+cat > "$dev/env.sh" <<ENV
+export HOME='$HOME' XDG_CONFIG_HOME='$XDG_CONFIG_HOME' XDG_DATA_HOME='$XDG_DATA_HOME' XDG_RUNTIME_DIR='$XDG_RUNTIME_DIR'
+export PATH='$prefix/bin':\$PATH
+export HANDLER_UI_URL='$url'
+export HANDLER_TEST_PROJECT='$project'
+export HANDLER_TEST_MODEL_LOG='$dev/model.log'
+export HANDLER_TEST_MODEL_HOLD='$dev/hold'
+export HANDLER_TEST_SECRET_FILE='$dev/key'
+ENV
+echo "$url"
+echo "environment for tests: source $dev/env.sh" >&2

@@ -1,0 +1,105 @@
+// A shell session in the page's terminal (xterm.js over the terminal WebSocket): typed input
+// and its echo, a resize the shell sees, the replay in a late tab, the key bar at phone width
+// (Ctrl latched + c interrupts, ↑ recalls history, Ctrl + u and Tab reach the shell), and a screenshot.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { handler, launch, logged_in, open_tab, require_env, session_of, shots, started_session, stop_started, until } from './support.mjs';
+
+require_env(['HANDLER_TEST_PROJECT']);
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await stop_started(); await browser?.close(); });
+
+// The terminal's screen and scrollback as text, read from xterm.js's buffer.
+const screen = (page) => page.evaluate(() => {
+  const term = document.querySelector('.terminal').handlerTerminal;
+  const buffer = term.buffer.active;
+  const lines = [];
+  for (let i = 0; i < buffer.length; i++) lines.push(buffer.getLine(i)?.translateToString(true) ?? '');
+  return lines.join('\n');
+});
+const size = (page) => page.evaluate(() => {
+  const term = document.querySelector('.terminal').handlerTerminal;
+  return { rows: term.rows, cols: term.cols };
+});
+const type = async (page, text) => {
+  await page.click('.terminal');
+  await page.keyboard.type(text);
+};
+
+test('a shell in the page: input, echo, resize, replay, key bar', { timeout: 10 * 60000 }, async () => {
+  const { context, page, origin } = await logged_in(browser, { viewport: { width: 1100, height: 760 } });
+  await page.click('a[href="#/projects"]');
+  await page.click('.row[data-project] a');
+  await page.click('button:text("New shell")');
+  await page.waitForURL(/#\/sessions\/s_/);
+  const id = started_session(decodeURIComponent(page.url().split('#/sessions/')[1]));
+  await page.waitForSelector('.terminal .xterm');
+  await until('the shell to be attached', async () => /attached/.test(await page.textContent('.terminal-head [role=status]')), 120000);
+
+  const marker = `hello-${process.pid}`;
+  await type(page, `echo ${marker.toUpperCase()} | tr A-Z a-z\n`);
+  await until('the echo', async () => (await screen(page)).includes(`\n${marker}`));
+
+  // 24-bit colour: xterm.js sets it as a style string, which csp_shims.js routes to the CSSOM.
+  await type(page, "printf '\\033[38;2;255;100;0m%s\\033[0m\\n' orange-text\n");
+  const colour = await until('the coloured text', () => page.evaluate(() => {
+    const span = [...document.querySelectorAll('.xterm-rows span')].find((s) => s.textContent === 'orange-text');
+    return span && getComputedStyle(span).color;
+  }));
+  assert.equal(colour, 'rgb(255, 100, 0)');
+
+  // The shell sees the page's size, and a new size when the window changes.
+  const first = await size(page);
+  await type(page, 'stty size\n');
+  await until('stty size', async () => (await screen(page)).includes(`${first.rows} ${first.cols}`));
+  await page.setViewportSize({ width: 820, height: 520 });
+  await until('a smaller terminal', async () => (await size(page)).cols < first.cols);
+  const second = await size(page);
+  await type(page, 'clear; stty size\n');
+  await until('the new size in the shell', async () => (await screen(page)).includes(`${second.rows} ${second.cols}`));
+
+  // A late tab gets the replay.
+  const late = await open_tab(context, origin, `#/sessions/${id}`);
+  await late.waitForSelector('.terminal .xterm').catch(async (error) => {
+    throw new Error(`${error.message}\nthe late tab shows: ${await late.textContent('#app')}\n${late.problems.join('\n')}`);
+  });
+  await until('the replay in the late tab', async () => (await screen(late)).includes(`${second.rows} ${second.cols}`));
+  await late.close();
+
+  // Phone width: the key bar. Ctrl then c interrupts a running command; ↑ recalls the last line.
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2,
+    storageState: await context.storageState() });
+  const small = await phone.newPage();
+  await small.goto(`${origin}/#/sessions/${id}`);
+  await small.waitForSelector('.keybar');
+  assert.ok(await small.locator('.keybar').isVisible(), 'the key bar shows at phone width');
+  assert.ok(!(await page.locator('.keybar').isVisible()), 'and not on a wide screen');
+  await until('the phone tab to attach', async () => /attached/.test(await small.textContent('.terminal-head [role=status]')), 60000);
+  await type(small, 'sleep 300; echo not-interrupted\n');
+  await small.click('.keybar button:text("Ctrl")');
+  assert.equal(await small.getAttribute('.keybar button:text("Ctrl")', 'aria-pressed'), 'true');
+  await small.keyboard.type('c');
+  await small.click('.keybar button:text("↑")');
+  await until('the recalled line', async () => (await screen(small)).split('\n').filter((l) => l.includes('sleep 300')).length >= 2);
+  // Ctrl then u clears the recalled line (bash's kill-line); Tab completes `ech` to `echo`.
+  await small.click('.keybar button:text("Ctrl")');
+  await small.keyboard.type('u');
+  await type(small, 'ech');
+  await small.click('.keybar button:text("Tab")');
+  await type(small, ' keys-$((6*7))\n');
+  await until('the command after the key bar', async () => (await screen(small)).includes('keys-42'));
+  assert.ok(!(await screen(small)).includes('\nnot-interrupted'), 'Ctrl+c interrupted the sleep');
+  const width = await small.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `the page is ${width}px wide at phone width`);
+  await small.screenshot({ path: join(shots, 'terminal-phone.png') });
+  await page.screenshot({ path: join(shots, 'terminal.png') });
+
+  assert.deepEqual(page.problems, [], 'no console error, CSP violation or exception');
+  await handler('session', 'stop', id);
+  await until('the session to end', async () => ['exited', 'failed'].includes((await session_of(id)).state), 30000);
+  await until('the page to show it ended', async () => /exited|ended/.test(await page.textContent('.terminal-head')), 30000);
+  await context.close();
+  await phone.close();
+});

@@ -1,0 +1,154 @@
+// A terminal session in xterm.js, over the terminal WebSocket (docs/api.md, "Terminal"):
+// binary messages whose first byte is the stream (1 terminal, 2 stdout, 3 stderr), the replay
+// first; typed input goes back as binary; the size as {"type":"resize"}. At phone width a key
+// bar gives the keys a phone keyboard lacks (Esc, Tab, Ctrl, arrows).
+import { FitAddon } from '@xterm/addon-fit';
+import { Terminal } from '@xterm/xterm';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { post } from '../api.js';
+import { put_session, useStore } from '../store.js';
+import { ActionButton, State } from './common.jsx';
+import { session_label } from './sessions.jsx';
+
+const keys = [
+  ['Esc', '\x1b'], ['Tab', '\t'], ['Ctrl', null], ['←', '\x1b[D'], ['↑', '\x1b[A'], ['↓', '\x1b[B'], ['→', '\x1b[C'],
+  ['^C', '\x03'], ['^D', '\x04'],
+];
+
+// The byte a Ctrl chord sends for one typed character, or null when there is none.
+export function control_of(text) {
+  if (text.length !== 1) return null;
+  const code = text.toUpperCase().charCodeAt(0);
+  if (code >= 64 && code <= 95) return String.fromCharCode(code - 64); // @A-Z[\]^_
+  if (text === ' ') return '\x00';
+  if (text === '?') return '\x7f';
+  return null;
+}
+
+export function TerminalView({ session }) {
+  const store = useStore();
+  const holder = useRef(null);
+  const [status, setStatus] = useState('connecting');
+  const [ctrl, setCtrl] = useState(false);
+  const ctrlRef = useRef(false);
+  const socketRef = useRef(null);
+  const termRef = useRef(null);
+  const encoder = useRef(new TextEncoder());
+
+  const send_input = (text) => {
+    const socket = socketRef.current;
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(encoder.current.encode(text));
+  };
+
+  useEffect(() => {
+    const term = new Terminal({ convertEol: false, cursorBlink: true, scrollback: 5000, fontSize: 14 });
+    const fit = new FitAddon();
+    term.loadAddon(fit);
+    term.open(holder.current);
+    termRef.current = term;
+    // Tests and the developer's console read the screen from here.
+    holder.current.handlerTerminal = term;
+    let alive = true;
+    let socket = null;
+    let retry = null;
+    let ended = false;
+    const send_size = () => {
+      if (socket && socket.readyState === WebSocket.OPEN)
+        socket.send(JSON.stringify({ type: 'resize', rows: term.rows, cols: term.cols }));
+    };
+    const refit = () => {
+      try { fit.fit(); } catch { /* not laid out yet */ }
+    };
+    const connect = () => {
+      const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api/v1/sessions/${encodeURIComponent(session.id)}/terminal`;
+      socket = new WebSocket(url);
+      socketRef.current = socket;
+      socket.binaryType = 'arraybuffer';
+      let attached = false;
+      socket.onmessage = (message) => {
+        if (typeof message.data === 'string') {
+          let control;
+          try { control = JSON.parse(message.data); } catch { return; }
+          if (control.type === 'attached') {
+            attached = true;
+            // A reconnect replays the last MiB: start from a clean screen.
+            term.reset();
+            setStatus(control.tty ? 'attached' : 'attached (no terminal: output only)');
+            send_size();
+          } else if (control.type === 'exit') {
+            ended = true;
+            setStatus(`exited with code ${control.code}`);
+          } else if (control.type === 'ended') {
+            ended = true;
+            setStatus(`ended: ${control.reason}`);
+          } else if (control.type === 'error') {
+            setStatus(control.message || control.code);
+            if (control.code === 'not_found') ended = true;
+          }
+          return;
+        }
+        const bytes = new Uint8Array(message.data);
+        if (bytes.length > 1) term.write(bytes.subarray(1));
+      };
+      socket.onclose = () => {
+        if (!alive) return;
+        if (ended) return;
+        setStatus(attached ? 'disconnected, reconnecting…' : 'could not attach, retrying…');
+        retry = setTimeout(connect, 1000);
+      };
+    };
+    const input = term.onData((data) => {
+      if (ctrlRef.current) {
+        ctrlRef.current = false;
+        setCtrl(false);
+        const control = control_of(data);
+        if (control) data = control;
+      }
+      send_input(data);
+    });
+    const resize = term.onResize(send_size);
+    const observer = new ResizeObserver(refit);
+    observer.observe(holder.current);
+    refit();
+    connect();
+    return () => {
+      alive = false;
+      clearTimeout(retry);
+      observer.disconnect();
+      input.dispose();
+      resize.dispose();
+      socket?.close();
+      term.dispose();
+    };
+  }, [session.id]);
+
+  const press = (sequence) => {
+    if (sequence == null) {
+      ctrlRef.current = !ctrlRef.current;
+      setCtrl(ctrlRef.current);
+    } else {
+      send_input(sequence);
+    }
+    termRef.current?.focus();
+  };
+
+  const live = session.state === 'starting' || session.state === 'running';
+  return (
+    <section class="terminal-view" data-session={session.id}>
+      <header class="terminal-head">
+        <p class="crumbs"><a href="#/sessions">Sessions</a> › {session_label(session, store)}</p>
+        <p class="facts">
+          <b>{session.id}</b> <State state={session.state} /> <span class="muted" role="status">{status}</span>
+          {live && <ActionButton action={async () => put_session(await post(`/sessions/${session.id}/stop`))}>Stop</ActionButton>}
+        </p>
+      </header>
+      <div class="terminal" ref={holder} />
+      <div class="keybar" role="toolbar" aria-label="Keys">
+        {keys.map(([label, sequence]) => (
+          <button type="button" key={label} aria-pressed={sequence == null ? String(ctrl) : undefined}
+            onMouseDown={(e) => e.preventDefault()} onClick={() => press(sequence)}>{label}</button>
+        ))}
+      </div>
+    </section>
+  );
+}
