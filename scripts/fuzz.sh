@@ -42,7 +42,7 @@ if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=cc
 # -O1 with assertions on (a Debug build whose flags are the usual fuzzing ones).
 cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-O1 -gline-tables-only" \
-  "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" -DHANDLER_BUILD_TESTS=OFF -DHANDLER_BUILD_FUZZERS=ON \
+  "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" -DHANDLER_BUILD_TESTS=OFF -DHANDLER_BUILD_UI=OFF -DHANDLER_BUILD_FUZZERS=ON \
   "${launcher[@]}" >/dev/null
 cmake --build "$build_dir" --target fuzzers -j "$(nproc)"
 built=$(date +%s)
