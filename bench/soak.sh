@@ -173,10 +173,11 @@ pid, interval, out = sys.argv[1], float(sys.argv[2]), open(sys.argv[3], "w", buf
 while True:
     try:
         with open(f"/proc/{pid}/status") as status:
-            kib = next(line.split()[1] for line in status if line.startswith("VmRSS:"))
-    except (OSError, StopIteration):
+            fields = dict(line.split()[:2] for line in status if line.startswith(("VmRSS:", "RssAnon:", "RssFile:")))
+        kib = [fields["VmRSS:"], fields["RssAnon:"], fields["RssFile:"]]
+    except (OSError, KeyError):
         break
-    out.write(f"{time.monotonic_ns() // 1000} {kib}\n")
+    out.write(f"{time.monotonic_ns() // 1000} {\" \".join(kib)}\n")
     time.sleep(interval)' "$handlerd_pid" "$rss_interval" "$work/rss" &
 pids+=($!)
 python3 "$here/bench/soak/toggle.py" soak "$toggled" "$work/changes" "$period" 2>"$work/toggle.err" &

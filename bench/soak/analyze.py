@@ -10,7 +10,8 @@ was at that instant, and handlerd's memory over the run.
 OUTCOME DETAIL, CLOCK_MONOTONIC microseconds). --changes: toggle.py's lines, one per edit of
 the allow-list (STATE SENT ACK STATUS: the state asked for, the same clock before the
 request went to the API and after its answer came, and the CLI's exit status), the first
-line being "initial STATE". --rss: "TIME KIB" samples of handlerd's VmRSS.
+line being "initial STATE". --rss: "TIME KIB [ANON_KIB FILE_KIB]" samples of handlerd's
+VmRSS (and its RssAnon and RssFile).
 
 The policy at an instant t is known exactly except while an edit is under way (between its
 SENT and ACK, both states are possible; an edit that failed leaves both possible until the
@@ -216,8 +217,8 @@ def main():
     with open(args.rss) as lines:
         for line in lines:
             words = line.split()
-            if len(words) == 2:
-                samples.append((int(words[0]), int(words[1])))
+            if len(words) >= 2:  # TIME VmRSS [RssAnon RssFile]
+                samples.append(tuple(int(word) for word in words))
     during = [s for s in samples if first + args.warmup_s * 1e6 <= s[0] <= first + args.duration_s * 1e6]
     before = [s for s in samples if s[0] < first]
 
@@ -236,6 +237,15 @@ def main():
     print(f"(latency: from when a request was due to its answer, its CONNECT and TLS handshake included on a new "
           f"connection; the generator's own lag to its first byte: p50 {percentile(lag, 0.5):.2f} ms, "
           f"p99 {percentile(lag, 0.99):.2f} ms, max {max(lag, default=float('nan')):.2f} ms)")
+    # How many requests were open at once: the proxy's connections and buffers follow it,
+    # and an open-loop load piles up behind any stall of the machine.
+    events = sorted([(r[2], 1) for r in records] + [(r[6] or r[2], -1) for r in records])
+    open_now = peak = peak_at = 0
+    for time, step in events:
+        open_now += step
+        if open_now > peak:
+            peak, peak_at = open_now, time
+    print(f"requests open at once: at most {peak}, {(peak_at - first) / 1e6:.0f} s into the load")
     toggled_refused = sum(counts[k]["refused"] for k in TOGGLED)
     toggled_ok = sum(counts[k]["ok"] for k in TOGGLED)
     print(f"toggled host: {toggled_ok} admitted and {toggled_refused} refused, {sum(counts[k]['cut'] for k in TOGGLED)} cut, "
@@ -254,6 +264,9 @@ def main():
               f"{start_kib / 1024:.1f} MiB after {args.warmup_s:.0f} s of warm-up, {end_kib / 1024:.1f} MiB at the end, "
               f"max {peak / 1024:.1f} MiB; delta {delta:+.2f} MiB (limit +{args.rss_limit_mib:g}): "
               f"{'flat' if rss_ok else 'GREW'} ({len(during)} samples)")
+        if len(during[0]) >= 4 and len(during[-1]) >= 4:
+            print(f"  of the delta: anonymous memory (the heap) {(during[-1][2] - during[0][2]) / 1024:+.2f} MiB, "
+                  f"file pages (code, libraries) {(during[-1][3] - during[0][3]) / 1024:+.2f} MiB")
     else:
         rss_ok = False
         print("handlerd RSS: no samples after the warm-up")
