@@ -177,7 +177,7 @@ while True:
         kib = [fields["VmRSS:"], fields["RssAnon:"], fields["RssFile:"]]
     except (OSError, KeyError):
         break
-    out.write(f"{time.monotonic_ns() // 1000} {\" \".join(kib)}\n")
+    out.write(" ".join([str(time.monotonic_ns() // 1000)] + kib) + "\n")
     time.sleep(interval)' "$handlerd_pid" "$rss_interval" "$work/rss" &
 pids+=($!)
 python3 "$here/bench/soak/toggle.py" soak "$toggled" "$work/changes" "$period" 2>"$work/toggle.err" &
