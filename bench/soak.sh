@@ -28,7 +28,7 @@
 #     port leased to handlerd's proxy): intercepted requests to api.anthropic.com on
 #     keep-alive connections, requests through keep-alive tunnels to tunnel.test, and to
 #     toggle.test on a new connection each and on keep-alive tunnels (MIX);
-#   - a sampler of handlerd's VmRSS every RSS_INTERVAL (2) seconds;
+#   - a sampler of handlerd's VmRSS (and RssAnon, RssFile) every RSS_INTERVAL (2) seconds;
 #   - soak/analyze.py, which judges every request against the allow-list's state at that
 #     instant (a WINDOW_MS, 50, of slack around each edit) and prints the summary.
 #
