@@ -180,6 +180,9 @@ while True:
     out.write(" ".join([str(time.monotonic_ns() // 1000)] + kib) + "\n")
     time.sleep(interval)' "$handlerd_pid" "$rss_interval" "$work/rss" &
 pids+=($!)
+# A sampler that died would only show after the whole run.
+for _ in $(seq 1 100); do [ -s "$work/rss" ] && break; sleep 0.1; done
+[ -s "$work/rss" ] || fail "the RSS sampler wrote nothing"
 python3 "$here/bench/soak/toggle.py" soak "$toggled" "$work/changes" "$period" 2>"$work/toggle.err" &
 toggler=$!
 pids+=("$toggler")
