@@ -2,6 +2,8 @@
 // on 127.0.0.1, keep-alive, one thread:
 //   GET /small     a 128-byte body
 //   GET /bytes/N   N bytes, streamed from one static buffer
+//   GET /echo-key  "key=" and the x-api-key it got, as a careless error message quotes a
+//                  key (bench/soak.sh: the proxy must mask the real key on the way back)
 // On HTTPS it checks that every request carries the real key in x-api-key (the proxy
 // under test swapped the stand-in for it) and answers 401 when not; the counts go to
 // stdout and to --report at SIGTERM, so the script can say whether interception worked.
@@ -107,6 +109,10 @@ net::awaitable<void> serve(Stream& stream, bool tls, const Options& options, Cou
         std::uint64_t bytes = 0;
         if (request.target() == "/small") {
             const std::string reply = head(200, "OK", small.size(), keep_alive) + small;
+            co_await net::async_write(stream, net::buffer(reply), net::redirect_error(net::use_awaitable, error));
+        } else if (request.target() == "/echo-key") {
+            const std::string body = "key=" + std::string(request["x-api-key"]);
+            const std::string reply = head(200, "OK", body.size(), keep_alive) + body;
             co_await net::async_write(stream, net::buffer(reply), net::redirect_error(net::use_awaitable, error));
         } else if (parse_bytes_target(request.target(), bytes)) {
             const std::string reply = head(200, "OK", bytes, keep_alive);
