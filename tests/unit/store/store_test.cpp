@@ -952,6 +952,67 @@ TEST_F(StoreTest, NetworkEntriesAreRecordedFinishedListedAndGoWithTheirSession) 
 }
 
 
+// Who made a connection: one row per connection, read with each of its entries; a later
+// answer for the same connection replaces the first; gone with the session; one for a
+// session already removed is skipped without failing the batch.
+TEST_F(StoreTest, ConnectionOriginsAreReadWithTheirEntries) {
+    auto p = project("/srv/origin-test");
+    auto session = store_->create_session(session_of(std::nullopt, p.id, "shell"));
+    ASSERT_TRUE(session.ok()) << session.error().message;
+    NetworkEntry entry;
+    entry.session_id = session->id;
+    entry.host = "pypi.org";
+    entry.port = 443;
+    entry.method = "GET";
+    entry.verdict = "allow";
+    std::vector<NetworkEntry> batch;
+    for (std::int64_t id : {1, 2, 3}) {
+        entry.id = id;
+        entry.connection = id == 3 ? 0 : 77; // two requests on one connection, one untraced
+        batch.push_back(entry);
+    }
+    ASSERT_TRUE(store_->write_network_batch(batch, {}).ok());
+    auto log = *store_->network_log(session->id, 0, 10);
+    ASSERT_EQ(log.size(), 3u);
+    EXPECT_EQ(log[0].connection, 77);
+    EXPECT_FALSE(log[0].origin) << "not answered yet";
+
+    NetworkOrigin origin;
+    origin.session_id = session->id;
+    origin.connection = 77;
+    origin.pid = 4242;
+    origin.command = "curl -s https://pypi.org/simple/";
+    origin.parents = R"([{"pid":4241,"command":"bash -c curl"}])";
+    origin.tool_call_id = "toolu_1";
+    origin.tool_call_title = "Bash: curl";
+    NetworkOrigin elsewhere = origin;
+    elsewhere.session_id = "s_gone";
+    ASSERT_TRUE(store_->write_network_batch({}, {}, {origin, elsewhere}).ok());
+    log = *store_->network_log(session->id, 0, 10);
+    ASSERT_TRUE(log[0].origin && log[1].origin);
+    EXPECT_EQ(log[1].origin->pid, 4242);
+    EXPECT_EQ(log[1].origin->command, origin.command);
+    EXPECT_EQ(log[1].origin->parents, origin.parents);
+    EXPECT_EQ(log[1].origin->tool_call_id, "toolu_1");
+    EXPECT_EQ(log[1].origin->tool_call_title, "Bash: curl");
+    EXPECT_FALSE(log[2].origin) << "an untraced entry has none";
+
+    NetworkOrigin unknown;
+    unknown.session_id = session->id;
+    unknown.connection = 77;
+    unknown.note = "unknown: the shim did not answer";
+    ASSERT_TRUE(store_->write_network_batch({}, {}, {unknown}).ok());
+    log = *store_->network_log(session->id, 0, 10);
+    ASSERT_TRUE(log[0].origin);
+    EXPECT_FALSE(log[0].origin->pid);
+    EXPECT_EQ(log[0].origin->note, unknown.note);
+    EXPECT_EQ(log[0].origin->parents, "[]");
+
+    ASSERT_TRUE(store_->delete_session(session->id).ok());
+    RawDb raw(file());
+    EXPECT_EQ(raw.count("network_connections"), 0);
+}
+
 // A running session's policy comes from its agent; deleting the agent under it would
 // leave the session on the project's list in filtered mode, more than a `none` agent
 // allowed. So an agent with live sessions stays until they end.
