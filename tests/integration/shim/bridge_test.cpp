@@ -802,9 +802,11 @@ TEST(ShimBridge, NamesTheProcessThatOpenedAConnectionAndItsParents) {
     Session session;
     ProxyListener proxy(session.proxy);
     FakeHandlerd handlerd(session.control);
-    // The shell stays (a command follows the client), so it is the client's parent.
-    ShimProcess shim(session.args({"sh", "-c", g_self_path + " --client " + std::to_string(session.port) + "; echo done"}),
-                     session.log);
+    // The shell stays (commands follow the client), so it is the client's parent; it
+    // waits for a line so the shim is still there to answer after the client ended.
+    ShimProcess shim(
+        session.args({"sh", "-c", g_self_path + " --client " + std::to_string(session.port) + "; echo done; read x"}),
+        session.log);
     Fd server = proxy.accept();
     ASSERT_TRUE(server.ok()) << session.shim_log();
     sockaddr_in peer{};
@@ -833,6 +835,7 @@ TEST(ShimBridge, NamesTheProcessThatOpenedAConnectionAndItsParents) {
     const auto after = handlerd.who(program_port);
     ASSERT_TRUE(after);
     EXPECT_NE(after->status, OwnerStatus::found) << "the program has exited";
+    handlerd.send_input("\n");
     EXPECT_EQ(handlerd.wait_exit(), 0);
     EXPECT_EQ(shim.wait(), 0);
 }
