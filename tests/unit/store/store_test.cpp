@@ -109,7 +109,7 @@ TEST_F(StoreTest, OpensInWalModeWithAPrivateFileAndRecordsTheMigration) {
     EXPECT_EQ(store_->schema_version(), static_cast<int>(migrations().size()));
     EXPECT_EQ(raw.text("SELECT group_concat(version || ':' || applied_at) FROM schema_migrations"),
               "1:1700000000000,2:1700000000000,3:1700000000000,4:1700000000000,5:1700000000000,6:1700000000000,7:1700000000000,"
-              "8:1700000000000");
+              "8:1700000000000,9:1700000000000");
 }
 
 TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
