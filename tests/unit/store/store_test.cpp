@@ -538,6 +538,30 @@ TEST(Migrations, Version4GivesExistingLocalAccountsTheirDefaultUrl) {
     EXPECT_EQ(statement->text(0), "k=- l=http://127.0.0.1:8080 o=http://127.0.0.1:11434");
 }
 
+// Entries logged before version 9 keep everything they had and read as untraced
+// (connection 0, no origin); the new table starts empty.
+TEST(Migrations, Version9LeavesEarlierNetworkEntriesUntraced) {
+    FakeClock clock;
+    auto db = sqlite::Database::open(":memory:");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate(*db, migrations().first(8), clock).ok());
+    ASSERT_TRUE(db->exec("INSERT INTO projects (name, path, context_id, created_at) VALUES ('p', '/srv/p', NULL, 0);"
+                         "INSERT INTO sessions (id, project_id, harness, state, created_at, updated_at) "
+                         "VALUES ('s_000001', 1, 'shell', 'exited', 5, 6);"
+                         "INSERT INTO network_log (id, session_id, at, host, port, method, verdict, secret) "
+                         "VALUES (1, 's_000001', 7, 'pypi.org', 443, 'CONNECT', 'allow', 'anthropic')")
+                    .ok());
+    ASSERT_TRUE(migrate(*db, migrations(), clock).ok());
+    auto statement = db->prepare("SELECT host, secret, connection, (SELECT COUNT(*) FROM network_connections) "
+                                 "FROM network_log");
+    ASSERT_TRUE(statement.ok());
+    ASSERT_TRUE(statement->step().ok());
+    EXPECT_EQ(statement->text(0), "pypi.org");
+    EXPECT_EQ(statement->text(1), "anthropic");
+    EXPECT_EQ(statement->integer(2), 0);
+    EXPECT_EQ(statement->integer(3), 0);
+}
+
 TEST(Migrations, Version5GivesExistingAgentsAndSessionsNoAddons) {
     FakeClock clock;
     auto db = sqlite::Database::open(":memory:");
