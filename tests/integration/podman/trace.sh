@@ -36,7 +36,8 @@ server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
 print("port", server.server_address[1], flush=True)
 server.serve_forever()
 PY
-python3 "$work/upstream.py" >"$work/http.log" 2>&1 &
+: > "$work/http.log" # there before the loop below reads it, which the server's redirect may not be
+python3 "$work/upstream.py" >>"$work/http.log" 2>&1 &
 http_pid=$!
 trap 'status=$?; set +e; kill $http_pid 2>/dev/null; (exit $status); cleanup' EXIT
 port=""
