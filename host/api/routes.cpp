@@ -915,14 +915,17 @@ Response Routes::sessions(const Call& call) {
         auto entries = store_.network_log(id, after, limit);
         if (!entries) return error_response(entries.error());
         json::array list;
-        for (const auto& entry : *entries)
-            list.push_back(json::object{{"id", entry.id}, {"at", entry.at}, {"host", entry.host},
-                                        {"port", entry.port}, {"method", entry.method},
-                                        {"path", entry.path}, {"verdict", entry.verdict},
-                                        {"rule", entry.rule}, {"reason", entry.reason},
-                                        {"secret", entry.secret},
-                                        {"bytes_up", entry.bytes_up}, {"bytes_down", entry.bytes_down},
-                                        {"ended_at", entry.ended_at ? json::value(*entry.ended_at) : nullptr}});
+        for (const auto& entry : *entries) {
+            json::object item{{"id", entry.id}, {"at", entry.at}, {"host", entry.host},
+                              {"port", entry.port}, {"method", entry.method},
+                              {"path", entry.path}, {"verdict", entry.verdict},
+                              {"rule", entry.rule}, {"reason", entry.reason},
+                              {"secret", entry.secret},
+                              {"bytes_up", entry.bytes_up}, {"bytes_down", entry.bytes_down},
+                              {"ended_at", entry.ended_at ? json::value(*entry.ended_at) : nullptr}};
+            add_origin(item, entry);
+            list.push_back(std::move(item));
+        }
         return json_response(200, json::object{{"entries", std::move(list)}});
     }
     if (action == "terminal")

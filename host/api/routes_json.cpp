@@ -192,6 +192,38 @@ json::object to_json(const store::SessionEvent& event) {
             {"kind", event.kind}, {"payload", std::move(payload)}};
 }
 
+void add_origin(json::object& item, const store::NetworkEntry& entry) {
+    item["connection"] = entry.connection;
+    item["process"] = nullptr;
+    item["tool_call"] = nullptr;
+    if (entry.connection == 0) {
+        item["origin"] = "untraced";
+        item["origin_note"] = "recorded before handlerd traced connections";
+        return;
+    }
+    if (!entry.origin) {
+        item["origin"] = "pending";
+        item["origin_note"] = "the shim has not answered yet";
+        return;
+    }
+    const auto& origin = *entry.origin;
+    item["origin_note"] = origin.note;
+    if (!origin.pid) {
+        item["origin"] = "unknown";
+        return;
+    }
+    boost::system::error_code error;
+    json::value parents = json::parse(origin.parents, error);
+    if (error || !parents.is_array()) parents = json::array{};
+    item["process"] = json::object{{"pid", *origin.pid}, {"command", origin.command}, {"parents", std::move(parents)}};
+    if (origin.tool_call_id.empty()) {
+        item["origin"] = "no_tool_call";
+        return;
+    }
+    item["origin"] = "tool_call";
+    item["tool_call"] = json::object{{"id", origin.tool_call_id}, {"title", origin.tool_call_title}};
+}
+
 namespace {
 
 json::value limits_of(const std::string& stored) {

@@ -70,6 +70,10 @@ boost::json::object to_json(const store::Session& session);
 // {"session","seq","at","kind","payload":{...}}; a payload that is not JSON (never
 // stored by handlerd, but the database is a file) becomes {}.
 boost::json::object to_json(const store::SessionEvent& event);
+// Adds to a network log entry's JSON who made its connection (docs/api.md): `connection`,
+// `origin` (tool_call, no_tool_call, unknown, pending, untraced), `origin_note`, `process`
+// ({pid, command, parents} or null) and `tool_call` ({id, title} or null).
+void add_origin(boost::json::object& item, const store::NetworkEntry& entry);
 // A loaded harness's record carries "harness": its description (models, credentials,
 // thinking levels, modes, default hosts, launch modes, events, stdin), or
 // "harness_error" when its describe() could not be read.

@@ -472,6 +472,47 @@ int command_session_rm(Session& session, const Options& options) {
     return kExitOk;
 }
 
+namespace {
+
+// At most `limit` bytes of `text`, cut at a character's start, "…" when cut.
+std::string shortened(std::string_view text, std::size_t limit) {
+    if (text.size() <= limit) return std::string(text);
+    std::size_t cut = limit;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+    return std::string(text.substr(0, cut)) + "…";
+}
+
+std::string text_of(const json::object& object, std::string_view field) {
+    const auto* value = object.if_contains(field);
+    return value != nullptr && value->is_string() ? std::string(value->as_string()) : std::string();
+}
+
+// Who made the entry's connection: "PID COMMAND", or why that is not known. The command
+// line is the process's own to write; the table prints it through printable().
+std::string process_column(const json::object& entry) {
+    const auto* process = entry.if_contains("process");
+    if (process != nullptr && process->is_object()) {
+        const auto& fields = process->as_object();
+        const auto* pid = fields.if_contains("pid");
+        return (pid != nullptr && pid->is_int64() ? std::to_string(pid->as_int64()) : std::string("?")) + " " +
+               shortened(text_of(fields, "command"), 60);
+    }
+    const std::string origin = text_of(entry, "origin");
+    if (origin == "unknown") return shortened(text_of(entry, "origin_note"), 60);
+    return origin.empty() || origin == "untraced" ? std::string("-") : origin;
+}
+
+// The tool call it belongs to: "ID TITLE", "none" when the process is known and no tool
+// call explains it, "-" when the process is not known.
+std::string tool_call_column(const json::object& entry) {
+    const auto* call = entry.if_contains("tool_call");
+    if (call != nullptr && call->is_object())
+        return shortened(text_of(call->as_object(), "id"), 40) + " " + shortened(text_of(call->as_object(), "title"), 40);
+    return text_of(entry, "origin") == "no_tool_call" ? "none" : "-";
+}
+
+} // namespace
+
 int command_network_log(Session& session, const Options& options) {
     return page_through(session, options, "/network", "entries", "id", [&](json::array& entries) {
         for (auto& entry : entries) {
@@ -479,9 +520,12 @@ int command_network_log(Session& session, const Options& options) {
             object["where"] = std::string(object.at("host").as_string()) + ":" +
                               std::to_string(object.at("port").to_number<std::int64_t>()) +
                               std::string(object.at("path").as_string());
+            object["process"] = process_column(object);
+            object["tool_call"] = tool_call_column(object);
         }
         print_table(session.context().out, entries,
-                    {"id", "method", "where", "verdict", "rule", "secret", "bytes_up", "bytes_down", "reason"});
+                    {"id", "method", "where", "verdict", "rule", "secret", "bytes_up", "bytes_down", "process",
+                     "tool_call", "reason"});
     });
 }
 

@@ -42,6 +42,7 @@
 #include <list>
 #include <sstream>
 #include <optional>
+#include <random>
 
 namespace handler::network {
 namespace {
@@ -238,7 +239,25 @@ struct EgressProxy::Impl : std::enable_shared_from_this<Impl> {
     std::shared_ptr<net::basic_socket_acceptor<generic>> acceptor;
     std::unique_ptr<Lease> lease;
     std::list<std::weak_ptr<ProxyConnection>> connections;
+    // Connection ids are kept in the log with the session, across handlerd restarts: a
+    // random start makes a clash with an earlier run's ids as good as impossible.
+    std::int64_t next_connection = (static_cast<std::int64_t>(std::random_device{}() >> 1) << 31) |
+                                   static_cast<std::int64_t>(std::random_device{}() & 0x7fff'ffffu);
     bool stopped = false;
+
+    // A program connection: named, and its owner asked for.
+    std::int64_t traced(int fd) {
+        const std::int64_t id = ++next_connection;
+        if (services.tracer == nullptr) return id;
+        std::uint16_t port = 0;
+        sockaddr_storage peer{};
+        socklen_t peer_size = sizeof peer;
+        if (fd < 0 || ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0 ||
+            !loopback_address(peer, port))
+            port = 0;
+        services.tracer->trace(id, port);
+        return id;
+    }
 };
 
 class ProxyConnection : public std::enable_shared_from_this<ProxyConnection> {
@@ -250,6 +269,7 @@ public:
         parser_.header_limit(static_cast<std::uint32_t>(owner_.options.header_limit_bytes));
         arm_timer(owner_.options.header_timeout, "the request head did not arrive in time");
         if (!direct) return await_handover();
+        connection_ = owner_.traced(client_.native_handle());
         boost::system::error_code ignored;
         client_.set_option(tcp::no_delay(true), ignored);
         read_head();
@@ -281,6 +301,7 @@ public:
             return;
         }
         if (handover.fds.empty() && handover.byte != shim::kHandoverByte) {
+            connection_ = owner_.traced(-1);
             std::memcpy(buffer_.prepare(1).data(), &handover.byte, 1);
             buffer_.commit(1);
             return read_head();
@@ -302,6 +323,7 @@ public:
         program.set_option(tcp::no_delay(true), error);
         client_.close(error);
         client_ = std::move(program);
+        connection_ = owner_.traced(client_.native_handle());
         read_head();
     }
 
@@ -611,6 +633,7 @@ private:
         setup.early_bytes = std::move(early_);
         setup.endpoints = endpoints_;
         setup.session_id = owner_.options.session_id;
+        setup.connection = connection_;
         setup.host = target_.host;
         setup.port = target_.port;
         setup.target = target_;
@@ -823,6 +846,7 @@ private:
     void record(Verdict verdict, const std::string& rule, const std::string& reason) {
         AuditEntry entry;
         entry.session_id = owner_.options.session_id;
+        entry.connection = connection_;
         entry.at_ms = owner_.now();
         entry.host = target_.host;
         entry.port = target_.port;
@@ -880,6 +904,7 @@ private:
     std::string path_;
     std::string cut_reason_;
     std::int64_t audit_id_ = 0;
+    std::int64_t connection_ = 0; // AuditEntry::connection
     bool tunnelling_ = false;
     bool closed_ = false;
 };

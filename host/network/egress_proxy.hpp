@@ -54,6 +54,9 @@ struct AuditEntry {
     std::string secret; // the key put into this request (intercepted hosts only)
     std::uint64_t bytes_up = 0;
     std::uint64_t bytes_down = 0;
+    // The program connection this decision was made on (every request of a kept-alive
+    // connection shares it): what ConnectionTracer's answer is recorded against.
+    std::int64_t connection = 0;
 };
 
 // Where decisions go: record() when decided (returns an id), finish() with the byte
@@ -64,6 +67,18 @@ public:
     virtual std::int64_t record(const AuditEntry& entry) = 0;
     virtual void finish(std::int64_t id, std::uint64_t bytes_up, std::uint64_t bytes_down,
                         const std::string& reason) = 0;
+};
+
+// Who in the container opened each connection (docs/network.md, "Who made a
+// connection"). Told of every program connection as it is admitted, before anything is
+// decided; what it learns is recorded later, by `connection`, and is for display only:
+// the proxy never waits for it and no decision depends on it.
+class ConnectionTracer {
+public:
+    virtual ~ConnectionTracer() = default;
+    // `peer_port`: the program's end of the TCP connection (127.0.0.1 or ::1 in the
+    // container); 0 when there is none (an older shim streamed the bytes itself).
+    virtual void trace(std::int64_t connection, std::uint16_t peer_port) = 0;
 };
 
 // Names to addresses, on the host. Asynchronous; `done` runs on the io thread.
@@ -138,6 +153,7 @@ struct ProxyServices {
     AuditSink* audit = nullptr;
     SecretSource* secrets = nullptr;
     TlsContexts* tls = nullptr;
+    ConnectionTracer* tracer = nullptr; // may be null: nobody asks who
 };
 
 class EgressProxy {

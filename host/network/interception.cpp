@@ -294,6 +294,7 @@ private:
     Refusal logged(const RequestProblem& problem) const {
         AuditEntry entry;
         entry.session_id = setup_.session_id;
+        entry.connection = setup_.connection;
         entry.at_ms = setup_.now();
         entry.host = setup_.host;
         entry.port = setup_.port;
@@ -413,6 +414,7 @@ private:
         const auto& bindings = setup_.bindings;
         AuditEntry entry;
         entry.session_id = setup_.session_id;
+        entry.connection = setup_.connection;
         entry.at_ms = setup_.now();
         entry.host = setup_.host;
         entry.port = setup_.port;

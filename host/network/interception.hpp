@@ -37,6 +37,7 @@ struct InterceptionSetup {
     std::string early_bytes;                  // what followed the CONNECT head
     std::vector<boost::asio::ip::tcp::endpoint> endpoints; // checked; for reconnecting
     std::string session_id;
+    std::int64_t connection = 0; // AuditEntry::connection
     std::string host;
     std::uint16_t port = 0;
     Target target; // host and port in canonical form: what every request's Host must name

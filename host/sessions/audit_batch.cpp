@@ -38,6 +38,7 @@ std::int64_t AuditBatch::record(const network::AuditEntry& entry) {
     row.rule = entry.rule;
     row.reason = entry.reason;
     row.secret = entry.secret;
+    row.connection = entry.connection;
     if (entry.verdict == network::Verdict::deny)
         spdlog::info("session {}: refused {}:{}: {}", entry.session_id, entry.host, entry.port,
                      entry.reason);
@@ -60,6 +61,10 @@ void AuditBatch::finish(std::int64_t id, std::uint64_t up, std::uint64_t down, c
     }
     schedule_flush();
 }
+void AuditBatch::origin(store::NetworkOrigin origin) {
+    pending_origins_.push_back(std::move(origin));
+    schedule_flush();
+}
 void AuditBatch::schedule_flush() {
     if (flush_armed_) return;
     flush_armed_ = true;
@@ -71,12 +76,14 @@ void AuditBatch::schedule_flush() {
     });
 }
 void AuditBatch::flush() {
-    if (pending_entries_.empty() && pending_finishes_.empty()) return;
-    if (auto written = store_.write_network_batch(pending_entries_, pending_finishes_); !written)
-        spdlog::error("cannot record {} network decisions: {}", pending_entries_.size() + pending_finishes_.size(),
+    if (pending_entries_.empty() && pending_finishes_.empty() && pending_origins_.empty()) return;
+    if (auto written = store_.write_network_batch(pending_entries_, pending_finishes_, pending_origins_); !written)
+        spdlog::error("cannot record {} network decisions: {}",
+                      pending_entries_.size() + pending_finishes_.size() + pending_origins_.size(),
                       written.error().message);
     pending_entries_.clear();
     pending_finishes_.clear();
+    pending_origins_.clear();
     pending_index_.clear();
 }
 

@@ -39,6 +39,8 @@ public:
 
     std::int64_t record(const network::AuditEntry& entry) override;
     void finish(std::int64_t id, std::uint64_t up, std::uint64_t down, const std::string& reason) override;
+    // Who made a connection (connection_origin.hpp), written with the same batch.
+    void origin(store::NetworkOrigin origin);
     // Writes what is pending now.
     void flush();
     // No flush is scheduled any more (handlerd is stopping: flush() follows).
@@ -56,6 +58,7 @@ private:
     std::vector<store::NetworkEntry> pending_entries_;
     std::map<std::int64_t, std::size_t> pending_index_; // id -> position in pending_entries_
     std::vector<store::NetworkFinish> pending_finishes_;
+    std::vector<store::NetworkOrigin> pending_origins_;
 };
 
 } // namespace handler::sessions

@@ -60,7 +60,7 @@ api::OutputStream to_api(shim::Stream stream) {
 Channel::Channel(ChannelOwner& owner, net::io_context& io, std::string id, bool tty, OutputLog log,
                  ChannelOptions options)
     : owner_(owner), io_(io), id_(std::move(id)), tty_(tty), log_(std::move(log)), options_(options),
-      acceptor_(io), link_timer_(io), deadline_timer_(io) {}
+      acceptor_(io), link_timer_(io), deadline_timer_(io), who_timer_(io) {}
 
 Result<void> Channel::listen(const fs::path& control_dir) {
     socket_path_ = control_dir / kControlSocketName;
@@ -184,6 +184,8 @@ void Channel::close(const std::string& reason) {
     acceptor_.close(ignored);
     link_timer_.cancel();
     deadline_timer_.cancel();
+    expire_who(true, "unknown: the session ended before the shim answered");
+    who_timer_.cancel();
     // What is queued for the shim (the EXIT_ACK that lets it end at once) still goes
     // out; the connection closes after it.
     if (link_) {
@@ -313,6 +315,7 @@ void Channel::drop_link(const char* why) {
     boost::system::error_code ignored;
     link_->socket.close(ignored);
     link_.reset();
+    expire_who(true, "unknown: the shim's link to handlerd dropped before it answered");
     if (exit_code_) return;
     // A shim that is only reconnecting comes back within a few hundred ms; one that
     // died with its container never does, and sends no exit.
@@ -329,7 +332,9 @@ bool Channel::handle(const shim::Frame& frame) {
     switch (frame.type) {
     case shim::FrameType::hello: {
         const auto hello = shim::decode_hello(frame.payload);
-        if (!hello || hello->version != shim::kProtocolVersion) return false;
+        if (!hello || hello->version < shim::kOldestProtocolVersion || hello->version > shim::kProtocolVersion)
+            return false;
+        link_->version = hello->version;
         std::uint64_t from = log_.end();
         if (hello->produced < from) {
             // Not the shim this log came from; take what it has rather than nothing.
@@ -365,9 +370,73 @@ bool Channel::handle(const shim::Frame& frame) {
         }
         return true;
     }
+    case shim::FrameType::owner: {
+        const auto answer = shim::decode_owner(frame.payload);
+        if (!answer || link_->version < 2) return false;
+        answered(*answer);
+        return true;
+    }
     default:
         return false; // a host → shim type coming back
     }
+}
+
+void Channel::trace(std::int64_t connection, std::uint16_t peer_port) {
+    const auto unknown = [&](std::string why) {
+        owner_.record_origin(unknown_origin(id_, connection, std::move(why)));
+    };
+    if (peer_port == 0)
+        return unknown("unknown: the connection came as a byte stream from an older shim, with no socket to look up");
+    if (!resumed()) return unknown("unknown: the shim was not connected to handlerd when the connection came");
+    if (link_->version < 2)
+        return unknown("unknown: this session's shim is older than handlerd and cannot say (a new session can)");
+    if (pending_who_.size() >= kMaxPendingWho)
+        return unknown("unknown: " + std::to_string(kMaxPendingWho) + " lookups were already waiting for the shim");
+    const std::uint32_t query = ++next_query_;
+    pending_who_[query] = {connection, std::chrono::steady_clock::now() + options_.who_timeout};
+    send(shim::encode_who({query, peer_port}));
+    arm_who_timer();
+}
+
+// The shim's answer. One for a query nobody asked (or one that timed out) is ignored:
+// a shim answers each WHO once, and whoever else speaks on the control socket can only
+// lie about its own session's display, never about a decision.
+void Channel::answered(const shim::OwnerAnswer& answer) {
+    const auto found = pending_who_.find(answer.query);
+    if (found == pending_who_.end()) return;
+    const std::int64_t connection = found->second.connection;
+    pending_who_.erase(found);
+    owner_.record_origin(origin_of(id_, connection, answer, tool_calls_, parser_ != nullptr));
+}
+
+// Records the lookups past their deadline (all of them with `all`) as unknown.
+void Channel::expire_who(bool all, const std::string& why) {
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = pending_who_.begin(); it != pending_who_.end();) {
+        if (!all && it->second.deadline > now) {
+            ++it;
+            continue;
+        }
+        owner_.record_origin(unknown_origin(id_, it->second.connection, why));
+        it = pending_who_.erase(it);
+    }
+}
+
+void Channel::arm_who_timer() {
+    if (who_timer_armed_ || pending_who_.empty()) return;
+    who_timer_armed_ = true;
+    const auto first = std::min_element(pending_who_.begin(), pending_who_.end(), [](const auto& a, const auto& b) {
+        return a.second.deadline < b.second.deadline;
+    });
+    who_timer_.expires_at(first->second.deadline);
+    who_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& error) {
+        auto self = weak.lock();
+        if (!self || error) return;
+        self->who_timer_armed_ = false;
+        self->expire_who(false, "unknown: the shim did not answer within " +
+                                    std::to_string(self->options_.who_timeout.count()) + " ms");
+        self->arm_who_timer();
+    });
 }
 
 void Channel::receive(const shim::Output& output) {
@@ -480,6 +549,7 @@ void Channel::load_open_requests() {
     owner_.for_each_event(id_, 0, [this](const store::SessionEvent& event) {
         track_requests(event);
         turns_.observe(event.kind, event.payload);
+        tool_calls_.observe(event.kind, event.payload);
     });
 }
 
@@ -504,6 +574,7 @@ void Channel::send_events(const std::vector<store::SessionEvent>& stored) {
     for (const auto& event : stored) {
         track_requests(event);
         turns_.observe(event.kind, event.payload);
+        tool_calls_.observe(event.kind, event.payload);
         // A one-shot run is one turn: with its input ended, the harness exits.
         if (owns_input_ && !conversation_ && event.kind == "result") input_eof();
     }

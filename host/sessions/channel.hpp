@@ -11,6 +11,8 @@
 #include "core/clock.hpp"
 #include "core/result.hpp"
 #include "plugins/launch_spec.hpp"
+#include "network/egress_proxy.hpp"
+#include "sessions/connection_origin.hpp"
 #include "sessions/harness_catalog.hpp"
 #include "sessions/output_log.hpp"
 #include "sessions/session_keys.hpp"
@@ -41,10 +43,6 @@
 #include <string_view>
 #include <vector>
 
-namespace handler::network {
-class EgressProxy;
-}
-
 namespace handler::sessions {
 
 // What a channel asks of the session manager: the events store, the clock, and what to do
@@ -70,12 +68,17 @@ public:
     virtual Result<void> request_stop(const std::string& id) = 0;
     // A client of this channel is gone (its attach id no longer names anything).
     virtual void client_gone(std::uint64_t attach_id) = 0;
+    // Who made one of the session's proxy connections (connection_origin.hpp).
+    virtual void record_origin(store::NetworkOrigin origin) = 0;
 };
 
 struct ChannelOptions {
     std::size_t replay_bytes = std::size_t{1} << 20;
     std::uint64_t events_limit_bytes = std::uint64_t{64} << 20;
     std::chrono::milliseconds lost_link_check{1'500};
+    // How long the shim has to say who opened a proxy connection. It answers at once from
+    // /proc; a shim that does not by then is stuck or not the real one.
+    std::chrono::milliseconds who_timeout{2'000};
 };
 
 // The session's egress proxy and what it uses (the session's keys, its resolver), made
@@ -86,7 +89,9 @@ struct SessionProxy {
     std::unique_ptr<network::EgressProxy> proxy;
 };
 
-class Channel : public std::enable_shared_from_this<Channel> {
+// The channel is its proxy's ConnectionTracer: it asks the shim (WHO) who holds each
+// program connection and records the answer with the tool call that explains it.
+class Channel : public std::enable_shared_from_this<Channel>, public network::ConnectionTracer {
 public:
     Channel(ChannelOwner& owner, boost::asio::io_context& io, std::string id, bool tty, OutputLog log,
             ChannelOptions options);
@@ -154,6 +159,12 @@ public:
     const OutputLog& log() const { return log_; }
     bool exited() const { return exit_code_.has_value(); }
 
+    // ConnectionTracer: never waits; the origin is recorded when the shim answers, or as
+    // unknown (saying why) when it cannot.
+    void trace(std::int64_t connection, std::uint16_t peer_port) override;
+    // At most this many WHOs wait for an answer; a connection past it is recorded as unknown.
+    static constexpr std::size_t kMaxPendingWho = 256;
+
 private:
     using local = boost::asio::local::stream_protocol;
     struct Chunk {
@@ -180,7 +191,12 @@ private:
         bool writing = false;
         bool resumed = false;
         bool close_when_flushed = false;
-        std::uint64_t next = 0; // the shim offset expected next
+        std::uint64_t next = 0;     // the shim offset expected next
+        std::uint32_t version = 0;  // the shim's protocol version (its HELLO)
+    };
+    struct PendingWho {
+        std::int64_t connection = 0;
+        std::chrono::steady_clock::time_point deadline;
     };
 
     bool resumed() const { return link_ && link_->resumed; }
@@ -202,6 +218,9 @@ private:
     void load_open_requests();
     static std::vector<std::pair<std::string, std::string>> options_of(const std::string& request);
     void send_events(const std::vector<store::SessionEvent>& stored);
+    void answered(const shim::OwnerAnswer& answer);
+    void expire_who(bool all, const std::string& why);
+    void arm_who_timer();
     void remember(Chunk chunk);
     std::shared_ptr<const std::string> for_terminal(TerminalFilter& filter, const std::shared_ptr<const std::string>& bytes);
     void send(std::string frames);
@@ -234,6 +253,11 @@ private:
     bool warned_input_ = false;
     bool warned_terminal_ = false;
     std::map<std::string, std::string> open_requests_; // tool call id -> its request's payload
+    OpenToolCalls tool_calls_;
+    std::map<std::uint32_t, PendingWho> pending_who_; // query -> the connection asked about
+    std::uint32_t next_query_ = 0;
+    boost::asio::steady_timer who_timer_;
+    bool who_timer_armed_ = false;
     Turns turns_;
     bool starting_turn_ = false;
     std::mt19937_64 prompt_ids_{std::random_device{}()};

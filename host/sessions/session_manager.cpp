@@ -259,8 +259,9 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, ChannelOwner {
         return {};
     }
     void client_gone(std::uint64_t attach_id) override { attachments.erase(attach_id); }
+    void record_origin(store::NetworkOrigin origin) override { audit.origin(std::move(origin)); }
     // The session's egress proxy on <control dir>/proxy.sock, with its keys.
-    SessionProxy make_proxy(const std::string& id, const fs::path& control_dir);
+    SessionProxy make_proxy(const std::string& id, const fs::path& control_dir, network::ConnectionTracer& tracer);
 
     net::io_context& io;
     store::Store& store;
@@ -292,7 +293,8 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, ChannelOwner {
 
 // ---- Impl -----------------------------------------------------------------------------
 
-SessionProxy SessionManager::Impl::make_proxy(const std::string& id, const fs::path& control_dir) {
+SessionProxy SessionManager::Impl::make_proxy(const std::string& id, const fs::path& control_dir,
+                                             network::ConnectionTracer& tracer) {
     SessionProxy made;
     if (options.proxy_port == 0) return made;
     network::ProxyOptions proxy_options;
@@ -307,7 +309,7 @@ SessionProxy SessionManager::Impl::make_proxy(const std::string& id, const fs::p
     }
     made.proxy = std::make_unique<network::EgressProxy>(
         io, proxy_options, [this, id] { return policy_for(id); },
-        network::ProxyServices{session_resolver, &audit, made.keys.get(), options.tls},
+        network::ProxyServices{session_resolver, &audit, made.keys.get(), options.tls, &tracer},
         [this] { return clock_.now_ms(); }, own_addresses);
     return made;
 }
@@ -333,7 +335,7 @@ Result<std::shared_ptr<Channel>> SessionManager::Impl::open_channel(const store:
         *this, io, session.id, session.tty, std::move(*log),
         ChannelOptions{options.replay_bytes, options.events_limit_bytes, options.lost_link_check});
     if (auto listening = channel->listen(control_dir); !listening) return listening.take_error();
-    if (auto proxied = channel->start_proxy(make_proxy(session.id, control_dir)); !proxied)
+    if (auto proxied = channel->start_proxy(make_proxy(session.id, control_dir, *channel)); !proxied)
         return proxied.take_error();
     if (!session.tty) {
         // A parser re-opened after a restart starts mid-stream: a line the old one had

@@ -180,8 +180,28 @@ constexpr std::string_view kVersion8 = R"sql(
 ALTER TABLE sessions ADD COLUMN limits TEXT NOT NULL DEFAULT '';
 )sql";
 
-constexpr std::array<std::string_view, 8> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4,
-                                                         kVersion5, kVersion6, kVersion7, kVersion8};
+// Who made each connection (docs/network.md, "Who made a connection"): the network log's
+// entries name their connection, and each connection gets one row once the shim has said
+// which process holds it (or why it cannot). A row per connection, not columns on every
+// entry: the answer arrives after the connection's first entry may be written, and one
+// connection carries many requests.
+constexpr std::string_view kVersion9 = R"sql(
+ALTER TABLE network_log ADD COLUMN connection INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE network_connections (
+    session_id       TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    connection       INTEGER NOT NULL,
+    pid              INTEGER,
+    command          TEXT NOT NULL DEFAULT '',
+    parents          TEXT NOT NULL DEFAULT '[]',
+    tool_call_id     TEXT NOT NULL DEFAULT '',
+    tool_call_title  TEXT NOT NULL DEFAULT '',
+    note             TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (session_id, connection)
+) STRICT, WITHOUT ROWID;
+)sql";
+
+constexpr std::array<std::string_view, 9> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4, kVersion5,
+                                                         kVersion6, kVersion7, kVersion8, kVersion9};
 
 Result<void> ensure_migrations_table(sqlite::Database& db) {
     return db.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("

@@ -100,6 +100,20 @@ struct Session {
     TimeMs updated_at = 0;
 };
 
+// Who in the container made connection `connection` (docs/network.md, "Who made a
+// connection"), one row per connection, however many requests it carried. The
+// container says all of it: for display only.
+struct NetworkOrigin {
+    std::string session_id;
+    std::int64_t connection = 0;
+    std::optional<std::int64_t> pid; // in the container's pid namespace; unset: unknown
+    std::string command;             // its command line, arguments joined by spaces
+    std::string parents;             // JSON [{"pid","command"}], nearest first
+    std::string tool_call_id;        // empty: no tool call explains it
+    std::string tool_call_title;
+    std::string note;                // why the process or the tool call is not known
+};
+
 // One decision of a session's egress proxy.
 struct NetworkEntry {
     std::int64_t id = 0;
@@ -116,6 +130,8 @@ struct NetworkEntry {
     std::int64_t bytes_up = 0;
     std::int64_t bytes_down = 0;
     std::optional<TimeMs> ended_at; // unset while the connection is open
+    std::int64_t connection = 0;    // 0: recorded before connections were traced
+    std::optional<NetworkOrigin> origin; // read with the entry; unset: not known yet
 };
 
 // The end of a connection: its byte counts and, when it was cut, why.

@@ -953,6 +953,19 @@ NetworkEntry read_network_entry(const sqlite::Statement& row) {
     entry.bytes_down = row.integer(11);
     entry.ended_at = row.optional_integer(12);
     entry.secret = row.text(13);
+    entry.connection = row.integer(14);
+    if (row.optional_integer(15)) {
+        NetworkOrigin origin;
+        origin.session_id = entry.session_id;
+        origin.connection = entry.connection;
+        origin.pid = row.optional_integer(16);
+        origin.command = row.text(17);
+        origin.parents = row.text(18);
+        origin.tool_call_id = row.text(19);
+        origin.tool_call_title = row.text(20);
+        origin.note = row.text(21);
+        entry.origin = std::move(origin);
+    }
     return entry;
 }
 } // namespace
@@ -960,9 +973,12 @@ NetworkEntry read_network_entry(const sqlite::Statement& row) {
 Result<std::vector<NetworkEntry>> Store::network_log(std::string_view session_id,
                                                      std::int64_t after_id, std::int64_t limit) {
     std::lock_guard lock(mutex_);
-    return collect(db_.prepare("SELECT id, session_id, at, host, port, method, path, verdict, rule, "
-                               "reason, bytes_up, bytes_down, ended_at, secret FROM network_log "
-                               "WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+    return collect(db_.prepare("SELECT l.id, l.session_id, l.at, l.host, l.port, l.method, l.path, l.verdict, "
+                               "l.rule, l.reason, l.bytes_up, l.bytes_down, l.ended_at, l.secret, l.connection, "
+                               "c.connection, c.pid, c.command, c.parents, c.tool_call_id, c.tool_call_title, c.note "
+                               "FROM network_log l LEFT JOIN network_connections c "
+                               "ON c.session_id = l.session_id AND c.connection = l.connection AND l.connection != 0 "
+                               "WHERE l.session_id = ?1 AND l.id > ?2 ORDER BY l.id LIMIT ?3",
                                session_id, after_id, limit),
                    read_network_entry);
 }
@@ -1029,13 +1045,14 @@ Result<std::int64_t> Store::last_network_entry_id() {
 }
 
 Result<void> Store::write_network_batch(const std::vector<NetworkEntry>& added,
-                                        const std::vector<NetworkFinish>& finished) {
+                                        const std::vector<NetworkFinish>& finished,
+                                        const std::vector<NetworkOrigin>& origins) {
     std::lock_guard lock(mutex_);
     return in_transaction(Transaction::Kind::write, [&]() -> Result<void> {
         auto insert = db_.prepare(
             "INSERT INTO network_log (id, session_id, at, host, port, method, path, verdict, rule, reason, "
-            "secret, bytes_up, bytes_down, ended_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-            "?13, ?14)");
+            "secret, bytes_up, bytes_down, ended_at, connection) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+            "?11, ?12, ?13, ?14, ?15)");
         if (!insert) return insert.take_error();
         for (const auto& entry : added) {
             insert->reset();
@@ -1053,6 +1070,7 @@ Result<void> Store::write_network_batch(const std::vector<NetworkEntry>& added,
             insert->bind(12, entry.bytes_up);
             insert->bind(13, entry.bytes_down);
             insert->bind(14, entry.ended_at);
+            insert->bind(15, entry.connection);
             if (auto done = insert->run(); !done) return done.take_error();
         }
         auto update = db_.prepare("UPDATE network_log SET bytes_up = ?2, bytes_down = ?3, ended_at = ?4, "
@@ -1066,6 +1084,26 @@ Result<void> Store::write_network_batch(const std::vector<NetworkEntry>& added,
             update->bind(4, end.ended_at);
             update->bind(5, end.reason);
             if (auto done = update->run(); !done) return done.take_error();
+        }
+        if (origins.empty()) return {};
+        // A session removed meanwhile has no row to hang an origin on: skipped, not an
+        // error that would cost the batch.
+        auto origin_insert = db_.prepare(
+            "INSERT OR REPLACE INTO network_connections (session_id, connection, pid, command, parents, "
+            "tool_call_id, tool_call_title, note) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 "
+            "WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1)");
+        if (!origin_insert) return origin_insert.take_error();
+        for (const auto& origin : origins) {
+            origin_insert->reset();
+            origin_insert->bind(1, origin.session_id);
+            origin_insert->bind(2, origin.connection);
+            origin_insert->bind(3, origin.pid);
+            origin_insert->bind(4, origin.command);
+            origin_insert->bind(5, origin.parents.empty() ? std::string("[]") : origin.parents);
+            origin_insert->bind(6, origin.tool_call_id);
+            origin_insert->bind(7, origin.tool_call_title);
+            origin_insert->bind(8, origin.note);
+            if (auto done = origin_insert->run(); !done) return done.take_error();
         }
         return {};
     });

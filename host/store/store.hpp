@@ -107,9 +107,13 @@ public:
     // last_network_entry_id(), in order), then `finished`. The proxy decides thousands of
     // connections a second; a transaction per decision cost more than the proxy itself.
     Result<std::int64_t> last_network_entry_id();
+    // `origins` last: who made a connection (one row each; a second one for the same
+    // connection replaces the first).
     Result<void> write_network_batch(const std::vector<NetworkEntry>& added,
-                                     const std::vector<NetworkFinish>& finished);
-    // Entries after `after_id`, oldest first, at most `limit`.
+                                     const std::vector<NetworkFinish>& finished,
+                                     const std::vector<NetworkOrigin>& origins = {});
+    // Entries after `after_id`, oldest first, at most `limit`, each with its
+    // connection's origin when that is known.
     Result<std::vector<NetworkEntry>> network_log(std::string_view session_id,
                                                   std::int64_t after_id, std::int64_t limit);
     Result<std::vector<LearnedHost>> learned_hosts(std::string_view session_id);

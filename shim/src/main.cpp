@@ -7,6 +7,7 @@
 // events in that loop. With --proxy-port the same loop also runs the egress bridge
 // (bridge.hpp), the session's only way out of the container.
 #include "bridge.hpp"
+#include "owner.hpp"
 #include "options.hpp"
 #include "program.hpp"
 #include "ring.hpp"
@@ -190,6 +191,7 @@ private:
     std::uint64_t next_offset_ = 0; // next output offset to queue once resumed
     bool exit_queued_ = false;
     bool should_exit_ = false;
+    std::vector<std::uint32_t> recent_holders_; // newest first: WHO looks there first
 };
 
 int Shim::run() {
@@ -507,6 +509,24 @@ std::string Shim::handle_frame(const Frame& frame) {
             if (group > 0) kill(-group, SIGWINCH);
         }
         return {};
+    case FrameType::who: {
+        // Read from /proc at once, in this loop: a connection to the proxy is open while
+        // its program waits for the answer, and the lookup is bounded (owner.hpp).
+        const auto who = decode_who(frame.payload);
+        if (!who) return "malformed WHO payload";
+        auto answer = options_.proxy_port == 0
+                          ? OwnerAnswer{who->query, OwnerStatus::no_connection, {}}
+                          : find_owner("/proc", who->port, options_.proxy_port, getpid(), {}, recent_holders_);
+        answer.query = who->query;
+        if (answer.status == OwnerStatus::found) {
+            const std::uint32_t holder = answer.processes.front().pid;
+            std::erase(recent_holders_, holder);
+            recent_holders_.insert(recent_holders_.begin(), holder);
+            if (recent_holders_.size() > 8) recent_holders_.pop_back();
+        }
+        outgoing_.append(encode_owner(answer));
+        return {};
+    }
     case FrameType::exit_ack:
         if (!frame.payload.empty()) return expect_empty("EXIT_ACK");
         if (exited_) should_exit_ = true;
@@ -514,6 +534,7 @@ std::string Shim::handle_frame(const Frame& frame) {
     case FrameType::hello:
     case FrameType::output:
     case FrameType::exit:
+    case FrameType::owner:
         return "frame type " + std::to_string(static_cast<int>(frame.type)) +
                " is sent by the shim, not to it";
     }

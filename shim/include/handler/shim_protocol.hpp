@@ -19,15 +19,21 @@
 // statically and handlerd includes it too: one definition for both ends.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace handler::shim {
 
-inline constexpr std::uint32_t kProtocolVersion = 1;
+// 2 added WHO/OWNER (who opened a connection to the proxy). handlerd speaks both: it
+// asks a version-1 shim nothing, since that shim drops a connection on a type it does
+// not know.
+inline constexpr std::uint32_t kProtocolVersion = 2;
+inline constexpr std::uint32_t kOldestProtocolVersion = 1;
 inline constexpr std::size_t kHeaderSize = 5;
 inline constexpr std::size_t kMaxPayload = 64 * 1024;
 
@@ -37,6 +43,7 @@ enum class FrameType : std::uint8_t {
     hello = 1,  // u32 version, u64 produced, u64 oldest, u8 exited, i32 exit_code, u8 tty
     output = 2, // u64 offset of the first byte, u8 stream (Stream), bytes
     exit = 3,   // i32 exit code: the program's status, or 128 + signal number
+    owner = 4,  // (2) u32 query, u8 OwnerStatus, u8 count, count × process (OwnerAnswer)
 
     // handlerd → shim
     resume = 10,    // u64 from: send retained output from max(from, oldest), then live
@@ -46,6 +53,8 @@ enum class FrameType : std::uint8_t {
     signal = 14,    // i32 signal number, sent to the program's process group
     redraw = 15,    // SIGWINCH to the terminal's foreground process group (TUIs repaint)
     exit_ack = 16,  // handlerd has recorded the exit; the shim may end
+    who = 17,       // (2) u32 query, u16 port: which process holds the TCP connection
+                    // from 127.0.0.1:port (or [::1]:port) to the proxy port? OWNER answers
 };
 
 enum class Stream : std::uint8_t { terminal = 1, stdout_ = 2, stderr_ = 3 };
@@ -68,6 +77,39 @@ struct Output {
     std::uint64_t offset = 0;
     Stream stream = Stream::terminal;
     std::string_view data; // points into the frame's payload
+};
+
+// What OWNER says of a WHO. The shim reads the container's /proc (shim/src/owner.hpp);
+// everything in the answer is the container's to say, so handlerd only displays it and
+// never decides anything by it.
+enum class OwnerStatus : std::uint8_t {
+    found = 1,        // processes[0] holds the socket; then its parents, nearest first
+    no_connection = 2, // no such connection is open any more
+    no_process = 3,   // the connection is open but no process in view holds it (it exited,
+                      // or passed the socket on and closed its own copy)
+    unreadable = 4,   // the shim could not read /proc
+};
+
+// The bounds of an answer: a command line is cut at kMaxCommandBytes and the chain of
+// parents at kMaxChain processes (the holder included), so an OWNER fits in one frame.
+inline constexpr std::size_t kMaxCommandBytes = 2048;
+inline constexpr std::size_t kMaxChain = 17;
+
+struct OwnerProcess {
+    std::uint32_t pid = 0;
+    std::string command; // /proc/PID/cmdline as it is: arguments separated by NUL bytes
+    bool truncated = false;
+};
+
+struct OwnerAnswer {
+    std::uint32_t query = 0;
+    OwnerStatus status = OwnerStatus::unreadable;
+    std::vector<OwnerProcess> processes;
+};
+
+struct Who {
+    std::uint32_t query = 0;
+    std::uint16_t port = 0;
 };
 
 namespace detail {
@@ -102,6 +144,10 @@ public:
         return value;
     }
     std::string_view rest() const { return ok_ ? data_.substr(position_) : std::string_view(); }
+    void take_bytes(std::size_t bytes) {
+        if (!ok_ || data_.size() - position_ < bytes) ok_ = false;
+        else position_ += bytes;
+    }
     bool ok() const { return ok_; }
     bool at_end() const { return ok_ && position_ == data_.size(); }
 
@@ -181,6 +227,35 @@ inline std::string encode_empty(FrameType type) {
     return frame;
 }
 
+inline std::string encode_who(const Who& who) {
+    std::string payload;
+    detail::put_u32(payload, who.query);
+    detail::put_u16(payload, who.port);
+    std::string frame;
+    append_frame(frame, FrameType::who, payload);
+    return frame;
+}
+
+// Cuts what exceeds the bounds above, so any answer encodes into one frame.
+inline std::string encode_owner(const OwnerAnswer& answer) {
+    std::string payload;
+    detail::put_u32(payload, answer.query);
+    detail::put_u8(payload, static_cast<std::uint8_t>(answer.status));
+    const std::size_t count = std::min(answer.processes.size(), kMaxChain);
+    detail::put_u8(payload, static_cast<std::uint8_t>(count));
+    for (std::size_t i = 0; i < count; ++i) {
+        const auto& process = answer.processes[i];
+        const std::string_view command = std::string_view(process.command).substr(0, kMaxCommandBytes);
+        detail::put_u32(payload, process.pid);
+        detail::put_u8(payload, process.truncated || command.size() < process.command.size() ? 1 : 0);
+        detail::put_u16(payload, static_cast<std::uint16_t>(command.size()));
+        payload.append(command);
+    }
+    std::string frame;
+    append_frame(frame, FrameType::owner, payload);
+    return frame;
+}
+
 // Decoders return nullopt for a payload of the wrong shape.
 inline std::optional<Hello> decode_hello(std::string_view payload) {
     detail::Reader reader(payload);
@@ -221,6 +296,43 @@ inline std::optional<std::uint64_t> decode_u64(std::string_view payload) {
     const auto value = reader.take(8);
     if (!reader.at_end()) return std::nullopt;
     return value;
+}
+
+inline std::optional<Who> decode_who(std::string_view payload) {
+    detail::Reader reader(payload);
+    Who who;
+    who.query = static_cast<std::uint32_t>(reader.take(4));
+    who.port = static_cast<std::uint16_t>(reader.take(2));
+    if (!reader.at_end() || who.port == 0) return std::nullopt;
+    return who;
+}
+
+// Refuses anything past the bounds, an unknown status, a pid of 0, processes with a
+// status other than found, and bytes left over.
+inline std::optional<OwnerAnswer> decode_owner(std::string_view payload) {
+    detail::Reader reader(payload);
+    OwnerAnswer answer;
+    answer.query = static_cast<std::uint32_t>(reader.take(4));
+    const auto status = reader.take(1);
+    const auto count = reader.take(1);
+    if (!reader.ok() || status < 1 || status > 4 || count > kMaxChain) return std::nullopt;
+    answer.status = static_cast<OwnerStatus>(status);
+    if ((answer.status == OwnerStatus::found) != (count > 0)) return std::nullopt;
+    for (std::uint64_t i = 0; i < count; ++i) {
+        OwnerProcess process;
+        process.pid = static_cast<std::uint32_t>(reader.take(4));
+        const auto truncated = reader.take(1);
+        const auto length = reader.take(2);
+        if (!reader.ok() || process.pid == 0 || truncated > 1 || length > kMaxCommandBytes ||
+            reader.rest().size() < length)
+            return std::nullopt;
+        process.truncated = truncated == 1;
+        process.command = std::string(reader.rest().substr(0, length));
+        reader.take_bytes(length);
+        answer.processes.push_back(std::move(process));
+    }
+    if (!reader.at_end()) return std::nullopt;
+    return answer;
 }
 
 struct Size {
@@ -266,7 +378,7 @@ public:
     std::size_t buffered() const { return buffer_.size() - consumed_; }
 
     static bool known_type(std::uint8_t type) {
-        return (type >= 1 && type <= 3) || (type >= 10 && type <= 16);
+        return (type >= 1 && type <= 4) || (type >= 10 && type <= 17);
     }
 
 private:

@@ -34,6 +34,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -263,6 +264,21 @@ public:
         }
         wake();
     }
+    // Asks the shim who holds the connection from 127.0.0.1:port (WHO) and waits for its
+    // OWNER.
+    std::optional<OwnerAnswer> who(std::uint16_t port, std::chrono::milliseconds timeout = kTimeout) {
+        std::uint32_t query = 0;
+        {
+            std::lock_guard lock(mutex_);
+            query = ++queries_;
+            pending_ += encode_who({query, port});
+        }
+        wake();
+        std::unique_lock lock(mutex_);
+        changed_.wait_for(lock, timeout, [&] { return answers_.contains(query); });
+        if (!answers_.contains(query)) return std::nullopt;
+        return answers_.at(query);
+    }
 
 private:
     void wake() { [[maybe_unused]] auto written = write(wake_write_.get(), "x", 1); }
@@ -327,6 +343,10 @@ private:
             lock.unlock();
             send(encode_empty(FrameType::exit_ack));
             break;
+        case FrameType::owner:
+            if (auto answer = decode_owner(frame.payload)) answers_[answer->query] = *answer;
+            else ADD_FAILURE() << "the shim sent a malformed OWNER";
+            break;
         default:
             break;
         }
@@ -343,6 +363,8 @@ private:
     bool resumed_ = false;
     std::string output_;
     std::string pending_;
+    std::uint32_t queries_ = 0;
+    std::map<std::uint32_t, OwnerAnswer> answers_;
     std::optional<int> exit_code_;
 };
 
@@ -770,6 +792,51 @@ TEST(ShimBridge, TheProgramCanConnectFromItsFirstInstruction) {
     server.reset();
     EXPECT_EQ(handlerd.wait_exit(), 0) << handlerd.output();
     EXPECT_NE(handlerd.output().find("reply:world"), std::string::npos) << handlerd.output();
+    EXPECT_EQ(shim.wait(), 0);
+}
+
+// Who opened a connection (WHO/OWNER): the shim reads /proc and names the program that
+// holds the socket, then its parents up to the shim; after the program closed it, the
+// connection is gone and the answer says so.
+TEST(ShimBridge, NamesTheProcessThatOpenedAConnectionAndItsParents) {
+    Session session;
+    ProxyListener proxy(session.proxy);
+    FakeHandlerd handlerd(session.control);
+    // The shell stays (commands follow the client), so it is the client's parent; it
+    // waits for a line so the shim is still there to answer after the client ended.
+    ShimProcess shim(
+        session.args({"sh", "-c", g_self_path + " --client " + std::to_string(session.port) + "; echo done; read x"}),
+        session.log);
+    Fd server = proxy.accept();
+    ASSERT_TRUE(server.ok()) << session.shim_log();
+    sockaddr_in peer{};
+    socklen_t size = sizeof peer;
+    ASSERT_EQ(getpeername(server.get(), reinterpret_cast<sockaddr*>(&peer), &size), 0);
+    const std::uint16_t program_port = ntohs(peer.sin_port);
+    ASSERT_TRUE(handlerd.wait_hello());
+
+    auto answer = handlerd.who(program_port);
+    ASSERT_TRUE(answer) << "no OWNER; " << session.shim_log();
+    ASSERT_EQ(answer->status, OwnerStatus::found);
+    ASSERT_GE(answer->processes.size(), 2u);
+    EXPECT_EQ(answer->processes[0].command,
+              g_self_path + std::string(1, '\0') + "--client" + std::string(1, '\0') + std::to_string(session.port));
+    EXPECT_EQ(answer->processes[1].command.rfind(std::string("sh\0-c\0", 6), 0), 0u) << answer->processes[1].command;
+    for (const auto& process : answer->processes)
+        EXPECT_NE(static_cast<pid_t>(process.pid), shim.pid()) << "the shim itself is not in the chain";
+
+    // A port nobody connected from.
+    EXPECT_EQ(handlerd.who(1)->status, OwnerStatus::no_connection);
+
+    EXPECT_EQ(read_to_eof(server.get()), "hello");
+    ASSERT_TRUE(send_all(server.get(), "world"));
+    server.reset();
+    EXPECT_TRUE(handlerd.wait_output("done")) << handlerd.output();
+    const auto after = handlerd.who(program_port);
+    ASSERT_TRUE(after);
+    EXPECT_NE(after->status, OwnerStatus::found) << "the program has exited";
+    handlerd.send_input("\n");
+    EXPECT_EQ(handlerd.wait_exit(), 0);
     EXPECT_EQ(shim.wait(), 0);
 }
 

@@ -803,6 +803,64 @@ TEST_F(RoutesTest, Sessions) {
     EXPECT_EQ(shown.at("addon_hosts"), (json::array{"cdn.example.com", "late.example.com:443"}));
 }
 
+// Each network log entry says who made its connection: the process and its parents,
+// the tool call, or why neither is known.
+TEST_F(RoutesTest, NetworkEntriesCarryTheirConnectionsOrigin) {
+    const auto project = make_project();
+    auto session = store_->create_session(session_of(std::nullopt, project, "claude-code"));
+    ASSERT_TRUE(session.ok());
+    std::vector<store::NetworkEntry> entries;
+    for (std::int64_t id = 1; id <= 5; ++id) {
+        store::NetworkEntry entry;
+        entry.id = id;
+        entry.session_id = session->id;
+        entry.host = "example.com";
+        entry.port = 443;
+        entry.method = "CONNECT";
+        entry.verdict = "allow";
+        entry.connection = id == 5 ? 0 : 100 + id;
+        entries.push_back(entry);
+    }
+    store::NetworkOrigin by_tool;
+    by_tool.session_id = session->id;
+    by_tool.connection = 101;
+    by_tool.pid = 40;
+    by_tool.command = "curl -s https://example.com";
+    by_tool.parents = R"([{"pid":39,"command":"bash -c curl -s https://example.com"}])";
+    by_tool.tool_call_id = "toolu_9";
+    by_tool.tool_call_title = "Bash: curl -s https://example.com";
+    store::NetworkOrigin by_harness = by_tool;
+    by_harness.connection = 102;
+    by_harness.pid = 10;
+    by_harness.command = "claude -p hi";
+    by_harness.parents = "[]";
+    by_harness.tool_call_id.clear();
+    by_harness.tool_call_title.clear();
+    by_harness.note = "no tool call: the harness itself, or a process no running tool call started";
+    store::NetworkOrigin unknown;
+    unknown.session_id = session->id;
+    unknown.connection = 103;
+    unknown.note = "unknown: the shim did not answer within 2000 ms";
+    ASSERT_TRUE(store_->write_network_batch(entries, {}, {by_tool, by_harness, unknown}).ok());
+
+    const auto list = parse(call("GET", "/api/v1/sessions/" + session->id + "/network")).at("entries").as_array();
+    ASSERT_EQ(list.size(), 5u);
+    EXPECT_EQ(list[0].at("origin"), "tool_call");
+    EXPECT_EQ(list[0].at("connection"), 101);
+    EXPECT_EQ(list[0].at("process"), json::parse(R"({"pid":40,"command":"curl -s https://example.com",
+        "parents":[{"pid":39,"command":"bash -c curl -s https://example.com"}]})"));
+    EXPECT_EQ(list[0].at("tool_call"), json::parse(R"({"id":"toolu_9","title":"Bash: curl -s https://example.com"})"));
+    EXPECT_EQ(list[1].at("origin"), "no_tool_call");
+    EXPECT_EQ(list[1].at("process").at("pid"), 10);
+    EXPECT_TRUE(list[1].at("tool_call").is_null());
+    EXPECT_EQ(list[1].at("origin_note").as_string(), by_harness.note);
+    EXPECT_EQ(list[2].at("origin"), "unknown");
+    EXPECT_TRUE(list[2].at("process").is_null());
+    EXPECT_EQ(list[2].at("origin_note").as_string(), unknown.note);
+    EXPECT_EQ(list[3].at("origin"), "pending");
+    EXPECT_EQ(list[4].at("origin"), "untraced");
+}
+
 // ---- failures on the server side --------------------------------------------------
 
 TEST_F(RoutesTest, StoreFailuresAre500WithAMessage) {

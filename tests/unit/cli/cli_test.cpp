@@ -788,6 +788,41 @@ TEST(Cli, TablesPrintNoControlCharactersFromTheirData) {
     EXPECT_EQ(printable("a\xc2\x9b" "31mb\xc2\xa0" "c"), "a 31mb\xc2\xa0" "c"); // CSI gone, NBSP kept
 }
 
+// `network log` shows who made each connection: the process (its command line is the
+// container's to write, so it goes through printable()) and its tool call, or why not.
+TEST(Cli, NetworkLogShowsTheProcessAndToolCallOfEachEntry) {
+    FakeDaemon daemon;
+    const std::string page = R"({"entries":[
+        {"id":1,"at":1,"host":"api.example","port":443,"method":"CONNECT","path":"","verdict":"allow","rule":"x",
+         "reason":"","secret":"","bytes_up":1,"bytes_down":2,"ended_at":null,"connection":7,"origin":"tool_call",
+         "origin_note":"","process":{"pid":40,"command":"curl -s https://api.example\u001b[2J","parents":[]},
+         "tool_call":{"id":"toolu_1","title":"Bash: curl"}},
+        {"id":2,"at":1,"host":"api.example","port":443,"method":"CONNECT","path":"","verdict":"allow","rule":"x",
+         "reason":"","secret":"","bytes_up":1,"bytes_down":2,"ended_at":null,"connection":8,"origin":"no_tool_call",
+         "origin_note":"no tool call","process":{"pid":10,"command":"claude","parents":[]},"tool_call":null},
+        {"id":3,"at":1,"host":"api.example","port":443,"method":"CONNECT","path":"","verdict":"deny","rule":"",
+         "reason":"not allowed","secret":"","bytes_up":0,"bytes_down":0,"ended_at":null,"connection":9,
+         "origin":"unknown","origin_note":"unknown: the shim did not answer","process":null,"tool_call":null}]})";
+    daemon.answer(200, page);
+    auto result = run(daemon, {"network", "log", "s_1"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_NE(result.out.find("PROCESS"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("TOOL CALL"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("40 curl -s https://api.example [2J"), std::string::npos) << result.out;
+    EXPECT_EQ(result.out.find('\x1b'), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("toolu_1 Bash: curl"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("10 claude"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("none"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("unknown: the shim did not answer"), std::string::npos) << result.out;
+
+    daemon.answer(200, page);
+    auto as_json = run(daemon, {"network", "log", "s_1", "--json"});
+    ASSERT_EQ(as_json.code, kExitOk) << as_json.err;
+    const auto first = json::parse(as_json.out.substr(0, as_json.out.find('\n')));
+    EXPECT_EQ(first.at("tool_call").at("id"), "toolu_1");
+    EXPECT_EQ(first.at("process").at("pid"), 40);
+}
+
 TEST(TimeFormat, AgesAndLocalTimes) {
     constexpr std::int64_t kAt = 1'700'000'000'000; // 2023-11-14 22:13:20 UTC
     EXPECT_EQ(format_age(kAt, kAt + 400), "just now");

@@ -13,6 +13,7 @@
 #include "support/fake_harness_catalog.hpp"
 #include "support/fakes.hpp"
 
+#include <handler/handover.hpp>
 #include <handler/shim_protocol.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -67,8 +68,10 @@ public:
     void send(const std::string& bytes) const {
         ASSERT_EQ(::write(fd_, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
     }
-    void hello(std::uint64_t produced, std::uint64_t oldest = 0) const {
+    void hello(std::uint64_t produced, std::uint64_t oldest = 0,
+               std::uint32_t version = shim::kProtocolVersion) const {
         shim::Hello hello;
+        hello.version = version;
         hello.produced = produced;
         hello.oldest = oldest;
         hello.tty = true;
@@ -116,6 +119,7 @@ public:
     }
     // Frames a caller read but did not use: received() returns them first next time.
     void put_back(std::vector<shim::Frame> frames) { put_back_ = std::move(frames); }
+    int fd() const { return fd_; }
 
 private:
     int fd_ = -1;
@@ -341,9 +345,9 @@ protected:
 
     // Connects the shim double and waits for handlerd's RESUME.
     std::uint64_t connect_shim(ShimDouble& shim, const std::string& id, std::uint64_t produced,
-                               std::uint64_t oldest = 0) {
+                               std::uint64_t oldest = 0, std::uint32_t version = shim::kProtocolVersion) {
         EXPECT_TRUE(shim.connect(socket(id)));
-        shim.hello(produced, oldest);
+        shim.hello(produced, oldest, version);
         std::optional<std::uint64_t> from;
         EXPECT_TRUE(pump_until([&] {
             auto frames = shim.received();
@@ -475,6 +479,133 @@ TEST_F(SessionManagerTest, EachSessionGetsItsOwnEgressProxy) {
     EXPECT_EQ(entry.host, "blocked.example");
     EXPECT_EQ(entry.verdict, "deny");
     EXPECT_TRUE(contains(entry.reason, "not allowed")) << entry.reason;
+}
+
+template <std::size_t N> std::string bytes(const char (&text)[N]) { return std::string(text, N - 1); }
+
+// A program's connection to the proxy port as the shim hands it over: a loopback TCP
+// connection whose accepted end goes to the proxy socket; `port` is the program's end.
+struct ProgramConnection {
+    int program = -1;
+    std::uint16_t port = 0;
+    ~ProgramConnection() {
+        if (program >= 0) ::close(program);
+    }
+};
+std::unique_ptr<ProgramConnection> hand_over_connection(const fs::path& proxy_socket, const std::string& request) {
+    auto made = std::make_unique<ProgramConnection>();
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    EXPECT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), length), 0);
+    EXPECT_EQ(::listen(listener, 1), 0);
+    EXPECT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    made->program = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_EQ(::connect(made->program, reinterpret_cast<sockaddr*>(&address), length), 0);
+    sockaddr_in local{};
+    length = sizeof local;
+    EXPECT_EQ(::getsockname(made->program, reinterpret_cast<sockaddr*>(&local), &length), 0);
+    made->port = ntohs(local.sin_port);
+    const int accepted = ::accept(listener, nullptr, nullptr);
+    ::close(listener);
+    ShimDouble proxy;
+    EXPECT_TRUE(proxy.connect(proxy_socket));
+    EXPECT_TRUE(shim::send_handover(proxy.fd(), accepted));
+    ::close(accepted);
+    EXPECT_EQ(::write(made->program, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+    return made;
+}
+
+// Who made a connection: handlerd asks the shim (WHO, with the program's port) and
+// records its answer with the entry; never before deciding, and the decision is the same
+// whatever the answer says.
+TEST_F(SessionManagerTest, EachConnectionIsTracedToTheProcessTheShimNames) {
+    const std::string id = start_shell();
+    ShimDouble shim;
+    connect_shim(shim, id, 0);
+    const fs::path proxy = dir_ / "run/sessions" / id / "proxy.sock";
+    auto program = hand_over_connection(proxy, "CONNECT blocked.example:443 HTTP/1.1\r\n\r\n");
+
+    std::optional<shim::Who> who;
+    ASSERT_TRUE(pump_until([&] {
+        for (const auto& frame : shim.received())
+            if (frame.type == shim::FrameType::who) who = shim::decode_who(frame.payload);
+        return who.has_value();
+    }));
+    EXPECT_EQ(who->port, program->port);
+    // The decision does not wait for the answer.
+    ASSERT_TRUE(pump_until([&] { return store_->network_log(id, 0, 10)->size() == 1; }));
+    auto entry = store_->network_log(id, 0, 10)->front();
+    EXPECT_EQ(entry.verdict, "deny");
+    EXPECT_NE(entry.connection, 0);
+    EXPECT_FALSE(entry.origin.has_value());
+
+    // A process that claims anything in its command line changes no verdict.
+    shim::OwnerAnswer answer;
+    answer.query = who->query;
+    answer.status = shim::OwnerStatus::found;
+    answer.processes = {{42, bytes("curl\0-s\0https://allowed.example\0\x1b[31m"), false},
+                        {41, bytes("bash\0-c\0curl -s https://allowed.example"), true}};
+    shim.send(shim::encode_owner(answer));
+    ASSERT_TRUE(pump_until([&] { return store_->network_log(id, 0, 10)->front().origin.has_value(); }));
+    entry = store_->network_log(id, 0, 10)->front();
+    EXPECT_EQ(entry.verdict, "deny");
+    ASSERT_TRUE(entry.origin->pid);
+    EXPECT_EQ(*entry.origin->pid, 42);
+    EXPECT_EQ(entry.origin->command, bytes("curl -s https://allowed.example \x1b[31m"));
+    EXPECT_TRUE(contains(entry.origin->parents, "\"pid\":41")) << entry.origin->parents;
+    EXPECT_TRUE(contains(entry.origin->parents, "bash -c curl -s https://allowed.example…")) << entry.origin->parents;
+    EXPECT_EQ(entry.origin->tool_call_id, "");
+    EXPECT_TRUE(contains(entry.origin->note, "reports no tool calls")) << entry.origin->note;
+
+    // An answer to a query nobody asked, or a second one, changes nothing.
+    answer.processes = {{7, "forged", false}};
+    shim.send(shim::encode_owner(answer));
+    answer.query += 100;
+    shim.send(shim::encode_owner(answer));
+    for (int i = 0; i < 20; ++i) { // time for handlerd to act on them, and the batch to flush
+        io_.restart();
+        io_.run_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(*store_->network_log(id, 0, 10)->front().origin->pid, 42);
+    EXPECT_FALSE(shim.closed_by_peer());
+}
+
+// The shim's link dropping before it answered, and a shim of protocol 1 (which would
+// drop the connection on a WHO), give an unknown origin that says why.
+TEST_F(SessionManagerTest, AConnectionNobodyCanExplainSaysWhy) {
+    const std::string id = start_shell();
+    const fs::path proxy = dir_ / "run/sessions" / id / "proxy.sock";
+    {
+        ShimDouble shim;
+        connect_shim(shim, id, 0);
+        auto program = hand_over_connection(proxy, "CONNECT one.example:443 HTTP/1.1\r\n\r\n");
+        ASSERT_TRUE(pump_until([&] {
+            for (const auto& frame : shim.received())
+                if (frame.type == shim::FrameType::who) return true;
+            return false;
+        }));
+    } // the shim goes away without answering
+    ASSERT_TRUE(pump_until([&] {
+        auto log = *store_->network_log(id, 0, 10);
+        return log.size() == 1 && log.front().origin.has_value();
+    }));
+    auto first = store_->network_log(id, 0, 10)->front();
+    EXPECT_FALSE(first.origin->pid);
+    EXPECT_TRUE(contains(first.origin->note, "dropped before it answered")) << first.origin->note;
+
+    ShimDouble old;
+    connect_shim(old, id, 0, 0, 1);
+    auto program = hand_over_connection(proxy, "CONNECT two.example:443 HTTP/1.1\r\n\r\n");
+    ASSERT_TRUE(pump_until([&] {
+        auto log = *store_->network_log(id, 0, 10);
+        return log.size() == 2 && log.back().origin.has_value();
+    }));
+    EXPECT_TRUE(contains(store_->network_log(id, 0, 10)->back().origin->note, "older")) ;
+    for (const auto& frame : old.received()) EXPECT_NE(frame.type, shim::FrameType::who);
+    EXPECT_FALSE(old.closed_by_peer());
 }
 
 // A loopback TCP port that accepts connections (the kernel completes them without an

@@ -155,7 +155,7 @@ TEST(ShimProtocol, MaxPayloadIsAcceptedOneMoreIsNot) {
 }
 
 TEST(ShimProtocol, UnknownTypesFailTheDecoderForGood) {
-    for (std::uint8_t type : {0, 4, 9, 17, 255}) {
+    for (std::uint8_t type : {0, 5, 9, 18, 255}) {
         FrameDecoder decoder;
         decoder.feed(header(type, 0));
         EXPECT_FALSE(decoder.next()) << int(type);
@@ -165,8 +165,52 @@ TEST(ShimProtocol, UnknownTypesFailTheDecoderForGood) {
         EXPECT_FALSE(decoder.next()) << int(type);
         EXPECT_TRUE(decoder.failed()) << int(type);
     }
-    for (std::uint8_t type : {1, 2, 3, 10, 11, 12, 13, 14, 15, 16})
+    for (std::uint8_t type : {1, 2, 3, 4, 10, 11, 12, 13, 14, 15, 16, 17})
         EXPECT_TRUE(FrameDecoder::known_type(type)) << int(type);
+}
+
+TEST(ShimProtocol, WhoAndOwnerRoundTrip) {
+    const auto who = decode_who(encode_who({7, 40000}).substr(kHeaderSize));
+    ASSERT_TRUE(who);
+    EXPECT_EQ(who->query, 7u);
+    EXPECT_EQ(who->port, 40000);
+    EXPECT_FALSE(decode_who(std::string("\0\0\0\1\0\0", 6))); // port 0
+    EXPECT_FALSE(decode_who(std::string("\0\0\0\1\0", 5)));
+
+    OwnerAnswer answer;
+    answer.query = 9;
+    answer.status = OwnerStatus::found;
+    answer.processes = {{21, std::string("curl\0-s", 7), false}, {20, "bash", true}};
+    const auto decoded = decode_owner(encode_owner(answer).substr(kHeaderSize));
+    ASSERT_TRUE(decoded);
+    EXPECT_EQ(decoded->query, 9u);
+    ASSERT_EQ(decoded->processes.size(), 2u);
+    EXPECT_EQ(decoded->processes[0].command, std::string("curl\0-s", 7));
+    EXPECT_TRUE(decoded->processes[1].truncated);
+
+    // A command over the bound is cut (and marked) by the encoder.
+    answer.processes = {{21, std::string(kMaxCommandBytes + 10, 'x'), false}};
+    const auto cut = decode_owner(encode_owner(answer).substr(kHeaderSize));
+    ASSERT_TRUE(cut);
+    EXPECT_EQ(cut->processes[0].command.size(), kMaxCommandBytes);
+    EXPECT_TRUE(cut->processes[0].truncated);
+
+    const auto payload = [](std::uint8_t status, std::uint8_t count, std::string rest) {
+        std::string bytes("\0\0\0\1", 4);
+        bytes.push_back(static_cast<char>(status));
+        bytes.push_back(static_cast<char>(count));
+        return bytes + rest;
+    };
+    EXPECT_TRUE(decode_owner(payload(2, 0, "")));
+    EXPECT_FALSE(decode_owner(payload(1, 0, "")));             // found, but nobody
+    EXPECT_FALSE(decode_owner(payload(2, 1, std::string("\0\0\0\5\0\0\0", 7)))); // processes without found
+    EXPECT_FALSE(decode_owner(payload(5, 0, "")));             // unknown status
+    EXPECT_FALSE(decode_owner(payload(1, 18, "")));            // over kMaxChain
+    EXPECT_FALSE(decode_owner(payload(1, 1, std::string("\0\0\0\0\0\0\0", 7)))); // pid 0
+    EXPECT_FALSE(decode_owner(payload(1, 1, std::string("\0\0\0\5\0\x08\x01", 7)))); // length past kMaxCommandBytes
+    EXPECT_FALSE(decode_owner(payload(1, 1, std::string("\0\0\0\5\0\0\x09" "abc", 10)))); // length past the end
+    EXPECT_FALSE(decode_owner(payload(1, 1, std::string("\0\0\0\5\0\0\x01" "ab", 9))));  // bytes left over
+    EXPECT_FALSE(decode_owner(payload(1, 1, std::string("\0\0\0\5\2\0\0", 7))));   // truncated flag 2
 }
 
 TEST(ShimProtocol, FramesBeforeABadOneAreStillDelivered) {

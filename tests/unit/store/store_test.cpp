@@ -109,7 +109,7 @@ TEST_F(StoreTest, OpensInWalModeWithAPrivateFileAndRecordsTheMigration) {
     EXPECT_EQ(store_->schema_version(), static_cast<int>(migrations().size()));
     EXPECT_EQ(raw.text("SELECT group_concat(version || ':' || applied_at) FROM schema_migrations"),
               "1:1700000000000,2:1700000000000,3:1700000000000,4:1700000000000,5:1700000000000,6:1700000000000,7:1700000000000,"
-              "8:1700000000000");
+              "8:1700000000000,9:1700000000000");
 }
 
 TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
@@ -538,6 +538,30 @@ TEST(Migrations, Version4GivesExistingLocalAccountsTheirDefaultUrl) {
     EXPECT_EQ(statement->text(0), "k=- l=http://127.0.0.1:8080 o=http://127.0.0.1:11434");
 }
 
+// Entries logged before version 9 keep everything they had and read as untraced
+// (connection 0, no origin); the new table starts empty.
+TEST(Migrations, Version9LeavesEarlierNetworkEntriesUntraced) {
+    FakeClock clock;
+    auto db = sqlite::Database::open(":memory:");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate(*db, migrations().first(8), clock).ok());
+    ASSERT_TRUE(db->exec("INSERT INTO projects (name, path, context_id, created_at) VALUES ('p', '/srv/p', NULL, 0);"
+                         "INSERT INTO sessions (id, project_id, harness, state, created_at, updated_at) "
+                         "VALUES ('s_000001', 1, 'shell', 'exited', 5, 6);"
+                         "INSERT INTO network_log (id, session_id, at, host, port, method, verdict, secret) "
+                         "VALUES (1, 's_000001', 7, 'pypi.org', 443, 'CONNECT', 'allow', 'anthropic')")
+                    .ok());
+    ASSERT_TRUE(migrate(*db, migrations(), clock).ok());
+    auto statement = db->prepare("SELECT host, secret, connection, (SELECT COUNT(*) FROM network_connections) "
+                                 "FROM network_log");
+    ASSERT_TRUE(statement.ok());
+    ASSERT_TRUE(statement->step().ok());
+    EXPECT_EQ(statement->text(0), "pypi.org");
+    EXPECT_EQ(statement->text(1), "anthropic");
+    EXPECT_EQ(statement->integer(2), 0);
+    EXPECT_EQ(statement->integer(3), 0);
+}
+
 TEST(Migrations, Version5GivesExistingAgentsAndSessionsNoAddons) {
     FakeClock clock;
     auto db = sqlite::Database::open(":memory:");
@@ -951,6 +975,67 @@ TEST_F(StoreTest, NetworkEntriesAreRecordedFinishedListedAndGoWithTheirSession) 
     EXPECT_TRUE(store_->network_log(session->id, 0, 100)->empty());
 }
 
+
+// Who made a connection: one row per connection, read with each of its entries; a later
+// answer for the same connection replaces the first; gone with the session; one for a
+// session already removed is skipped without failing the batch.
+TEST_F(StoreTest, ConnectionOriginsAreReadWithTheirEntries) {
+    auto p = project("/srv/origin-test");
+    auto session = store_->create_session(session_of(std::nullopt, p.id, "shell"));
+    ASSERT_TRUE(session.ok()) << session.error().message;
+    NetworkEntry entry;
+    entry.session_id = session->id;
+    entry.host = "pypi.org";
+    entry.port = 443;
+    entry.method = "GET";
+    entry.verdict = "allow";
+    std::vector<NetworkEntry> batch;
+    for (std::int64_t id : {1, 2, 3}) {
+        entry.id = id;
+        entry.connection = id == 3 ? 0 : 77; // two requests on one connection, one untraced
+        batch.push_back(entry);
+    }
+    ASSERT_TRUE(store_->write_network_batch(batch, {}).ok());
+    auto log = *store_->network_log(session->id, 0, 10);
+    ASSERT_EQ(log.size(), 3u);
+    EXPECT_EQ(log[0].connection, 77);
+    EXPECT_FALSE(log[0].origin) << "not answered yet";
+
+    NetworkOrigin origin;
+    origin.session_id = session->id;
+    origin.connection = 77;
+    origin.pid = 4242;
+    origin.command = "curl -s https://pypi.org/simple/";
+    origin.parents = R"([{"pid":4241,"command":"bash -c curl"}])";
+    origin.tool_call_id = "toolu_1";
+    origin.tool_call_title = "Bash: curl";
+    NetworkOrigin elsewhere = origin;
+    elsewhere.session_id = "s_gone";
+    ASSERT_TRUE(store_->write_network_batch({}, {}, {origin, elsewhere}).ok());
+    log = *store_->network_log(session->id, 0, 10);
+    ASSERT_TRUE(log[0].origin && log[1].origin);
+    EXPECT_EQ(log[1].origin->pid, 4242);
+    EXPECT_EQ(log[1].origin->command, origin.command);
+    EXPECT_EQ(log[1].origin->parents, origin.parents);
+    EXPECT_EQ(log[1].origin->tool_call_id, "toolu_1");
+    EXPECT_EQ(log[1].origin->tool_call_title, "Bash: curl");
+    EXPECT_FALSE(log[2].origin) << "an untraced entry has none";
+
+    NetworkOrigin unknown;
+    unknown.session_id = session->id;
+    unknown.connection = 77;
+    unknown.note = "unknown: the shim did not answer";
+    ASSERT_TRUE(store_->write_network_batch({}, {}, {unknown}).ok());
+    log = *store_->network_log(session->id, 0, 10);
+    ASSERT_TRUE(log[0].origin);
+    EXPECT_FALSE(log[0].origin->pid);
+    EXPECT_EQ(log[0].origin->note, unknown.note);
+    EXPECT_EQ(log[0].origin->parents, "[]");
+
+    ASSERT_TRUE(store_->delete_session(session->id).ok());
+    RawDb raw(file());
+    EXPECT_EQ(raw.count("network_connections"), 0);
+}
 
 // A running session's policy comes from its agent; deleting the agent under it would
 // leave the session on the project's list in filtered mode, more than a `none` agent
