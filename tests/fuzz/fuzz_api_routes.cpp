@@ -111,7 +111,7 @@ struct Api {
     }
 
     Response call(const std::string& method, const std::string& target, const std::string& body = "") {
-        return routes->handle(Request{method, target, body, false});
+        return routes->handle(Request{method, target, body, false, {}, {}});
     }
 };
 
@@ -196,7 +196,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return replaced(replaced(std::string(text), "$ROOT", root), "$SESSION", folders.session_id);
     };
     Request request{std::string(line.substr(0, space)), expand(line.substr(space + 1)),
-                    line_end == std::string_view::npos ? std::string() : expand(input.substr(line_end + 1)), false};
+                    line_end == std::string_view::npos ? std::string() : expand(input.substr(line_end + 1)), false, {}, {}};
     const Response response = api.routes->handle(request);
     written = request.method != "GET" && response.status < 400;
     check_answer(request, response);
