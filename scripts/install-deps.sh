@@ -8,7 +8,6 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libssl-dev libsqlite3-dev sqlite3 libtomlplusplus-dev libspdlog-dev libcli11-dev
   libcpp-httplib-dev libsodium-dev libidn2-dev libgtest-dev libgmock-dev
-  clang libclang-rt-14-dev
   python3
   podman runc slirp4netns uidmap fuse-overlayfs catatonit busybox-static mmdebstrap
 )

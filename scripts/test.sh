@@ -28,15 +28,20 @@ podman_user=${HANDLER_PODMAN_USER:-handler-ci}
 # The machine as scripts/install.sh leaves it, by the same step: nothing more, so CI
 # meets what a user meets.
 "$here/scripts/prepare-machine.sh"
-# One package for the tests only: the browser the web page's tests drive
-# (tests/browser/). A user's machine never needs it (they open the page in their own
-# browser), so it is not in install-deps.sh; adding a test's tool is not a repair of
-# the machine the install would have missed.
-if ! dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed"; then
-  echo "test.sh: installing chromium for the browser tests"
+# Packages for the tests only: the browser the web page's tests drive (tests/browser/),
+# and clang with its runtimes for the fuzz targets (docs/fuzzing.md). A user's machine
+# needs neither (they open the page in their own browser), so they are not in
+# install-deps.sh; adding a test's tools is not a repair of the machine the install would
+# have missed.
+test_tools=()
+for package in chromium clang libclang-rt-14-dev; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || test_tools+=("$package")
+done
+if [ ${#test_tools[@]} -gt 0 ]; then
+  echo "test.sh: installing ${test_tools[*]} for the tests"
   if [ "$(id -u)" -eq 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
   DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" update -qq
-  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq --no-install-recommends chromium
+  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq --no-install-recommends "${test_tools[@]}"
 fi
 
 cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
