@@ -69,6 +69,20 @@ void check_round_trip(const shim::Frame& frame) {
             again = shim::encode_resize(size->rows, size->cols);
         }
         break;
+    case shim::FrameType::who:
+        if (const auto who = shim::decode_who(frame.payload)) again = shim::encode_who(*who);
+        break;
+    case shim::FrameType::owner:
+        // Container-made (a shim can be replaced by what runs beside it): every field
+        // the decoder lets through is within the bounds the encoder keeps.
+        if (const auto owner = shim::decode_owner(frame.payload)) {
+            check(owner->processes.size() <= shim::kMaxChain, "an answer's chain is within the bound");
+            for (const auto& process : owner->processes)
+                check(process.pid != 0 && process.command.size() <= shim::kMaxCommandBytes,
+                      "a process has a pid and a command within the bound");
+            again = shim::encode_owner(*owner);
+        }
+        break;
     case shim::FrameType::input:
     case shim::FrameType::input_eof:
     case shim::FrameType::redraw:
