@@ -64,6 +64,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/bench/lib.sh"
 prefix=${PREFIX:-$here/build/podman-tests/prefix}
 harness=${HARNESS:-claude-code}
 timed_plugin=${TIMED_PLUGIN:-$here/build/bench/plugins/timed-claude}
@@ -109,9 +111,7 @@ else
   harness_title="Claude Code $("$claude" --version | cut -d' ' -f1)"
 fi
 
-real_data=${XDG_DATA_HOME:-$HOME/.local/share}
-real_config=${XDG_CONFIG_HOME:-$HOME/.config}
-real_runtime=${XDG_RUNTIME_DIR:?XDG_RUNTIME_DIR must be set for rootless podman}
+remember_podman_folders
 containers_before=$(podman ps -aq --filter label=io.handler.managed=1 | sort)
 work=$(mktemp -d "$HOME/handler-bench-events-XXXXXX")
 model_pid=""
@@ -144,16 +144,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# handlerd's own HOME, config and database; podman's settings and storage are the user's
-# (its storage.conf names the graph and run roots, which would otherwise follow the XDG
-# folders into the private HOME).
-export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_DATA_HOME="$work/home/.local/share"
-export XDG_RUNTIME_DIR="$work/run" PATH="$prefix/bin:$PATH"
-mkdir -p "$XDG_CONFIG_HOME/handler" "$XDG_CONFIG_HOME/containers" "$XDG_DATA_HOME" && install -d -m 0700 "$XDG_RUNTIME_DIR"
-[ ! -d "$real_config/containers" ] || cp -r "$real_config/containers/." "$XDG_CONFIG_HOME/containers/"
-driver=$(podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null || echo overlay)
-printf '[storage]\ndriver = "%s"\ngraphroot = "%s"\nrunroot = "%s"\n' "$driver" "$real_data/containers/storage" \
-  "$real_runtime/containers" > "$XDG_CONFIG_HOME/containers/storage.conf"
+use_private_handler_home "$work" "$prefix"
 
 # The real harness: handlerd reaches the fake model server for api.anthropic.com.
 start_with_model() {

@@ -44,6 +44,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/bench/lib.sh"
 prefix=${PREFIX:-$here/build/podman-tests/prefix}
 bench_bin=${BENCH_BIN:-$here/build/bench}
 duration=${DURATION:-600}
@@ -67,9 +69,7 @@ for program in soak_load bench_upstream; do
 done
 [[ $duration =~ ^[0-9]+$ && $duration -gt 0 ]] || fail "DURATION is whole seconds, not '$duration'"
 podman info >/dev/null 2>&1 || fail "rootless podman does not work for $(id -un)"
-real_runtime=${XDG_RUNTIME_DIR:?XDG_RUNTIME_DIR must be set for rootless podman}
-real_data=${XDG_DATA_HOME:-$HOME/.local/share}
-real_config=${XDG_CONFIG_HOME:-$HOME/.config}
+remember_podman_folders
 # The session's image: busybox and nothing else is needed, soak_load being static.
 bash "$here/tests/integration/podman/make_test_image.sh" "$image" >/dev/null || fail "could not build the test image $image"
 
@@ -98,13 +98,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_DATA_HOME="$work/home/.local/share"
-export XDG_RUNTIME_DIR="$work/run" PATH="$prefix/bin:$PATH"
-mkdir -p "$XDG_CONFIG_HOME/handler" "$XDG_CONFIG_HOME/containers" "$XDG_DATA_HOME" && install -d -m 0700 "$XDG_RUNTIME_DIR"
-[ ! -d "$real_config/containers" ] || cp -r "$real_config/containers/." "$XDG_CONFIG_HOME/containers/"
-driver=$(podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null || echo overlay)
-printf '[storage]\ndriver = "%s"\ngraphroot = "%s"\nrunroot = "%s"\n' "$driver" "$real_data/containers/storage" \
-  "$real_runtime/containers" > "$XDG_CONFIG_HOME/containers/storage.conf"
+use_private_handler_home "$work" "$prefix"
 
 # The test CA the upstreams' certificates come from ("public": handlerd verifies them).
 pki="$work/pki"

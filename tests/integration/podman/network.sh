@@ -19,16 +19,7 @@ source "$here/session_env.sh"
 
 # The upstream: serves hello.txt on a free loopback port.
 mkdir -p "$work/www" && echo hello-through-proxy > "$work/www/hello.txt"
-python3 -m http.server --bind 127.0.0.1 --directory "$work/www" 0 >"$work/http.log" 2>&1 &
-http_pid=$!
-trap 'status=$?; set +e; kill $http_pid 2>/dev/null; (exit $status); cleanup' EXIT
-port=""
-for _ in $(seq 1 50); do
-  port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$work/http.log" | head -n1)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || fail "the upstream did not start: $(cat "$work/http.log")"
+start_upstream "$work/http.log" python3 -m http.server --bind 127.0.0.1 --directory "$work/www" 0
 
 project="$work/projects/web"
 mkdir -p "$project"

@@ -68,6 +68,23 @@ $image_line
 ${extra_config:-}
 TOML
 
+# start_upstream LOG COMMAND...: a loopback upstream that prints "port N" into LOG; sets
+# http_pid and port, and ends it with the test.
+start_upstream() {
+  local log=$1
+  shift
+  : >"$log" # there before the loop below reads it
+  "$@" >>"$log" 2>&1 &
+  http_pid=$!
+  trap 'status=$?; set +e; kill $http_pid 2>/dev/null; (exit $status); cleanup' EXIT
+  port=""
+  for _ in $(seq 1 50); do
+    port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$log" | head -n1)
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ] || fail "the upstream did not start: $(cat "$log")"
+}
 state_of() { handler session list --json | python3 -c "import json,sys; print(next(s['$2'] for s in json.load(sys.stdin) if s['id']=='$1'))"; }
 wait_state() { # ID STATE [TENTHS OF A SECOND, default 100]
   for _ in $(seq 1 "${3:-100}"); do

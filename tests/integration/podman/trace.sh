@@ -36,17 +36,7 @@ server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
 print("port", server.server_address[1], flush=True)
 server.serve_forever()
 PY
-: > "$work/http.log" # there before the loop below reads it, which the server's redirect may not be
-python3 "$work/upstream.py" >>"$work/http.log" 2>&1 &
-http_pid=$!
-trap 'status=$?; set +e; kill $http_pid 2>/dev/null; (exit $status); cleanup' EXIT
-port=""
-for _ in $(seq 1 50); do
-  port=$(sed -n 's/^port \([0-9]*\).*/\1/p' "$work/http.log" | head -n1)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || fail "the upstream did not start: $(cat "$work/http.log")"
+start_upstream "$work/http.log" python3 "$work/upstream.py"
 
 project="$work/projects/web"
 mkdir -p "$project"
