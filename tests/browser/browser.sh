@@ -30,8 +30,9 @@ cp "$here"/browser/package.json "$here"/browser/package-lock.json "$here"/browse
 # npm's cache in the account's real home, so later runs need no download.
 (cd "$browser_dir" && npm_config_cache="$real_home/.npm" npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
   fail "npm ci of playwright-core failed"
-# Chromium's profile, crash reports and caches go to the private HOME.
-(cd "$browser_dir" && HANDLER_SESSION_ID=$session_id HANDLER_CHROMIUM=$chromium node --test --test-concurrency=1) ||
+# Chromium's profile, crash reports and caches go to the private HOME. Only the files at
+# the top: page/ holds the page's feature tests, which need page/dev_env.sh's set-up.
+(cd "$browser_dir" && HANDLER_SESSION_ID=$session_id HANDLER_CHROMIUM=$chromium node --test --test-concurrency=1 ./*.test.mjs) ||
   fail "the browser tests failed (above)"
 handler session stop "$session_id" >/dev/null || true
 echo "PASS ($test_name)"
