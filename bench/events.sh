@@ -121,16 +121,7 @@ cleanup() {
   if [ -s "$work/run/handler/handlerd.pid" ]; then
     kill "$(cat "$work/run/handler/handlerd.pid")" 2>/dev/null || true
   fi
-  # The containers this run started, and no others of the user's.
-  comm -13 <(printf '%s\n' "$containers_before") <(podman ps -aq --filter label=io.handler.managed=1 | sort) |
-    xargs -r podman rm -f -t 0 >/dev/null 2>&1 || true
-  # Rootless podman keeps a pause process per XDG_RUNTIME_DIR (its user namespace); this
-  # run's private one would outlive the run.
-  local pause
-  pause=$(cat "$work/run/libpod/tmp/pause.pid" 2>/dev/null || true)
-  if [ -n "$pause" ] && [ "$pause" != "$(cat "$real_runtime/libpod/tmp/pause.pid" 2>/dev/null || true)" ]; then
-    kill "$pause" 2>/dev/null || true
-  fi
+  end_private_podman "$work" "$containers_before"
   if [ $code -ne 0 ]; then
     echo "--- handlerd.log (last lines)" >&2
     tail -n 30 "$work/home/.local/share/handler/handlerd.log" >&2 2>/dev/null || true

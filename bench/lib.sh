@@ -22,3 +22,16 @@ use_private_handler_home() {
   printf '[storage]\ndriver = "%s"\ngraphroot = "%s"\nrunroot = "%s"\n' "$driver" "$real_data/containers/storage" \
     "$real_runtime/containers" > "$XDG_CONFIG_HOME/containers/storage.conf"
 }
+
+# end_private_podman WORK BEFORE: removes the containers the run started (not those in
+# BEFORE, the user's own) and the rootless pause process of the run's private
+# XDG_RUNTIME_DIR (podman keeps one per runtime folder), which would outlive the run.
+end_private_podman() {
+  local work=$1 before=$2 pause
+  comm -13 <(printf '%s\n' "$before") <(podman ps -aq --filter label=io.handler.managed=1 | sort) |
+    xargs -r podman rm -f -t 0 >/dev/null 2>&1 || true
+  pause=$(cat "$work/run/libpod/tmp/pause.pid" 2>/dev/null || true)
+  if [ -n "$pause" ] && [ "$pause" != "$(cat "$real_runtime/libpod/tmp/pause.pid" 2>/dev/null || true)" ]; then
+    kill "$pause" 2>/dev/null || true
+  fi
+}

@@ -80,14 +80,7 @@ cleanup() {
   local code=$?
   [ ${#pids[@]} -eq 0 ] || kill "${pids[@]}" 2>/dev/null || true
   if [ -s "$work/run/handler/handlerd.pid" ]; then kill "$(cat "$work/run/handler/handlerd.pid")" 2>/dev/null || true; fi
-  comm -13 <(printf '%s\n' "$containers_before") <(podman ps -aq --filter label=io.handler.managed=1 | sort) |
-    xargs -r podman rm -f -t 0 >/dev/null 2>&1 || true
-  # Rootless podman keeps a pause process per XDG_RUNTIME_DIR; this run's private one would outlive it.
-  local pause
-  pause=$(cat "$work/run/libpod/tmp/pause.pid" 2>/dev/null || true)
-  if [ -n "$pause" ] && [ "$pause" != "$(cat "$real_runtime/libpod/tmp/pause.pid" 2>/dev/null || true)" ]; then
-    kill "$pause" 2>/dev/null || true
-  fi
+  end_private_podman "$work" "$containers_before"
   if [ $code -ne 0 ] || [ "${KEEP_WORK:-0}" = 1 ]; then
     [ $code -eq 0 ] || { echo "--- handlerd.log (last lines)" >&2; tail -n 20 "$work/home/.local/share/handler/handlerd.log" >&2 2>/dev/null || true; }
     echo "(the run's folder is kept: $work)" >&2
