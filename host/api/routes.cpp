@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <exception>
 #include <initializer_list>
@@ -824,6 +825,12 @@ Response Routes::sessions(const Call& call) {
                                                 })}});
     }
     const std::string& id = segments[1];
+    // The store makes ids of "s_" and hex digits: anything else names no session, and is
+    // never handed on, so no answer can quote bytes of a path that are not text.
+    const bool id_shape = id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+    });
+    if (!id_shape) return error_response(ErrorCode::not_found, "no such session (session ids look like s_7f3a2c)");
     if (segments.size() == 2) {
         if (call.method == "DELETE") {
             if (info_.sessions == nullptr) return no_session_service();

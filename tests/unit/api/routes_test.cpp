@@ -256,6 +256,19 @@ TEST_F(RoutesTest, AnErrorQuotingBytesThatAreNotUtf8IsStillJson) {
               "unknown query parameter 'projet\xef\xbf\xbd'; this route takes project, name");
 }
 
+// Found by fuzz_api_routes: a session id percent-decoded to bytes that are not text was
+// handed to the session service, whose answer quoted it back (invalid JSON).
+TEST_F(RoutesTest, ASessionIdThatIsNotAnIdNamesNoSession) {
+    for (const std::string target : {"/api/v1/sessions/s_0861%9602791682954/stop", "/api/v1/sessions/s%20x",
+                                     "/api/v1/sessions/s_1%2F..%2F2/events", "/api/v1/sessions/" + std::string(65, 'a')}) {
+        for (const std::string method : {"GET", "POST", "DELETE"}) {
+            const auto response = call(method, target);
+            EXPECT_EQ(response.status, 404u) << method << " " << target;
+            EXPECT_EQ(message(response), "no such session (session ids look like s_7f3a2c)") << method << " " << target;
+        }
+    }
+}
+
 // ---- bodies -----------------------------------------------------------------------
 
 TEST_F(RoutesTest, MalformedBodiesAre400NamingWhereOrWhichField) {
