@@ -46,6 +46,21 @@ common::ToolCall make_tool_call(std::string_view id, std::string_view name, cons
     call.raw_input = input != nullptr ? *input : json::value(json::object());
     const std::string_view path = file_of(input_object);
     if (!path.empty()) call.locations.emplace_back(path);
+    // The edit as a diff, as claude-agent-acp shows it: Write gives the whole new file,
+    // Edit one replacement, MultiEdit one per replacement.
+    const auto add_diff = [&](std::optional<std::string_view> old_text, std::string_view new_text) {
+        if (auto diff = common::diff_content(path, old_text, new_text)) call.content.push_back(std::move(*diff));
+    };
+    if (name == "Write" && input_object.contains("content")) {
+        add_diff(std::nullopt, string_at(input_object, "content"));
+    } else if (name == "Edit" && input_object.contains("new_string")) {
+        add_diff(string_at(input_object, "old_string"), string_at(input_object, "new_string"));
+    } else if (name == "MultiEdit") {
+        if (const json::array* edits = array_at(input_object, "edits"))
+            for (const json::value& entry : *edits)
+                if (const json::object* edit = entry.if_object(); edit != nullptr && edit->contains("new_string"))
+                    add_diff(string_at(*edit, "old_string"), string_at(*edit, "new_string"));
+    }
     return call;
 }
 
@@ -372,14 +387,22 @@ void StreamJsonParser::on_assistant(const json::object& message, std::vector<Eve
         } else if (type == "tool_use") {
             const std::string_view name = string_at(*block, "name");
             const json::value* input = block->if_contains("input");
-            out.push_back(common::tool_call(make_tool_call(string_at(*block, "id"), name, input, cwd_)));
+            common::ToolCall call = make_tool_call(string_at(*block, "id"), name, input, cwd_);
+            // Its result ("The file … has been updated") would replace the diff; one that
+            // failed replaces it with the error. Bounded: a result that never comes must
+            // not grow the set for ever.
+            if (!call.content.empty()) {
+                if (diff_calls_.size() >= kMaxDiffCalls) diff_calls_.erase(diff_calls_.begin());
+                diff_calls_.insert(call.id);
+            }
+            out.push_back(common::tool_call(call));
             if (name == "TodoWrite" && input != nullptr && input->is_object())
                 out.push_back(common::plan(common::plan_from_todos(input->get_object())));
         }
     }
 }
 
-void StreamJsonParser::on_user(const json::object& message, std::vector<Event>& out) const {
+void StreamJsonParser::on_user(const json::object& message, std::vector<Event>& out) {
     const json::object* body = object_at(message, "message");
     const json::array* content = body == nullptr ? nullptr : array_at(*body, "content");
     if (content == nullptr) return;
@@ -390,6 +413,7 @@ void StreamJsonParser::on_user(const json::object& message, std::vector<Event>& 
         update.id = std::string(string_at(*block, "tool_use_id"));
         update.status = bool_at(*block, "is_error") ? "failed" : "completed";
         update.content = tool_result_content(block->if_contains("content"));
+        update.keep_content = diff_calls_.erase(update.id) > 0 && update.status == "completed";
         out.push_back(common::tool_call_update(update));
     }
 }

@@ -18,6 +18,7 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -93,7 +94,7 @@ private:
     void on_object(const boost::json::object& message, std::vector<Event>& out) override;
     void on_system(const boost::json::object& message, std::vector<Event>& out);
     void on_assistant(const boost::json::object& message, std::vector<Event>& out);
-    void on_user(const boost::json::object& message, std::vector<Event>& out) const;
+    void on_user(const boost::json::object& message, std::vector<Event>& out);
     void on_control_request(const boost::json::object& message, std::vector<Event>& out);
     void on_control_cancel(const boost::json::object& message, std::vector<Event>& out);
     void on_control_response(const boost::json::object& message, std::vector<Event>& out);
@@ -112,6 +113,8 @@ private:
     plugin_common::Reply reply_;
     std::map<std::string, std::string> asked_; // control request id -> its tool call, while open
     std::map<std::string, Asked> controls_;    // our control requests' ids -> what they asked
+    static constexpr std::size_t kMaxDiffCalls = 256;
+    std::set<std::string> diff_calls_; // tool calls shown with a diff, until their result
     std::uint64_t next_control_ = 1;
     std::size_t open_turns_ = 0; // prompts written whose result has not come yet
     bool turn_may_run_ = false;  // adopted mid-conversation, no result read since

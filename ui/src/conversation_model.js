@@ -82,9 +82,16 @@ export class ConversationModel {
       }
       case 'tool_call': {
         const known = this.tools.get(p.toolCallId);
-        if (known) { Object.assign(known, tool_fields(p)); this.touch(known); break; }
+        // A call may come with content of its own (an edit's diff).
+        const content = Array.isArray(p.content) ? p.content : null;
+        if (known) {
+          Object.assign(known, tool_fields(p));
+          if (content) known.content = content;
+          this.touch(known);
+          break;
+        }
         const item = this.push({ type: 'tool', seq: event.seq, at: event.at, toolCallId: p.toolCallId,
-          status: 'pending', content: [], ...tool_fields(p) });
+          status: 'pending', content: content ?? [], ...tool_fields(p) });
         this.tools.set(p.toolCallId, item);
         break;
       }

@@ -77,6 +77,18 @@ Event agent_thought_chunk(std::string_view text) {
     return content_event(HD_EVENT_AGENT_THOUGHT_CHUNK, text);
 }
 
+std::optional<json::object> diff_content(std::string_view path, std::optional<std::string_view> old_text,
+                                         std::string_view new_text) {
+    if (path.empty() || new_text.size() > kDiffTextBytes || (old_text && old_text->size() > kDiffTextBytes))
+        return std::nullopt;
+    json::object diff;
+    diff["type"] = "diff";
+    diff["path"] = view(path);
+    diff["oldText"] = old_text ? json::value(view(*old_text)) : json::value(nullptr);
+    diff["newText"] = view(new_text);
+    return diff;
+}
+
 Event tool_call(const ToolCall& call) {
     json::object payload;
     payload["toolCallId"] = view(call.id);
@@ -94,6 +106,7 @@ Event tool_call(const ToolCall& call) {
         }
         payload["locations"] = std::move(locations);
     }
+    if (!call.content.empty()) payload["content"] = call.content;
     return make_event(HD_EVENT_TOOL_CALL, payload);
 }
 
@@ -101,7 +114,7 @@ Event tool_call_update(const ToolCallUpdate& update) {
     json::object payload;
     payload["toolCallId"] = view(update.id);
     payload["status"] = view(update.status);
-    payload["content"] = update.content;
+    if (!update.keep_content) payload["content"] = update.content;
     return make_event(HD_EVENT_TOOL_CALL_UPDATE, payload);
 }
 

@@ -87,11 +87,12 @@ TEST(ClaudeCodeStreamJson, TurnsARealRunIntoEvents) {
     EXPECT_EQ(json::serialize(tool.at("rawInput")),
               R"({"file_path":"/home/u/project/hello.txt","content":"hello from mock\n"})");
     EXPECT_EQ(json::serialize(tool.at("locations")), R"([{"path":"/home/u/project/hello.txt"}])");
+    EXPECT_EQ(json::serialize(tool.at("content")),
+              R"([{"type":"diff","path":"/home/u/project/hello.txt","oldText":null,"newText":"hello from mock\n"}])");
 
+    // No content, so the call's diff stays (ACP: content in an update replaces it).
     EXPECT_EQ(events[4].kind, HD_EVENT_TOOL_CALL_UPDATE);
-    EXPECT_EQ(events[4].json,
-              R"({"toolCallId":"toolu_9474","status":"completed","content":[{"type":"content","content":)"
-              R"({"type":"text","text":"File created successfully at: /home/u/project/hello.txt"}}]})");
+    EXPECT_EQ(events[4].json, R"({"toolCallId":"toolu_9474","status":"completed"})");
 
     EXPECT_EQ(events[5].kind, HD_EVENT_AGENT_MESSAGE_CHUNK);
     EXPECT_EQ(events[5].json, R"({"content":{"type":"text","text":"Done: wrote hello.txt"}})");
@@ -172,6 +173,48 @@ TEST(ClaudeCodeStreamJson, ToolCallsGetAKindAndATitle) {
     const std::string long_command = std::string(119, 'a') + "\xc3\xa9" + std::string(50, 'b');
     auto long_bash = tool_call_for("Bash", R"({"command":")" + long_command + R"("})");
     EXPECT_EQ(long_bash.at("title").as_string(), "Bash: " + std::string(119, 'a') + "\xe2\x80\xa6");
+}
+
+TEST(ClaudeCodeStreamJson, EditsComeWithTheirDiffs) {
+    auto edit = tool_call_for("Edit", R"({"file_path":"/p/a.txt","old_string":"one\n","new_string":"two\n"})");
+    EXPECT_EQ(json::serialize(edit.at("content")),
+              R"([{"type":"diff","path":"/p/a.txt","oldText":"one\n","newText":"two\n"}])");
+
+    auto multi = tool_call_for("MultiEdit", R"({"file_path":"/p/b.txt","edits":[{"old_string":"a","new_string":"b"},)"
+                                            R"(7,{"old_string":"c"},{"old_string":"d","new_string":"e"}]})");
+    EXPECT_EQ(json::serialize(multi.at("content")),
+              R"([{"type":"diff","path":"/p/b.txt","oldText":"a","newText":"b"},)"
+              R"({"type":"diff","path":"/p/b.txt","oldText":"d","newText":"e"}])");
+
+    // A diff too large to draw is left out; the call's rawInput still has it all.
+    const std::string big(handler::plugin_common::kDiffTextBytes + 1, 'x');
+    auto large = tool_call_for("Write", R"({"file_path":"/p/big.txt","content":")" + big + R"("})");
+    EXPECT_FALSE(large.contains("content"));
+    EXPECT_EQ(large.at("rawInput").at("content").as_string().size(), big.size());
+
+    // No file named, or not an edit: no diff.
+    EXPECT_FALSE(tool_call_for("Write", R"({"content":"x"})").contains("content"));
+    EXPECT_FALSE(tool_call_for("Bash", R"({"command":"ls"})").contains("content"));
+}
+
+TEST(ClaudeCodeStreamJson, AFailedEditsErrorReplacesItsDiff) {
+    const auto events = parse_all(
+        R"({"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_5","name":"Edit","input":)"
+        R"({"file_path":"/p/a.txt","old_string":"x","new_string":"y"}}]}})"
+        "\n"
+        R"({"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_5","type":"tool_result","is_error":true,)"
+        R"("content":"String to replace not found in file."}]}})"
+        "\n"
+        // The same id again (as a resumed transcript may have it): its diff was already
+        // settled, so this result is shown as it is.
+        R"({"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_5","type":"tool_result",)"
+        R"("content":"ok"}]}})"
+        "\n");
+    ASSERT_EQ(events.size(), 3u) << describe(events);
+    EXPECT_EQ(events[1].json, R"({"toolCallId":"toolu_5","status":"failed","content":[{"type":"content","content":)"
+                              R"({"type":"text","text":"String to replace not found in file."}}]})");
+    EXPECT_EQ(events[2].json, R"({"toolCallId":"toolu_5","status":"completed","content":[{"type":"content","content":)"
+                              R"({"type":"text","text":"ok"}}]})");
 }
 
 TEST(ClaudeCodeStreamJson, TodoWriteAlsoUpdatesThePlan) {

@@ -271,7 +271,7 @@ export function Diff({ path, oldText, newText }) {
   const lines = useMemo(() => line_diff(oldText ?? '', newText ?? ''), [oldText, newText]);
   return (
     <div class="diff">
-      <p class="diff-path">{path}{oldText == null ? ' (new file)' : ''}</p>
+      <p class="diff-path">{path}{oldText == null ? ' (the whole file)' : ''}</p>
       <pre>{lines.map((line, index) => (
         <span key={index} class={`diff-${line.op}`}>{line.op === 'add' ? '+' : line.op === 'del' ? '-' : ' '}{line.text}{'\n'}</span>
       ))}</pre>

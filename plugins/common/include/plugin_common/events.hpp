@@ -29,6 +29,12 @@ Event make_event(hd_event_kind kind, const boost::json::object& payload);
 boost::json::object text_block(std::string_view text);
 // ACP ToolCallContent wrapping a block: {"type":"content","content":block}.
 boost::json::object tool_content(boost::json::object block);
+// ACP ToolCallContent {"type":"diff","path","oldText","newText"} for an edit the model asked
+// for: oldText null when the tool writes the whole file. Empty (no diff) when either text is
+// over kDiffTextBytes: a client draws a diff line by line, and the call's rawInput keeps it.
+inline constexpr std::size_t kDiffTextBytes = 256 * 1024;
+std::optional<boost::json::object> diff_content(std::string_view path, std::optional<std::string_view> old_text,
+                                                std::string_view new_text);
 
 // {"content":{"type":"text","text":...}}
 Event user_prompt(std::string_view text);
@@ -60,14 +66,18 @@ struct ToolCall {
     std::string name;           // the agent's own name for the tool; omitted when empty
     boost::json::value raw_input;
     std::vector<std::string> locations; // files the call touches
+    boost::json::array content;         // ACP ToolCallContent (an edit's diff); omitted when empty
 };
-// {"toolCallId","title","kind","status":"pending","name"?,"rawInput","locations"?:[{"path"}]}
+// {"toolCallId","title","kind","status":"pending","name"?,"rawInput","locations"?:[{"path"}],"content"?}
 Event tool_call(const ToolCall& call);
 
 struct ToolCallUpdate {
     std::string id;
     std::string status = "completed"; // in_progress|completed|failed
     boost::json::array content;       // ACP ToolCallContent entries
+    // No "content" in the update, so the call's own (an edit's diff) stays: ACP's content
+    // in an update replaces the call's.
+    bool keep_content = false;
 };
 Event tool_call_update(const ToolCallUpdate& update);
 
