@@ -259,8 +259,10 @@ TEST_F(RoutesTest, AnErrorQuotingBytesThatAreNotUtf8IsStillJson) {
 // Found by fuzz_api_routes: a session id percent-decoded to bytes that are not text was
 // handed to the session service, whose answer quoted it back (invalid JSON).
 TEST_F(RoutesTest, ASessionIdThatIsNotAnIdNamesNoSession) {
-    for (const std::string target : {"/api/v1/sessions/s_0861%9602791682954/stop", "/api/v1/sessions/s%20x",
-                                     "/api/v1/sessions/s_1%2F..%2F2/events", "/api/v1/sessions/" + std::string(65, 'a')}) {
+    const std::vector<std::string> targets = {"/api/v1/sessions/s_0861%9602791682954/stop", "/api/v1/sessions/s%20x",
+                                              "/api/v1/sessions/s_1%2F..%2F2/events",
+                                              "/api/v1/sessions/" + std::string(65, 'a')};
+    for (const std::string& target : targets) {
         for (const std::string method : {"GET", "POST", "DELETE"}) {
             const auto response = call(method, target);
             EXPECT_EQ(response.status, 404u) << method << " " << target;
