@@ -239,6 +239,7 @@ struct EgressProxy::Impl : std::enable_shared_from_this<Impl> {
     std::shared_ptr<net::basic_socket_acceptor<generic>> acceptor;
     std::unique_ptr<Lease> lease;
     std::list<std::weak_ptr<ProxyConnection>> connections;
+    std::size_t peak_connections = 0; // take_peak_connections()
     // Connection ids are kept in the log with the session, across handlerd restarts: a
     // random start makes a clash with an earlier run's ids as good as impossible.
     std::int64_t next_connection = (static_cast<std::int64_t>(std::random_device{}() >> 1) << 31) |
@@ -918,6 +919,7 @@ void EgressProxy::Impl::admit(generic::socket socket, bool direct) {
     }
     auto connection = std::make_shared<ProxyConnection>(*this, std::move(socket));
     connections.push_back(connection);
+    peak_connections = std::max(peak_connections, connections.size()); // pruned above
     connection->start(direct);
 }
 
@@ -1048,6 +1050,11 @@ std::size_t EgressProxy::open_connections() const {
     for (const auto& entry : impl_->connections)
         if (!entry.expired()) ++count;
     return count;
+}
+
+std::size_t EgressProxy::take_peak_connections() {
+    const std::size_t open = open_connections();
+    return std::max(std::exchange(impl_->peak_connections, open), open);
 }
 
 std::unique_ptr<Resolver> make_system_resolver(net::io_context& io,
