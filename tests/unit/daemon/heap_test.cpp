@@ -17,101 +17,97 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kMiB = 1024 * 1024;
 
-// A free-bytes source that counts how often it is asked (it walks the heap for real).
-struct FreeBytes {
-    std::size_t value = 8 * kMiB;
-    int asked = 0;
-    std::function<std::size_t()> source() {
-        return [this] {
-            ++asked;
-            return value;
-        };
-    }
-};
+// A heap of 6 MiB in use, `free_mib` free in glibc's arenas, and `slack_mib` resident
+// beyond what is in use.
+HeapStats heap(std::size_t free_mib = 8, std::size_t slack_mib = 1) {
+    return HeapStats{6 * kMiB, free_mib * kMiB, (6 + slack_mib) * kMiB};
+}
 
-TEST(TrimPolicy, ConnectionsThatStayFewNeverTrimNorWalkTheHeap) {
+using Why = TrimPolicy::Why;
+
+TEST(TrimPolicy, ConnectionsThatStayFewNeverTrim) {
     TrimPolicy policy;
-    FreeBytes free;
     const auto t0 = Clock::time_point{} + 1h;
-    EXPECT_FALSE(policy.observe(10, 2, free.source(), t0));
-    EXPECT_FALSE(policy.observe(40, 0, free.source(), t0 + 2s)) << "a fall of 40 is under the 64 that count";
-    EXPECT_FALSE(policy.observe(63, 0, free.source(), t0 + 4s));
-    EXPECT_EQ(free.asked, 0);
+    EXPECT_EQ(policy.observe(10, 2, heap(), t0), Why::none);
+    EXPECT_EQ(policy.observe(40, 0, heap(), t0 + 2s), Why::none) << "a fall of 40 is under the 64 that count";
+    EXPECT_EQ(policy.observe(63, 0, heap(), t0 + 4s), Why::none);
 }
 
 TEST(TrimPolicy, AFallFromAPeakTrimsOnceWhenThereIsFreeHeap) {
     TrimPolicy policy;
-    FreeBytes free;
     const auto t0 = Clock::time_point{} + 1h;
-    EXPECT_FALSE(policy.observe(300, 280, free.source(), t0)) << "still near the peak";
-    EXPECT_EQ(free.asked, 0);
-    EXPECT_FALSE(policy.observe(280, 151, free.source(), t0 + 2s)) << "151 of 300 is more than half";
-    EXPECT_TRUE(policy.observe(151, 20, free.source(), t0 + 4s)) << "the peak of 300 is remembered across checks";
-    EXPECT_EQ(free.asked, 1);
+    EXPECT_EQ(policy.observe(300, 280, heap(), t0), Why::none) << "still near the peak";
+    EXPECT_EQ(policy.observe(280, 151, heap(), t0 + 2s), Why::none) << "151 of 300 is more than half";
+    EXPECT_EQ(policy.observe(151, 20, heap(), t0 + 4s), Why::connections_fell)
+        << "the peak of 300 is remembered across checks";
     EXPECT_EQ(policy.peak(), 20u) << "the count starts again from what is open";
-    EXPECT_FALSE(policy.observe(20, 20, free.source(), t0 + 6s)) << "nothing fell since";
-    EXPECT_EQ(free.asked, 1);
+    EXPECT_EQ(policy.observe(20, 20, heap(), t0 + 16s), Why::none) << "nothing fell since";
 }
 
 TEST(TrimPolicy, AtMostOneTrimPerIntervalAndAFallInItWaitsForItsEnd) {
     TrimPolicy policy;
-    FreeBytes free;
     const auto t0 = Clock::time_point{} + 1h;
-    ASSERT_TRUE(policy.observe(500, 0, free.source(), t0));
+    ASSERT_EQ(policy.observe(500, 0, heap(), t0), Why::connections_fell);
     // A container that bursts again at once does not get a second walk of the heap yet...
-    EXPECT_FALSE(policy.observe(500, 0, free.source(), t0 + 2s));
-    EXPECT_FALSE(policy.observe(0, 0, free.source(), t0 + 8s));
-    EXPECT_EQ(free.asked, 1);
+    EXPECT_EQ(policy.observe(500, 0, heap(), t0 + 2s), Why::none);
+    EXPECT_EQ(policy.observe(0, 0, heap(8, 40), t0 + 8s), Why::none) << "not even for slack";
     // ...but its peak is kept, and the check after the interval gives that memory back.
-    EXPECT_TRUE(policy.observe(0, 0, free.source(), t0 + 10s));
-    EXPECT_EQ(free.asked, 2);
+    EXPECT_EQ(policy.observe(0, 0, heap(), t0 + 10s), Why::connections_fell);
 }
 
 TEST(TrimPolicy, TooLittleFreeHeapForgetsThePeak) {
     TrimPolicy policy;
-    FreeBytes free;
-    free.value = kMiB - 1;
     const auto t0 = Clock::time_point{} + 1h;
-    EXPECT_FALSE(policy.observe(200, 0, free.source(), t0));
-    EXPECT_EQ(free.asked, 1);
-    EXPECT_EQ(policy.peak(), 0u);
-    EXPECT_FALSE(policy.observe(0, 0, free.source(), t0 + 2s));
-    EXPECT_EQ(free.asked, 1) << "the same fall is not weighed again";
-    free.value = kMiB;
-    EXPECT_TRUE(policy.observe(100, 10, free.source(), t0 + 4s)) << "a new peak is";
+    const HeapStats little{6 * kMiB, kMiB - 1, 7 * kMiB};
+    EXPECT_EQ(policy.observe(200, 0, little, t0), Why::none);
+    EXPECT_EQ(policy.peak(), 0u) << "the same fall is not weighed again";
+    EXPECT_EQ(policy.observe(100, 10, heap(1), t0 + 4s), Why::connections_fell) << "a new peak is";
 }
 
-TEST(TrimPolicy, ItsOptionsSetTheFallAndTheFloor) {
+// What the connections cannot show: requests piled up on kept-alive connections, whose
+// buffers grew and were freed while the number of connections stayed the same.
+TEST(TrimPolicy, ResidentMemoryNotInUseThatGrowsBy2MiBTrimsWithoutAFallOfConnections) {
+    TrimPolicy policy;
+    const auto t0 = Clock::time_point{} + 1h;
+    EXPECT_EQ(policy.observe(24, 24, heap(8, 1), t0), Why::none) << "the first check sets the baseline: 1 MiB";
+    EXPECT_EQ(policy.observe(24, 24, HeapStats{9 * kMiB, 2 * kMiB, 11 * kMiB}, t0 + 2s), Why::none)
+        << "memory in use grew, which no trim gives back (slack 2 MiB, 1 above the baseline)";
+    EXPECT_EQ(policy.observe(24, 24, heap(8, 3), t0 + 4s), Why::slack_grew) << "3 MiB resident not in use";
+    // The trim gave back only half: what stays is the new baseline, and the same slack
+    // does not bring the walk of the heap again.
+    policy.trimmed(heap(8, 2));
+    EXPECT_EQ(policy.observe(24, 24, heap(8, 3), t0 + 20s), Why::none);
+    EXPECT_EQ(policy.observe(24, 24, heap(8, 4), t0 + 22s), Why::slack_grew);
+}
+
+TEST(TrimPolicy, ItsOptionsSetTheFallTheFloorAndTheSlack) {
     TrimPolicy::Options options;
     options.min_drop = 4;
     options.fall_divisor = 4;
     options.min_free_bytes = 0;
+    options.min_slack_growth_bytes = 512 * 1024;
     options.min_interval = 0ms;
     TrimPolicy policy(options);
-    FreeBytes free;
     const auto t0 = Clock::time_point{} + 1h;
-    EXPECT_FALSE(policy.observe(8, 3, free.source(), t0)) << "3 of 8 is more than a quarter";
-    EXPECT_TRUE(policy.observe(8, 2, free.source(), t0));
-    EXPECT_TRUE(policy.observe(6, 1, free.source(), t0));
+    EXPECT_EQ(policy.observe(8, 3, heap(0, 1), t0), Why::none) << "3 of 8 is more than a quarter";
+    EXPECT_EQ(policy.observe(8, 2, heap(0, 1), t0), Why::connections_fell);
+    EXPECT_EQ(policy.observe(6, 1, heap(0, 1), t0), Why::connections_fell);
+    EXPECT_EQ(policy.observe(1, 1, HeapStats{6 * kMiB, 0, 6 * kMiB + 1536 * 1024}, t0), Why::slack_grew);
 }
 
 class FakeHeap final : public Heap {
 public:
-    HeapStats stats() const override {
-        ++stats_calls;
-        return current;
-    }
+    HeapStats stats() const override { return current; }
     void trim() override {
         ++trims;
         current.free = current.free / 8;
         current.resident_anon -= 4 * kMiB;
     }
     HeapStats current{12 * kMiB, 6 * kMiB, 20 * kMiB};
-    mutable int stats_calls = 0;
     int trims = 0;
 };
 
-TEST(HeapKeeper, TrimsTheHeapWhenTheProxiesConnectionsFallBack) {
+TEST(HeapKeeper, TrimsTheHeapWhenTheProxiesConnectionsFallBackOrItsSlackGrows) {
     boost::asio::io_context io;
     FakeHeap heap;
     HeapKeeper::Connections connections;
@@ -119,14 +115,15 @@ TEST(HeapKeeper, TrimsTheHeapWhenTheProxiesConnectionsFallBack) {
     const auto t0 = Clock::time_point{} + 1h;
     connections = {400, 380};
     EXPECT_FALSE(keeper.check(t0));
-    EXPECT_EQ(heap.stats_calls, 0) << "no walk of the heap while the connections are open";
     connections = {380, 12};
     EXPECT_TRUE(keeper.check(t0 + 2s));
     EXPECT_EQ(heap.trims, 1);
-    EXPECT_EQ(heap.current.free, 6 * kMiB / 8);
+    EXPECT_EQ(heap.current.resident_anon, 16 * kMiB);
     connections = {12, 12};
-    EXPECT_FALSE(keeper.check(t0 + 4s));
-    EXPECT_EQ(heap.trims, 1);
+    EXPECT_FALSE(keeper.check(t0 + 20s)) << "nothing fell, and the slack is what the trim left";
+    heap.current.resident_anon += 2 * kMiB; // freed, and kept by glibc
+    EXPECT_TRUE(keeper.check(t0 + 22s));
+    EXPECT_EQ(heap.trims, 2);
 }
 
 // The real thing: freed pages between blocks still in use stay resident until trim()
