@@ -7,6 +7,7 @@
 #include "api/ui_login.hpp"
 #include "core/clock.hpp"
 #include "core/paths.hpp"
+#include "daemon/heap.hpp"
 #include "daemon/process.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/registry.hpp"
@@ -301,10 +302,19 @@ int run_daemon(const DaemonOptions& options) {
     if (auto written = write_file_atomic(paths.pid_file(), std::to_string(::getpid()) + "\n", 0644); !written)
         spdlog::warn("{}", written.error().message);
 
+    // Freed memory glibc keeps after a peak of proxy connections goes back (heap.hpp).
+    const auto heap = make_system_heap();
+    HeapKeeper heap_keeper(io, *heap, [&session_manager] {
+        const auto connections = session_manager.take_proxy_connections();
+        return HeapKeeper::Connections{connections.peak, connections.open};
+    });
+    heap_keeper.start();
+
     boost::asio::signal_set signals(io, SIGTERM, SIGINT);
     signals.async_wait([&](const boost::system::error_code& error, int signal_number) {
         if (error) return;
         spdlog::info("signal {}: stopping (session containers keep running)", signal_number);
+        heap_keeper.stop();
         server.stop();
         session_manager.shut_down();
         // A podman ps or inspect under way is not waited for: nobody reads its answer now.

@@ -175,6 +175,10 @@ public:
     // The policy changed: decide every open tunnel again; cut those now refused.
     void reevaluate();
     std::size_t open_connections() const;
+    // The most connections open at once since the last call (since start, the first
+    // time); the count then starts again from those open now. handlerd gives glibc's
+    // free heap back when this falls from a peak (daemon/heap.hpp).
+    std::size_t take_peak_connections();
 
     struct Impl;
 

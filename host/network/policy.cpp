@@ -56,7 +56,10 @@ Result<Target> parse_target(std::string_view host_text, std::uint16_t port) {
     target.port = port;
     if (auto address = parse_address(lower_ascii(host))) {
         target.ip = true;
-        target.host = to_string(*address);
+        // inet_pton takes IPv4 only as a dotted quad without leading zeros, the form
+        // inet_ntop writes, so such a text is canonical as it is; writing it again cost
+        // a sprintf per CONNECT. IPv6 has many spellings of one address.
+        target.host = address->v6 ? to_string(*address) : std::string(host);
         return target;
     }
     auto name = canonical_name(host, Underscores::allowed);

@@ -96,6 +96,12 @@ void Channel::reevaluate() {
     if (proxy_.proxy) proxy_.proxy->reevaluate();
 }
 
+std::pair<std::size_t, std::size_t> Channel::take_proxy_connections() {
+    if (!proxy_.proxy) return {0, 0};
+    const std::size_t peak = proxy_.proxy->take_peak_connections();
+    return {peak, proxy_.proxy->open_connections()};
+}
+
 // Stops the session at `deadline` (ms since the epoch; one already past stops it at
 // once), first telling its clients why in an error event.
 void Channel::stop_at(std::int64_t deadline, std::chrono::milliseconds limit) {

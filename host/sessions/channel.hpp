@@ -41,6 +41,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace handler::sessions {
@@ -105,6 +106,9 @@ public:
     Result<void> start_proxy(SessionProxy proxy);
     // The policy changed: the proxy decides its open tunnels again.
     void reevaluate();
+    // The proxy's connections: the most open at once since the last call, and now
+    // (EgressProxy::take_peak_connections). Both 0 without a proxy.
+    std::pair<std::size_t, std::size_t> take_proxy_connections();
     // Stops the session at `deadline` (ms since the epoch; one already past stops it at
     // once), first telling its clients why in an error event.
     void stop_at(std::int64_t deadline, std::chrono::milliseconds limit);

@@ -542,6 +542,16 @@ SessionManager::SessionManager(net::io_context& io, store::Store& store,
     });
 }
 
+SessionManager::ProxyConnections SessionManager::take_proxy_connections() {
+    ProxyConnections total;
+    for (auto& [id, channel] : impl_->channels) {
+        const auto [peak, open] = channel->take_proxy_connections();
+        total.peak += peak;
+        total.open += open;
+    }
+    return total;
+}
+
 SessionManager::~SessionManager() {
     shut_down();
     // A container command already running is waited for: it holds references to the

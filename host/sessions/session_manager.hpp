@@ -146,6 +146,14 @@ public:
     Result<std::string> stand_in(const std::string& plugin_id, const std::string& session_id,
                                  const std::string& kind) override;
 
+    // Every session's proxy connections: the most open at once since the last call
+    // (the sum of each proxy's own peak, so at least the true one) and those open now.
+    struct ProxyConnections {
+        std::size_t peak = 0;
+        std::size_t open = 0;
+    };
+    ProxyConnections take_proxy_connections();
+
     struct Impl;
 
 private:

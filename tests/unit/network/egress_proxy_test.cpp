@@ -241,6 +241,36 @@ TEST_F(EgressProxyTest, APolicyChangeCutsOpenTunnelsToNowRefusedHosts) {
     EXPECT_TRUE(contains(audit_.entries().at(0).reason, "cut")) << audit_.entries().at(0).reason;
 }
 
+// What handlerd's heap keeper reads (daemon/heap.hpp): the most connections open at once
+// since the last look, after which the count starts again from those open now.
+TEST_F(EgressProxyTest, ThePeakOfOpenConnectionsIsKeptUntilTakenThenStartsFromThoseOpen) {
+    Upstream upstream(echo);
+    const auto on_io = [&](const std::function<std::size_t()>& what) {
+        std::promise<std::size_t> answer;
+        boost::asio::post(io_, [&] { answer.set_value(what()); });
+        return answer.get_future().get();
+    };
+    const auto take = [&] { return on_io([&] { return proxy_->take_peak_connections(); }); };
+    const auto open = [&] { return on_io([&] { return proxy_->open_connections(); }); };
+    std::vector<int> fds;
+    for (int i = 0; i < 3; ++i) {
+        fds.push_back(client());
+        send_all(fds.back(), "CONNECT upstream.test:" + std::to_string(upstream.port()) + " HTTP/1.1\r\n\r\n");
+        const auto established = read_until(fds.back(), "\r\n\r\n");
+        ASSERT_TRUE(contains(established, "200")) << established;
+    }
+    EXPECT_EQ(take(), 3u);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ASSERT_TRUE(eventually([&] { return open() == 1; }));
+    EXPECT_EQ(take(), 3u) << "three were open at once since the last look";
+    EXPECT_EQ(take(), 1u) << "then the count starts from the one still open";
+    ::close(fds[2]);
+    ASSERT_TRUE(eventually([&] { return open() == 0; }));
+    EXPECT_EQ(take(), 1u);
+    EXPECT_EQ(take(), 0u);
+}
+
 // What handler-shim does with each connection a program makes: one zero byte carrying
 // the TCP socket. Returns the unix connection it went over.
 int hand_over(const std::filesystem::path& socket_path, int fd) {

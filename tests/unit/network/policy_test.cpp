@@ -128,6 +128,22 @@ TEST(NetworkPolicy, HostsAResolverWouldReadAsNumbersAreRefused) {
     EXPECT_TRUE(parse_target("[::1]", 443)->ip);
 }
 
+// An IPv4 target keeps the text it was given (parse_target does not write it again), so
+// that text must be the address's one form: what inet_ntop writes, which a rule for the
+// address compares equal to. Every other spelling is refused, never kept as given.
+TEST(NetworkPolicy, AnIpv4TargetIsInTheFormItsAddressWritesAndNoOther) {
+    for (const char* text : {"127.0.0.1", "0.0.0.0", "8.8.8.8", "10.20.30.40", "255.255.255.255", "[1.2.3.4]"}) {
+        const auto parsed = parse_target(text, 443);
+        ASSERT_TRUE(parsed.ok()) << text;
+        EXPECT_TRUE(parsed->ip);
+        EXPECT_EQ(parsed->host, to_string(*parse_address(parsed->host))) << text;
+    }
+    EXPECT_EQ(parse_target("[1.2.3.4]", 443)->host, "1.2.3.4");
+    for (const char* other : {"127.000.0.1", "01.2.3.4", "1.2.3.04", "256.1.1.1", "1.2.3.4.5", " 1.2.3.4", "1.2.3.4 "})
+        EXPECT_FALSE(parse_target(other, 443).ok()) << other;
+    EXPECT_EQ(parse_target("[0:0::FFFF:7F00:1]", 443)->host, "::ffff:127.0.0.1") << "IPv6 is written again";
+}
+
 TEST(NetworkPolicy, RulesAreParsedOrRefusedWithTheReason) {
     auto r = rule("*.Example.com:8443");
     EXPECT_TRUE(r.wildcard);
