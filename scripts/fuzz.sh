@@ -10,6 +10,8 @@
 #   --seconds N   how long each target runs (default 10)
 #   --parallel N  targets run at a time, one process each (default 1)
 #   --timeout N   seconds one input may take before it counts as a hang (default 25)
+#   --build-only  configure and build the targets, run none (scripts/test.sh builds them
+#                 while the podman tests run)
 #   TARGET        names without "fuzz_" (proxy_head, api_routes, ...); default: all
 #
 # Environment: FUZZ_BUILD_DIR (default build-fuzz). What a run found stays in
@@ -21,13 +23,15 @@ build_dir=${FUZZ_BUILD_DIR:-$here/build-fuzz}
 seconds=10
 parallel=1
 timeout=25
+build_only=0
 targets=()
 while [ $# -gt 0 ]; do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
     --parallel) parallel=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --build-only) build_only=1; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -46,6 +50,7 @@ cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_C
   "${launcher[@]}" >/dev/null
 cmake --build "$build_dir" --target fuzzers -j "$(nproc)"
 built=$(date +%s)
+if [ "$build_only" = 1 ]; then echo "fuzz.sh: built the targets in $((built - started)) s"; exit 0; fi
 echo "fuzz.sh: built the targets in $((built - started)) s; running ${#targets[@]} for $seconds s each, $parallel at a time"
 
 run_one() {

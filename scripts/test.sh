@@ -15,6 +15,11 @@
 # A third builds the libFuzzer targets with clang and runs each from its seed corpus for
 # HANDLER_FUZZ_SECONDS (scripts/fuzz.sh, docs/fuzzing.md; skip it with HANDLER_FUZZ_PASS=0).
 #
+# Run as root, the sanitizer and fuzz builds happen at the lowest CPU priority while the
+# podman tests run: those mostly wait on the Debian mirror, npm and the fake model
+# server, and at nice 19 a build takes only what they leave idle. Each section's header
+# says how long the run has taken so far.
+#
 # Environment: BUILD_DIR (default build/test), HANDLER_PODMAN_USER (default handler-ci),
 # HANDLER_SANITIZER_PASS (default 1), HANDLER_FUZZ_PASS (default 1), HANDLER_FUZZ_SECONDS
 # (default 10).
@@ -44,42 +49,70 @@ if [ ${#test_tools[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq --no-install-recommends "${test_tools[@]}"
 fi
 
+run_started=$(date +%s)
+section() { echo "== $* (at $(( $(date +%s) - run_started )) s)"; }
+
+section "build ($build_dir)"
 cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHANDLER_BUILD_TESTS=ON >/dev/null
 cmake --build "$build_dir" -j "$(nproc)"
 
 # Every run always happens, so every summary line is printed; the status is the worst.
 status=0
+asan_dir=${build_dir}-asan
+fuzz_dir=${build_dir}-fuzz
+sanitizer_on() { [ "${HANDLER_SANITIZER_PASS:-1}" = 1 ]; }
+fuzz_on() { [ "${HANDLER_FUZZ_PASS:-1}" = 1 ]; }
+
+# The sanitizer and fuzz builds: as root in the background, while the podman tests run.
+later_builds() {
+  local code=0
+  if sanitizer_on; then
+    { cmake -S "$here" -B "$asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+        -DHANDLER_BUILD_TESTS=ON -DHANDLER_SANITIZE=ON >/dev/null &&
+      cmake --build "$asan_dir" -j "$(nproc)"; } || { echo "test.sh: the sanitizer build failed"; code=1; }
+  fi
+  if fuzz_on; then
+    FUZZ_BUILD_DIR=$fuzz_dir "$here/scripts/fuzz.sh" --build-only || { echo "test.sh: the fuzz build failed"; code=1; }
+  fi
+  return $code
+}
+
 sanitizer_pass() {
-  [ "${HANDLER_SANITIZER_PASS:-1}" = 1 ] || return 0
-  local asan_dir=${build_dir}-asan
-  echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (all but label podman)"
-  cmake -S "$here" -B "$asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DHANDLER_BUILD_TESTS=ON -DHANDLER_SANITIZE=ON >/dev/null
+  sanitizer_on || return 0
+  section "tests under AddressSanitizer + UndefinedBehaviorSanitizer (all but label podman)"
   cmake --build "$asan_dir" -j "$(nproc)" || { status=1; return; }
   (cd "$asan_dir" && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      ctest --output-on-failure --timeout 600 -j "$(nproc)" -LE podman) || status=1
 }
 
 fuzz_pass() {
-  [ "${HANDLER_FUZZ_PASS:-1}" = 1 ] || return 0
-  echo "== fuzz targets, ${HANDLER_FUZZ_SECONDS:-10} s each"
-  FUZZ_BUILD_DIR=${build_dir}-fuzz "$here/scripts/fuzz.sh" --seconds "${HANDLER_FUZZ_SECONDS:-10}" \
+  fuzz_on || return 0
+  section "fuzz targets, ${HANDLER_FUZZ_SECONDS:-10} s each"
+  FUZZ_BUILD_DIR=$fuzz_dir "$here/scripts/fuzz.sh" --seconds "${HANDLER_FUZZ_SECONDS:-10}" \
     --parallel "$(nproc)" || status=1
 }
 
 if [ "$(id -u)" -ne 0 ]; then
+  section "tests"
   (cd "$build_dir" && ctest --output-on-failure --timeout 300 -j "$(nproc)") || status=1
+  section "sanitizer and fuzz builds"
+  later_builds || status=1
   sanitizer_pass
   fuzz_pass
+  section "done"
   exit $status
 fi
 
-echo "== tests as root (all but label podman)"
+section "tests as root (all but label podman)"
 (cd "$build_dir" && ctest --output-on-failure --timeout 300 -j "$(nproc)" -LE podman) || status=1
 
+later_log=$(mktemp /tmp/handler-later-builds-XXXXXX.log)
+( renice -n 19 -p "$BASHPID" >/dev/null; later_builds ) >"$later_log" 2>&1 &
+later_pid=$!
+
 # A dedicated unprivileged user: `useradd -m` fills /etc/subuid and /etc/subgid.
-echo "== tests labelled podman, as user $podman_user"
+section "tests labelled podman, as user $podman_user (the sanitizer and fuzz builds meanwhile, at nice 19)"
 id "$podman_user" >/dev/null 2>&1 || useradd -m -s /bin/bash "$podman_user"
 user_home=$(getent passwd "$podman_user" | cut -d: -f6)
 user_id=$(id -u "$podman_user")
@@ -104,10 +137,18 @@ staging=$(mktemp -d /tmp/handler-podman-tests-XXXXXX)
 cp -r "$build_dir/podman-tests/." "$staging/"
 chown -R "$podman_user:" "$staging"
 chmod 0755 "$staging"
-as_user "cd '$staging' && XDG_RUNTIME_DIR='$runtime_dir' ctest --output-on-failure --timeout 300 --no-tests=error -L podman" ||
+as_user "cd '$staging' && XDG_RUNTIME_DIR='$runtime_dir' HANDLER_TEST_SHARED_IMAGES=1 ctest --output-on-failure --timeout 300 --no-tests=error -L podman" ||
   status=1
 rm -rf "$staging"
 
+section "waiting for the sanitizer and fuzz builds"
+if ! wait "$later_pid"; then
+  status=1
+  tail -n 60 "$later_log"
+fi
+grep -h "^fuzz.sh: built\|^test.sh:" "$later_log" || true
+rm -f "$later_log"
 sanitizer_pass
 fuzz_pass
+section "done"
 exit $status

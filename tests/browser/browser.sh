@@ -2,11 +2,16 @@
 # The web page in a real browser (tests/browser/*.test.mjs, node --test): Debian's Chromium
 # headless, driven by playwright-core from npm (pinned by tests/browser/package-lock.json),
 # against the real handlerd, handler CLI and page from this build (prefix/ next to this
-# script, like the other podman tests), with a real session on rootless podman.
+# script, like the other podman tests), with a real session on rootless podman. Then the
+# page's feature tests (browser/page/*.test.mjs) against a second handlerd that
+# page/dev_env.sh sets up (the fake model server, the real Claude Code), serving its own
+# page; with HANDLER_TEST_SHARED_IMAGES=1 (CI) it starts sessions on the images
+# podman.harnesses built, else it builds the base and Claude Code images first (minutes).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 test_name=podman-browser
+shared_images=1
 # shellcheck source=../integration/podman/session_env.sh
 source "$here/session_env.sh"
 
@@ -35,4 +40,25 @@ cp "$here"/browser/package.json "$here"/browser/package-lock.json "$here"/browse
 (cd "$browser_dir" && HANDLER_SESSION_ID=$session_id HANDLER_CHROMIUM=$chromium node --test --test-concurrency=1 ./*.test.mjs) ||
   fail "the browser tests failed (above)"
 handler session stop "$session_id" >/dev/null || true
-echo "PASS ($test_name)"
+echo "PASS ($test_name): the login and guard tests"
+
+# The feature tests, in a handlerd home of their own under $work (gone with it).
+page_dev="$work/page-dev"
+page_down() {
+  local code=$? pause
+  HANDLER_UI_DEV=$page_dev bash "$browser_dir/page/dev_env.sh" down >/dev/null 2>&1 || true
+  # dev_env.sh's podman keeps a pause process for its own XDG_RUNTIME_DIR.
+  pause=$(cat "$page_dev/run/libpod/tmp/pause.pid" 2>/dev/null || true)
+  [ -z "$pause" ] || kill "$pause" 2>/dev/null || true
+  (exit $code)
+  cleanup
+}
+trap page_down EXIT
+HANDLER_UI_DEV=$page_dev HANDLER_UI_DEV_CONTAINERS="$HOME/.config/containers" \
+  bash "$browser_dir/page/dev_env.sh" up "$here" --served > "$work/page-env.out" 2>&1 ||
+  fail "page/dev_env.sh up failed: $(tail -n 40 "$work/page-env.out")"
+(# shellcheck source=/dev/null
+ source "$page_dev/env.sh" && cd "$browser_dir/page" &&
+ HANDLER_CHROMIUM=$chromium HANDLER_UI_SCREENSHOTS="$work/screenshots" node --test --test-concurrency=1 ./*.test.mjs) ||
+  fail "the page's feature tests failed (above)"
+echo "PASS ($test_name): the page's feature tests"

@@ -5,7 +5,13 @@
 # user can read it) and the podman tests' folder (for fake_model_server.py).
 #
 #   dev_env.sh up PODMAN_TESTS_DIR   # start (or find running) handlerd, the fake model server, ui/dev/serve.mjs
+#   dev_env.sh up PODMAN_TESTS_DIR --served   # the same without the dev server: the page
+#                                    # handlerd serves (prefix/share/handler/ui), as CI runs it
 #   dev_env.sh down                  # stop what `up` started
+#
+# HANDLER_UI_DEV_CONTAINERS: the podman settings folder to copy (default the user's
+# ~/.config/containers); tests/browser/browser.sh passes one whose storage.conf names the
+# storage podman.harnesses built the images in, so CI builds them once.
 #
 # Everything lives in $HANDLER_UI_DEV (default ~/handler-ui-dev) and is kept between runs, so the
 # base and Claude Code images are built once. `up` writes $HANDLER_UI_DEV/env.sh, which sets what
@@ -39,8 +45,8 @@ down)
   stop_pid "$dev/model.pid"
   stop_pid "$XDG_RUNTIME_DIR/handler/handlerd.pid"
   exit 0 ;;
-up) tests=${2:?usage: dev_env.sh up PODMAN_TESTS_DIR} ;;
-*) fail "usage: dev_env.sh up PODMAN_TESTS_DIR | down" ;;
+up) tests=${2:?usage: dev_env.sh up PODMAN_TESTS_DIR [--served]}; served=${3:-} ;;
+*) fail "usage: dev_env.sh up PODMAN_TESTS_DIR [--served] | down" ;;
 esac
 
 tests=$(cd "$tests" && pwd)
@@ -48,7 +54,7 @@ prefix="$tests/prefix"
 [ -x "$prefix/bin/handlerd" ] || fail "$prefix/bin/handlerd is missing: build the podman_test_prefix target and copy build/podman-tests"
 export PATH="$prefix/bin:$PATH"
 mkdir -p "$HOME/.config" "$XDG_DATA_HOME" "$project" && install -d -m 0700 "$XDG_RUNTIME_DIR"
-[ -d "$HOME/.config/containers" ] || cp -r "/home/$(id -un)/.config/containers" "$HOME/.config/"
+[ -d "$HOME/.config/containers" ] || cp -r "${HANDLER_UI_DEV_CONTAINERS:-/home/$(id -un)/.config/containers}" "$HOME/.config/containers"
 
 if [ ! -f "$pki/ca.crt" ]; then
   mkdir -p "$pki"
@@ -109,16 +115,23 @@ handler project list --json | has path "$project" || handler project add "$proje
 (cd "$project" && { handler agent list --json | has name sh || handler agent add sh --harness shell >/dev/null; })
 
 stop_pid "$dev/serve.pid"
-: > "$dev/serve.out"
-node "$repo/ui/dev/serve.mjs" --port 0 --out "$dev/dist" --watch >"$dev/serve.out" 2>&1 &
-echo $! > "$dev/serve.pid"
-for _ in $(seq 1 100); do grep -q '#login=' "$dev/serve.out" && break; sleep 0.1; done
-url=$(grep -o 'http://127.0.0.1:[0-9]*/#login=[A-Za-z0-9_-]*' "$dev/serve.out") || fail "the dev server did not start: $(cat "$dev/serve.out")"
+if [ "$served" = --served ]; then
+  # handlerd's one-time tokens work once: the tests ask for one per browser context.
+  url_line="export HANDLER_UI_URL_COMMAND='handler ui --print-url'"
+  url=$(handler ui --print-url) || fail "handler ui --print-url failed"
+else
+  : > "$dev/serve.out"
+  node "$repo/ui/dev/serve.mjs" --port 0 --out "$dev/dist" --watch >"$dev/serve.out" 2>&1 &
+  echo $! > "$dev/serve.pid"
+  for _ in $(seq 1 100); do grep -q '#login=' "$dev/serve.out" && break; sleep 0.1; done
+  url=$(grep -o 'http://127.0.0.1:[0-9]*/#login=[A-Za-z0-9_-]*' "$dev/serve.out") || fail "the dev server did not start: $(cat "$dev/serve.out")"
+  url_line="export HANDLER_UI_URL='$url'"
+fi
 
 cat > "$dev/env.sh" <<ENV
 export HOME='$HOME' XDG_CONFIG_HOME='$XDG_CONFIG_HOME' XDG_DATA_HOME='$XDG_DATA_HOME' XDG_RUNTIME_DIR='$XDG_RUNTIME_DIR'
 export PATH='$prefix/bin':\$PATH
-export HANDLER_UI_URL='$url'
+$url_line
 export HANDLER_TEST_PROJECT='$project'
 export HANDLER_TEST_MODEL_LOG='$dev/model.log'
 export HANDLER_TEST_MODEL_HOLD='$dev/hold'

@@ -19,6 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 probe=$(realpath "${HANDLER_RUNTIME_PROBE:-$here/runtime_probe}")
 test_name=podman-harnesses
 use_base_image=1
+shared_images=1
 extra_config='[network]
 resolve = { "api.anthropic.com:443" = "127.0.0.1:ANTHROPIC_PORT", "api.openai.com:443" = "127.0.0.1:OPENAI_PORT", "api.mistral.ai:443" = "127.0.0.1:MISTRAL_PORT" }'
 # shellcheck source=session_env.sh

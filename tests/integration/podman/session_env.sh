@@ -2,7 +2,10 @@
 # private HOME with its own podman storage, the test image, a config.toml, and helpers.
 # Set test_name and, optionally, extra_config (more TOML) before sourcing, and
 # use_base_image=1 for sessions on the real base image (`handler setup` builds it) rather
-# than the busybox test image.
+# than the busybox test image, and shared_images=1 to keep images in the account's own
+# podman storage when HANDLER_TEST_SHARED_IMAGES=1 (scripts/test.sh sets it for its fresh
+# CI user, so podman.harnesses builds the base and harness images as a new user would and
+# podman.browser's page tests start sessions on them without building them again).
 here=$(cd "$(dirname "$0")" && pwd)
 prefix="$here/prefix"
 image=localhost/handler-test-busybox:latest
@@ -12,6 +15,7 @@ fail() { echo "FAIL ($test_name): $*" >&2; exit 1; }
   fail "$prefix lacks handlerd or handler-shim; build the podman_test_prefix target"
 
 real_home=$HOME
+real_runtime=${XDG_RUNTIME_DIR:-}
 work=$(mktemp -d "$real_home/handler-it-sessions-XXXXXX")
 export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_DATA_HOME="$work/home/.local/share"
 export XDG_RUNTIME_DIR="$work/run" PATH="$prefix/bin:$PATH"
@@ -19,6 +23,14 @@ mkdir -p "$HOME/.config" "$XDG_DATA_HOME" && install -d -m 0700 "$XDG_RUNTIME_DI
 # The account's podman settings (runc, storage driver) apply here too; the storage itself
 # is private to this test.
 [ -d "$real_home/.config/containers" ] && cp -r "$real_home/.config/containers" "$HOME/.config/"
+if [ "${shared_images:-0}" = 1 ] && [ "${HANDLER_TEST_SHARED_IMAGES:-0}" = 1 ]; then
+  [ -n "$real_runtime" ] || fail "HANDLER_TEST_SHARED_IMAGES=1 needs the account's XDG_RUNTIME_DIR"
+  mkdir -p "$HOME/.config/containers"
+  # The graph and run roots would otherwise follow the XDG folders into the private HOME.
+  printf '[storage]\ndriver = "%s"\ngraphroot = "%s"\nrunroot = "%s"\n' \
+    "$(sed -n 's/^driver *= *"\(.*\)"/\1/p' "$real_home/.config/containers/storage.conf" 2>/dev/null | head -n 1 | grep . || echo overlay)" \
+    "$real_home/.local/share/containers/storage" "$real_runtime/containers" > "$HOME/.config/containers/storage.conf"
+fi
 
 log="$XDG_DATA_HOME/handler/handlerd.log"
 pid_file="$XDG_RUNTIME_DIR/handler/handlerd.pid"
