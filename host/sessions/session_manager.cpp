@@ -422,11 +422,15 @@ void SessionManager::Impl::launch_container(const std::string& id, runtime::Cont
                                             std::optional<runtime::LayerRecipe> recipe) {
     if (recipe) {
         const std::string base = spec.image;
-        // The build is recorded from its first line: an image that exists says none.
+        // The build is recorded from its first line: an image that exists says none. What
+        // its steps print comes from the packages they install: past kMaxLineEvents lines
+        // the log still keeps the end, but clients are no longer sent each line.
+        constexpr int kMaxLineEvents = 5000;
         auto build_id = std::make_shared<std::int64_t>(0);
         in_background(
             builder,
             [this, id, base, build_id, recipe = std::move(*recipe)] {
+                int lines = 0;
                 return runtime::ensure_layer_image(
                     runtime, options.image_build_dir, base, recipe, [&](const std::string& line) {
                         if (*build_id == 0) {
@@ -434,7 +438,10 @@ void SessionManager::Impl::launch_container(const std::string& id, runtime::Cont
                             publish_build("started", *build_id, {});
                         }
                         image_builds.line(*build_id, line);
-                        publish_build("line", *build_id, line);
+                        if (++lines < kMaxLineEvents) publish_build("line", *build_id, line);
+                        else if (lines == kMaxLineEvents)
+                            publish_build("line", *build_id, "[handler: more output than this is not sent line by line; "
+                                                             "the build's log keeps its end]");
                         spdlog::debug("session {}: {}", id, line); // npm's output: too much for info
                     });
             },

@@ -27,6 +27,8 @@ export function useImageBuild(sessionId) {
     const off = on_event((message) => {
       if (message.type !== 'image.build' || message.data?.build?.session !== sessionId) return;
       const { event, build: record, line } = message.data;
+      // The end: the whole log kept, in case lines were not all sent one by one.
+      if (event === 'ended') load();
       setBuild((current) => {
         const same = current && current.id === record.id;
         const log = same ? current.log : '';
