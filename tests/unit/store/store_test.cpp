@@ -109,7 +109,7 @@ TEST_F(StoreTest, OpensInWalModeWithAPrivateFileAndRecordsTheMigration) {
     EXPECT_EQ(store_->schema_version(), static_cast<int>(migrations().size()));
     EXPECT_EQ(raw.text("SELECT group_concat(version || ':' || applied_at) FROM schema_migrations"),
               "1:1700000000000,2:1700000000000,3:1700000000000,4:1700000000000,5:1700000000000,6:1700000000000,7:1700000000000,"
-              "8:1700000000000,9:1700000000000");
+              "8:1700000000000,9:1700000000000,10:1700000000000");
 }
 
 TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
@@ -740,20 +740,20 @@ TEST_F(StoreTest, InvalidAgentsLeaveNoRow) {
         NewAgent agent;
         ErrorCode code;
     } cases[] = {
-        {{p.id, "bad name", "codex", "", "", {}, NetworkMode::filtered, {}, {}}, ErrorCode::invalid_argument},
-        {{p.id, "a", "Codex!", "", "", {}, NetworkMode::filtered, {}, {}}, ErrorCode::invalid_argument},
-        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "https://bad"}, {}},
+        {{p.id, "bad name", "codex", "", "", {}, NetworkMode::filtered, {}, {}, {}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "Codex!", "", "", {}, NetworkMode::filtered, {}, {}, {}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "https://bad"}, {}, {}, {}},
          ErrorCode::invalid_argument},
-        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "OK.com"}, {}}, ErrorCode::invalid_argument},
-        {{p.id, "a", "codex", std::string(kMaxGoalBytes + 1, 'g'), "", {}, NetworkMode::filtered, {}, {}},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "OK.com"}, {}, {}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", std::string(kMaxGoalBytes + 1, 'g'), "", {}, NetworkMode::filtered, {}, {}, {}, {}},
          ErrorCode::invalid_argument},
-        {{p.id + 100, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {}}, ErrorCode::not_found},
-        {{p.id, "a", "codex", "", "", std::string("ghost"), NetworkMode::filtered, {"ok.com"}, {}}, ErrorCode::not_found},
-        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"Playwright"}}, ErrorCode::invalid_argument},
-        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"playwright", "playwright"}},
+        {{p.id + 100, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {}, {}, {}}, ErrorCode::not_found},
+        {{p.id, "a", "codex", "", "", std::string("ghost"), NetworkMode::filtered, {"ok.com"}, {}, {}, {}}, ErrorCode::not_found},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"Playwright"}, {}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"playwright", "playwright"}, {}, {}},
          ErrorCode::invalid_argument},
         // Learning is a session's mode (handler run --network learn), never an agent's.
-        {{p.id, "a", "codex", "", "", {}, NetworkMode::learn, {}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::learn, {}, {}, {}, {}}, ErrorCode::invalid_argument},
     };
     for (const auto& c : cases) {
         auto made = store_->create_agent(c.agent);
@@ -774,7 +774,7 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
     ASSERT_TRUE(mine.ok());
 
     auto mismatch = store_->create_agent(
-        {work_project.id, "a", "codex", "", "", std::string("x"), NetworkMode::filtered, {"h.com"}, {}});
+        {work_project.id, "a", "codex", "", "", std::string("x"), NetworkMode::filtered, {"h.com"}, {}, {}, {}});
     ASSERT_FALSE(mismatch.ok());
     EXPECT_EQ(mismatch.error().code, ErrorCode::conflict);
     EXPECT_EQ(mismatch.error().message,
@@ -782,7 +782,7 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
               "pick an account of the project's context");
 
     auto untagged = store_->create_agent(
-        {work_project.id, "a", "codex", "", "", std::string("untagged"), NetworkMode::filtered, {}, {}});
+        {work_project.id, "a", "codex", "", "", std::string("untagged"), NetworkMode::filtered, {}, {}, {}, {}});
     ASSERT_FALSE(untagged.ok());
     EXPECT_EQ(untagged.error().message.rfind("account 'untagged' belongs to no context but "
                                              "project 'y' belongs to 'Personal'",
@@ -790,7 +790,7 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
               0u);
 
     auto good = store_->create_agent(
-        {work_project.id, "a", "codex", "", "", std::string("mine"), NetworkMode::filtered, {}, {}});
+        {work_project.id, "a", "codex", "", "", std::string("mine"), NetworkMode::filtered, {}, {}, {}, {}});
     ASSERT_TRUE(good.ok()) << good.error().message;
     EXPECT_EQ(good->account, "mine");
 
@@ -862,7 +862,7 @@ TEST_F(StoreTest, AFailureHalfWayThroughAnAgentWritesNothing) {
                  "WHEN NEW.host = 'boom.example' BEGIN SELECT RAISE(ABORT, 'planted fault'); END");
     }
     auto made = store_->create_agent(
-        {p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"one.com", "two.com", "boom.example"}, {}});
+        {p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"one.com", "two.com", "boom.example"}, {}, {}, {}});
     ASSERT_FALSE(made.ok());
     EXPECT_NE(made.error().message.find("planted fault"), std::string::npos);
     RawDb raw(file());
@@ -884,7 +884,7 @@ TEST_F(StoreTest, AFailureHalfWayThroughAnAgentWritesNothing) {
 TEST_F(StoreTest, AgentsKeepTheirAddonsInOrderAndAnEditReplacesThem) {
     auto p = project("/src/app");
     auto agent = store_->create_agent(
-        {p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"shopify-cli", "playwright"}});
+        {p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"shopify-cli", "playwright"}, {}, {}});
     ASSERT_TRUE(agent.ok()) << agent.error().message;
     EXPECT_EQ(agent->addons, (std::vector<std::string>{"shopify-cli", "playwright"}));
     EXPECT_EQ(store_->get_agent(agent->id)->addons, agent->addons);
