@@ -1558,7 +1558,7 @@ TEST_F(SessionManagerTest, AnImageBuildIsRecordedWithItsLinesAndPublished) {
     for (const auto& event : published) {
         kinds.emplace_back(event.at("data").at("event").as_string());
         if (kinds.back() == "line") lines.emplace_back(event.at("data").at("line").as_string());
-        EXPECT_EQ(event.at("data").at("build").at("session"), first->id);
+        EXPECT_EQ(std::string(event.at("data").at("build").at("session").as_string()), first->id);
     }
     EXPECT_EQ(kinds.front(), "started");
     EXPECT_EQ(kinds.back(), "ended");
