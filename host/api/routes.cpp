@@ -1,4 +1,5 @@
 #include "api/routes.hpp"
+#include "api/routes_call.hpp"
 
 #include "secrets/account_kinds.hpp"
 #include "secrets/secret_store.hpp"
@@ -27,15 +28,6 @@ namespace handler::api {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-struct Routes::Call {
-    std::string method;
-    std::string target;                // as received, for messages
-    std::vector<std::string> segments; // decoded, after /api/v1
-    std::vector<std::pair<std::string, std::string>> query; // decoded, in order
-    std::string_view body;
-    bool over_tcp = false;
-    std::string_view session_cookie;
-};
 
 namespace {
 
@@ -186,6 +178,7 @@ Response Routes::dispatch(const Call& call) {
     if (resource == "agents") return agents(call);
     if (resource == "sessions") return sessions(call);
     if (resource == "ui") return ui(call);
+    if (resource == "images") return images(call);
     if (resource == "events" && call.segments.size() == 1) {
         if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
         return error_response(ErrorCode::invalid_argument,
@@ -273,9 +266,9 @@ Response Routes::ui(const Call& call) {
         auto body = parse_body(call.body);
         if (!body) return error_response(body.error());
         BodyReader reader(*body);
-        if (auto known = reader.allow_only({"token"}); !known) return error_response(known.error());
+        if (auto known = reader.allow_only({"token"}); !known) return error_response(known.error(), reader.failed_field());
         auto token = reader.required_string("token");
-        if (!token) return error_response(token.error());
+        if (!token) return error_response(token.error(), reader.failed_field());
         auto session = logins.redeem(*token);
         if (!session) return error_response(session.error());
         Response response = no_content();
@@ -316,11 +309,14 @@ Response Routes::contexts(const Call& call) {
     auto body = parse_body(call.body);
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
-    if (auto known = reader.allow_only({"name"}); !known) return error_response(known.error());
+    if (auto known = reader.allow_only({"name"}); !known) return error_response(known.error(), reader.failed_field());
     auto name = reader.required_string("name");
-    if (!name) return error_response(name.error());
+    if (!name) return error_response(name.error(), reader.failed_field());
     auto context = store_.create_context(*name);
-    if (!context) return error_response(context.error());
+    // Its one field: a name that breaks the rule or exists already is about it.
+    const bool about_name = !context && (context.error().code == ErrorCode::invalid_argument ||
+                                         context.error().code == ErrorCode::conflict);
+    if (!context) return error_response(context.error(), about_name ? "name" : "");
     auto json_context = to_json(*context);
     publish("context.created", json_context);
     return created(json_context, "/api/v1/contexts/" + std::to_string(context->id));
@@ -391,29 +387,29 @@ Response Routes::create_project(const Call& call) {
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
     if (auto known = reader.allow_only({"path", "name", "context", "allowed_hosts"}); !known)
-        return error_response(known.error());
+        return error_response(known.error(), reader.failed_field());
     auto path = reader.required_string("path");
-    if (!path) return error_response(path.error());
+    if (!path) return error_response(path.error(), reader.failed_field());
     auto fields = read_project_fields(reader);
-    if (!fields) return error_response(fields.error());
+    if (!fields) return error_response(fields.error(), reader.failed_field());
 
     if (!path->starts_with("/"))
-        return error_response(ErrorCode::invalid_argument,
+        return error_response(ErrorCode::invalid_argument, "path",
                               "field 'path' must be an absolute path, got '" + *path + "'");
     // The agent gets exactly this folder mounted, so it is stored with symlinks resolved:
     // a link must not later be pointed somewhere else behind the user's back.
     std::error_code error;
     const fs::path folder = fs::canonical(*path, error);
     if (error)
-        return error_response(ErrorCode::invalid_argument,
+        return error_response(ErrorCode::invalid_argument, "path",
                               "the folder " + *path + " cannot be used: " + error.message());
     if (!fs::is_directory(folder, error))
-        return error_response(ErrorCode::invalid_argument, *path + " is not a folder");
+        return error_response(ErrorCode::invalid_argument, "path", *path + " is not a folder");
     if (!info_.home_dir.empty()) {
         const std::string home = info_.home_dir.string();
         const std::string text = folder.string();
         if (home == text || home.starts_with(text == "/" ? text : text + "/"))
-            return error_response(ErrorCode::invalid_argument,
+            return error_response(ErrorCode::invalid_argument, "path",
                                   "the folder " + text + " is or contains your home folder; the "
                                   "agent would see ~/.ssh and your other projects. Register the "
                                   "project's own folder instead");
@@ -422,8 +418,9 @@ Response Routes::create_project(const Call& call) {
     store::NewProject project{fields->name.value_or(folder.filename().string()), folder.string(),
                               fields->context.value_or(std::nullopt),
                               fields->allowed_hosts.value_or(std::vector<std::string>{})};
-    auto made = store_.create_project(project);
-    if (!made) return error_response(made.error());
+    std::string field; // the one a refusal concerns
+    auto made = store_.create_project(project, &field);
+    if (!made) return error_response(made.error(), field);
     auto json_project = to_json(*made);
     publish("project.created", json_project);
     return created(json_project, "/api/v1/projects/" + std::to_string(made->id));
@@ -434,15 +431,16 @@ Response Routes::update_project(const Call& call, std::int64_t id) {
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
     if (reader.has("path"))
-        return error_response(ErrorCode::invalid_argument,
+        return error_response(ErrorCode::invalid_argument, "path",
                               "field 'path' cannot be changed; register the other folder as a "
                               "project of its own instead");
     if (auto known = reader.allow_only({"name", "context", "allowed_hosts"}); !known)
-        return error_response(known.error());
+        return error_response(known.error(), reader.failed_field());
     auto changes = read_project_fields(reader);
-    if (!changes) return error_response(changes.error());
-    auto updated = store_.update_project(id, *changes);
-    if (!updated) return error_response(updated.error());
+    if (!changes) return error_response(changes.error(), reader.failed_field());
+    std::string field;
+    auto updated = store_.update_project(id, *changes, &field);
+    if (!updated) return error_response(updated.error(), field);
     auto json_project = to_json(*updated);
     // Running sessions' proxies listen for this: a new list applies to open tunnels too.
     if (!changes->empty()) publish("project.updated", json_project);
@@ -479,11 +477,11 @@ Response Routes::account_secret(const Call& call, std::int64_t id) {
     auto body = parse_body(call.body);
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
-    if (auto known = reader.allow_only({"value"}); !known) return error_response(known.error());
+    if (auto known = reader.allow_only({"value"}); !known) return error_response(known.error(), reader.failed_field());
     auto value = reader.required_string("value");
-    if (!value) return error_response(value.error());
+    if (!value) return error_response(value.error(), reader.failed_field());
     auto normalized = secrets::normalize_secret(*value);
-    if (!normalized) return error_response(normalized.error());
+    if (!normalized) return error_response(normalized.error(), "value");
     if (auto stored = info_.secrets->put(id, *normalized); !stored) return error_response(stored.error());
     publish("account.updated", account_json(*account));
     return no_content();
@@ -537,17 +535,17 @@ Response Routes::accounts(const Call& call) {
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
     if (auto known = reader.allow_only({"name", "kind", "context", "base_url"}); !known)
-        return error_response(known.error());
+        return error_response(known.error(), reader.failed_field());
     auto name = reader.required_string("name");
-    if (!name) return error_response(name.error());
+    if (!name) return error_response(name.error(), reader.failed_field());
     auto kind = reader.required_string("kind");
-    if (!kind) return error_response(kind.error());
+    if (!kind) return error_response(kind.error(), reader.failed_field());
     auto context = reader.nullable_string("context");
-    if (!context) return error_response(context.error());
+    if (!context) return error_response(context.error(), reader.failed_field());
     auto base_url = read_base_url(reader, *kind,
                                   "leave the field out for the default, " +
                                       std::string(secrets::default_base_url(*kind)));
-    if (!base_url) return error_response(base_url.error());
+    if (!base_url) return error_response(base_url.error(), reader.failed_field());
     auto account =
         store_.create_account({*name, *kind, context->value_or(std::nullopt), *base_url});
     if (!account) return error_response(account.error());
@@ -561,23 +559,23 @@ Response Routes::update_account(const Call& call, std::int64_t id) {
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
     if (auto known = reader.allow_only({"name", "kind", "context", "base_url"}); !known)
-        return error_response(known.error());
+        return error_response(known.error(), reader.failed_field());
     store::AccountChanges changes;
     auto name = reader.optional_string("name");
-    if (!name) return error_response(name.error());
+    if (!name) return error_response(name.error(), reader.failed_field());
     changes.name = std::move(*name);
     auto kind = reader.optional_string("kind");
-    if (!kind) return error_response(kind.error());
+    if (!kind) return error_response(kind.error(), reader.failed_field());
     changes.kind = std::move(*kind);
     auto context = reader.nullable_string("context");
-    if (!context) return error_response(context.error());
+    if (!context) return error_response(context.error(), reader.failed_field());
     changes.context = std::move(*context);
     // Whether null is allowed depends on the kind the account ends up with.
     auto current = store_.get_account(id);
     if (!current) return error_response(current.error());
     auto base_url = read_base_url(reader, changes.kind.value_or(current->kind),
                                   "leave the field out to keep it");
-    if (!base_url) return error_response(base_url.error());
+    if (!base_url) return error_response(base_url.error(), reader.failed_field());
     changes.base_url = std::move(*base_url);
     auto updated = store_.update_account(id, changes);
     if (!updated) return error_response(updated.error());
@@ -596,9 +594,8 @@ Result<std::optional<store::NetworkMode>> read_network_mode(const BodyReader& re
     if (!*text) return std::optional<store::NetworkMode>();
     auto mode = network::parse_mode(**text, network::ModeHolder::agent);
     if (!mode)
-        return make_error(ErrorCode::invalid_argument,
-                          "field 'network_mode' must be " + network::mode_list(network::ModeHolder::agent) +
-                              ", got '" + **text + "'");
+        return reader.fail("network_mode", "field 'network_mode' must be " +
+                                               network::mode_list(network::ModeHolder::agent) + ", got '" + **text + "'");
     return mode;
 }
 
@@ -609,6 +606,7 @@ struct AgentFields {
     std::optional<store::NetworkMode> network_mode;
     std::optional<std::vector<std::string>> allowed_hosts;
     std::optional<std::vector<std::string>> addons;
+    std::optional<std::optional<std::string>> model, thinking; // null: the harness's default
 };
 
 Result<AgentFields> read_agent_fields(const BodyReader& reader) {
@@ -631,6 +629,12 @@ Result<AgentFields> read_agent_fields(const BodyReader& reader) {
     auto addons = reader.optional_string_list("addons");
     if (!addons) return addons.take_error();
     fields.addons = std::move(*addons);
+    auto model = reader.nullable_string("model");
+    if (!model) return model.take_error();
+    fields.model = std::move(*model);
+    auto thinking = reader.nullable_string("thinking");
+    if (!thinking) return thinking.take_error();
+    fields.thinking = std::move(*thinking);
     return fields;
 }
 
@@ -700,22 +704,24 @@ Response Routes::create_agent(const Call& call) {
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
     if (auto known = reader.allow_only({"name", "project", "harness", "goal", "instructions",
-                                        "account", "network_mode", "allowed_hosts", "addons"});
+                                        "account", "network_mode", "allowed_hosts", "addons",
+                                        "model", "thinking"});
         !known)
-        return error_response(known.error());
+        return error_response(known.error(), reader.failed_field());
     // Required fields first, in the documented order, so the message is predictable.
     auto name = reader.required_string("name");
-    if (!name) return error_response(name.error());
+    if (!name) return error_response(name.error(), reader.failed_field());
     auto project = reader.optional_project("project");
-    if (!project) return error_response(project.error());
-    if (!*project) return error_response(ErrorCode::invalid_argument, "field 'project' is required");
+    if (!project) return error_response(project.error(), reader.failed_field());
+    if (!*project)
+        return error_response(ErrorCode::invalid_argument, "project", "field 'project' is required");
     auto harness = reader.required_string("harness");
-    if (!harness) return error_response(harness.error());
+    if (!harness) return error_response(harness.error(), reader.failed_field());
     auto fields = read_agent_fields(reader);
-    if (!fields) return error_response(fields.error());
+    if (!fields) return error_response(fields.error(), reader.failed_field());
 
     auto project_id = resolve_project(store_, **project);
-    if (!project_id) return error_response(project_id.error());
+    if (!project_id) return error_response(project_id.error(), "project");
     store::NewAgent agent;
     agent.project_id = *project_id;
     agent.name = *name;
@@ -726,8 +732,11 @@ Response Routes::create_agent(const Call& call) {
     agent.network_mode = fields->network_mode.value_or(store::NetworkMode::filtered);
     agent.allowed_hosts = fields->allowed_hosts.value_or(std::vector<std::string>{});
     agent.addons = fields->addons.value_or(std::vector<std::string>{});
-    auto made = store_.create_agent(agent);
-    if (!made) return error_response(made.error());
+    agent.model = fields->model.value_or(std::nullopt);
+    agent.thinking = fields->thinking.value_or(std::nullopt);
+    std::string field;
+    auto made = store_.create_agent(agent, &field);
+    if (!made) return error_response(made.error(), field);
     auto json_agent = to_json(*made);
     publish("agent.created", json_agent);
     return created(json_agent, "/api/v1/agents/" + std::to_string(made->id));
@@ -738,20 +747,22 @@ Response Routes::update_agent(const Call& call, std::int64_t id) {
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
     if (reader.has("project"))
-        return error_response(ErrorCode::invalid_argument,
+        return error_response(ErrorCode::invalid_argument, "project",
                               "field 'project' cannot be changed; create a new agent in the "
                               "other project instead");
     if (auto known = reader.allow_only({"name", "harness", "goal", "instructions", "account",
-                                        "network_mode", "allowed_hosts", "addons"});
+                                        "network_mode", "allowed_hosts", "addons", "model", "thinking"});
         !known)
-        return error_response(known.error());
+        return error_response(known.error(), reader.failed_field());
     auto fields = read_agent_fields(reader);
-    if (!fields) return error_response(fields.error());
-    store::AgentChanges changes{fields->name,    fields->harness,      fields->goal,
-                                fields->instructions, fields->account, fields->network_mode,
-                                fields->allowed_hosts, fields->addons};
-    auto updated = store_.update_agent(id, changes);
-    if (!updated) return error_response(updated.error());
+    if (!fields) return error_response(fields.error(), reader.failed_field());
+    store::AgentChanges changes{fields->name,          fields->harness, fields->goal,
+                                fields->instructions,  fields->account, fields->network_mode,
+                                fields->allowed_hosts, fields->addons,  fields->model,
+                                fields->thinking};
+    std::string field;
+    auto updated = store_.update_agent(id, changes, &field);
+    if (!updated) return error_response(updated.error(), field);
     auto json_agent = to_json(*updated);
     if (!changes.empty()) publish("agent.updated", json_agent);
     return json_response(200, json_agent);
@@ -858,11 +869,11 @@ Response Routes::sessions(const Call& call) {
         auto body = parse_body(call.body);
         if (!body) return error_response(body.error());
         BodyReader reader(*body);
-        if (auto known = reader.allow_only({"toolCallId", "optionId"}); !known) return error_response(known.error());
+        if (auto known = reader.allow_only({"toolCallId", "optionId"}); !known) return error_response(known.error(), reader.failed_field());
         auto tool_call = reader.required_string("toolCallId");
-        if (!tool_call) return error_response(tool_call.error());
+        if (!tool_call) return error_response(tool_call.error(), reader.failed_field());
         auto option = reader.required_string("optionId");
-        if (!option) return error_response(option.error());
+        if (!option) return error_response(option.error(), reader.failed_field());
         if (auto answered = info_.sessions->answer(id, *tool_call, *option); !answered)
             return error_response(answered.error());
         return no_content();
@@ -971,22 +982,22 @@ Response Routes::conversation(const Call& call, const std::string& id, const std
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
     if (action == "config") {
-        if (auto known = reader.allow_only({"name", "value"}); !known) return error_response(known.error());
+        if (auto known = reader.allow_only({"name", "value"}); !known) return error_response(known.error(), reader.failed_field());
         auto name = reader.required_string("name");
-        if (!name) return error_response(name.error());
+        if (!name) return error_response(name.error(), reader.failed_field());
         auto value = reader.required_string("value");
-        if (!value) return error_response(value.error());
+        if (!value) return error_response(value.error(), reader.failed_field());
         auto applied = info_.sessions->configure(id, *name, *value);
         if (!applied) return error_response(applied.error());
         return json_response(200, json::object{{"applied", *applied == Applied::now ? "now" : "on_resume"}});
     }
-    if (auto known = reader.allow_only({"text", "images"}); !known) return error_response(known.error());
+    if (auto known = reader.allow_only({"text", "images"}); !known) return error_response(known.error(), reader.failed_field());
     auto images = prompt_images(*body);
     if (!images) return error_response(images.error());
     Prompt prompt{"", std::move(*images)};
     if (prompt.images.empty() || reader.has("text")) {
         auto text = reader.required_string("text");
-        if (!text) return error_response(text.error());
+        if (!text) return error_response(text.error(), reader.failed_field());
         prompt.text = std::move(*text);
     }
     if (prompt.text.empty() && prompt.images.empty())
@@ -1005,7 +1016,7 @@ Response Routes::start_session(const Call& call) {
     if (auto known = reader.allow_only({"agent", "harness", "name", "directory", "prompt", "args", "rows", "cols",
                                         "network", "model", "thinking", "conversation", "mcp_servers"});
         !known)
-        return error_response(known.error());
+        return error_response(known.error(), reader.failed_field());
     StartRequest request;
     if (const auto* conversation = body->if_contains("conversation")) {
         if (!conversation->is_bool())
@@ -1020,11 +1031,11 @@ Response Routes::start_session(const Call& call) {
         if (!servers->as_array().empty()) request.mcp_servers = json::serialize(*servers);
     }
     auto agent = reader.optional_string("agent");
-    if (!agent) return error_response(agent.error());
+    if (!agent) return error_response(agent.error(), reader.failed_field());
     auto harness = reader.optional_string("harness");
-    if (!harness) return error_response(harness.error());
+    if (!harness) return error_response(harness.error(), reader.failed_field());
     auto name = reader.optional_string("name");
-    if (!name) return error_response(name.error());
+    if (!name) return error_response(name.error(), reader.failed_field());
     if (int{agent->has_value()} + int{harness->has_value()} + int{name->has_value()} > 1)
         return error_response(ErrorCode::invalid_argument,
                               "give at most one of 'agent' (an agent's name), 'harness' (a "
@@ -1033,28 +1044,30 @@ Response Routes::start_session(const Call& call) {
     request.harness = *harness;
     request.name = *name;
     auto directory = reader.required_string("directory");
-    if (!directory) return error_response(directory.error());
+    if (!directory) return error_response(directory.error(), reader.failed_field());
     request.directory = *directory;
     auto prompt = reader.optional_string("prompt");
-    if (!prompt) return error_response(prompt.error());
+    if (!prompt) return error_response(prompt.error(), reader.failed_field());
     request.prompt = prompt->value_or("");
     if (request.prompt.size() > kMaxPromptBytes) return prompt_too_large();
     auto args = reader.optional_string_list("args");
-    if (!args) return error_response(args.error());
+    if (!args) return error_response(args.error(), reader.failed_field());
     request.args = args->value_or(std::vector<std::string>{});
     auto network = reader.optional_string("network");
-    if (!network) return error_response(network.error());
+    if (!network) return error_response(network.error(), reader.failed_field());
     request.network = *network;
     auto model = reader.optional_string("model");
-    if (!model) return error_response(model.error());
+    if (!model) return error_response(model.error(), reader.failed_field());
     if (*model) {
-        if (auto valid = store::check_model_name(**model); !valid) return error_response(valid.error());
+        if (auto valid = store::check_model_name(**model); !valid)
+            return error_response(valid.error(), "model");
         request.model = *model;
     }
     auto thinking = reader.optional_string("thinking");
-    if (!thinking) return error_response(thinking.error());
+    if (!thinking) return error_response(thinking.error(), reader.failed_field());
     if (*thinking) {
-        if (auto valid = store::check_thinking_level(**thinking); !valid) return error_response(valid.error());
+        if (auto valid = store::check_thinking_level(**thinking); !valid)
+            return error_response(valid.error(), "thinking");
         request.thinking = *thinking;
     }
     for (const auto* field : {"rows", "cols"}) {

@@ -81,6 +81,7 @@ private:
     Response conversation(const Call& call, const std::string& id, const std::string& action);
     Response no_session_service();
     Response ui(const Call& call);
+    Response images(const Call& call); // routes_images.cpp
 
     Response list_projects(const Call& call);
     Response create_project(const Call& call);

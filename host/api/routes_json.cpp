@@ -1,5 +1,7 @@
 #include "api/routes_json.hpp"
 
+#include "core/utf8.hpp"
+
 #include <boost/json/array.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -19,6 +21,27 @@ Response json_response(unsigned status, const json::value& body) {
 
 Response error_response(const Error& error) {
     return error_response(error.code, error.message);
+}
+
+Response error_response(const Error& error, std::string_view field) {
+    if (field.empty()) return error_response(error.code, error.message);
+    // As error_response(code, message), with the field the mistake is in (docs/api.md).
+    Response response;
+    response.status = status_for(error.code);
+    response.body = json::serialize(json::object{{"error",
+                                                  {{"code", to_string(error.code)},
+                                                   {"message", with_valid_utf8(error.message)},
+                                                   {"field", with_valid_utf8(field)}}}});
+    return response;
+}
+
+Response error_response(ErrorCode code, std::string_view field, std::string message) {
+    return error_response(make_error(code, std::move(message)), field);
+}
+
+Error BodyReader::fail(std::string_view field, std::string message) const {
+    if (failed_field_.empty()) failed_field_ = std::string(field);
+    return make_error(ErrorCode::invalid_argument, std::move(message));
 }
 
 namespace {
@@ -69,22 +92,22 @@ Result<void> BodyReader::allow_only(std::initializer_list<std::string_view> fiel
         if (std::find(fields.begin(), fields.end(), std::string_view(key)) != fields.end()) continue;
         std::string known;
         for (const auto field : fields) known += (known.empty() ? "" : ", ") + std::string(field);
-        return invalid("unknown " + field_name(key) + "; this request takes " + known);
+        return fail(key, "unknown " + field_name(key) + "; this request takes " + known);
     }
     return {};
 }
 
 Result<std::string> BodyReader::required_string(std::string_view field) const {
     const json::value* value = body_.if_contains(field);
-    if (value == nullptr) return invalid(field_name(field) + " is required");
-    if (!value->is_string()) return invalid(field_name(field) + " must be a string");
+    if (value == nullptr) return fail(field, field_name(field) + " is required");
+    if (!value->is_string()) return fail(field, field_name(field) + " must be a string");
     return std::string(value->get_string());
 }
 
 Result<std::optional<std::string>> BodyReader::optional_string(std::string_view field) const {
     const json::value* value = body_.if_contains(field);
     if (value == nullptr) return std::optional<std::string>();
-    if (!value->is_string()) return invalid(field_name(field) + " must be a string");
+    if (!value->is_string()) return fail(field, field_name(field) + " must be a string");
     return std::optional<std::string>(std::string(value->get_string()));
 }
 
@@ -94,7 +117,7 @@ Result<std::optional<std::optional<std::string>>> BodyReader::nullable_string(
     const json::value* value = body_.if_contains(field);
     if (value == nullptr) return Out();
     if (value->is_null()) return Out(std::optional<std::string>());
-    if (!value->is_string()) return invalid(field_name(field) + " must be a string or null");
+    if (!value->is_string()) return fail(field, field_name(field) + " must be a string or null");
     return Out(std::string(value->get_string()));
 }
 
@@ -102,13 +125,14 @@ Result<std::optional<std::vector<std::string>>> BodyReader::optional_string_list
     std::string_view field) const {
     const json::value* value = body_.if_contains(field);
     if (value == nullptr) return std::optional<std::vector<std::string>>();
-    if (!value->is_array()) return invalid(field_name(field) + " must be a list of strings");
+    if (!value->is_array()) return fail(field, field_name(field) + " must be a list of strings");
     std::vector<std::string> items;
     const auto& array = value->get_array();
     for (std::size_t i = 0; i < array.size(); ++i) {
-        if (!array[i].is_string())
-            return invalid(field_name(std::string(field) + "[" + std::to_string(i) + "]") +
-                           " must be a string");
+        if (!array[i].is_string()) {
+            const std::string item = std::string(field) + "[" + std::to_string(i) + "]";
+            return fail(item, field_name(item) + " must be a string");
+        }
         items.emplace_back(array[i].get_string());
     }
     return std::optional(std::move(items));
@@ -124,8 +148,8 @@ Result<std::optional<BodyReader::ProjectRef>> BodyReader::optional_project(
         return std::optional(ProjectRef{-1, {}});
     if (value->is_string() && value->get_string().starts_with("/"))
         return std::optional(ProjectRef{std::nullopt, std::string(value->get_string())});
-    return invalid(field_name(field) +
-                   " must be a project id (a positive integer) or an absolute path");
+    return fail(field, field_name(field) +
+                                    " must be a project id (a positive integer) or an absolute path");
 }
 
 json::object to_json(const store::Context& context) {
@@ -180,6 +204,8 @@ json::object to_json(const store::Agent& agent) {
             {"network_mode", network::to_string(agent.network_mode)},
             {"allowed_hosts", strings(agent.allowed_hosts)},
             {"addons", strings(agent.addons)},
+            {"model", nullable(agent.model)},
+            {"thinking", nullable(agent.thinking)},
             {"created_at", agent.created_at},
             {"updated_at", agent.updated_at}};
 }
@@ -190,6 +216,22 @@ json::object to_json(const store::SessionEvent& event) {
     if (error || !payload.is_object()) payload = json::object{};
     return {{"session", event.session_id}, {"seq", event.seq}, {"at", event.at},
             {"kind", event.kind}, {"payload", std::move(payload)}};
+}
+
+json::object to_json(const ImageBuild& build, bool with_log) {
+    json::object out{{"id", build.id},
+                     {"harness", build.harness},
+                     {"session", build.session.empty() ? json::value(nullptr) : json::value(build.session)},
+                     {"image", build.image.empty() ? json::value(nullptr) : json::value(build.image)},
+                     {"state", build.state},
+                     {"message", build.message.empty() ? json::value(nullptr) : json::value(build.message)},
+                     {"started_at", build.started_at},
+                     {"ended_at", build.ended_at ? json::value(*build.ended_at) : json::value(nullptr)}};
+    if (with_log) {
+        out["log"] = build.log;
+        out["log_truncated"] = build.log_truncated;
+    }
+    return out;
 }
 
 void add_origin(json::object& item, const store::NetworkEntry& entry) {

@@ -5,6 +5,7 @@
 
 #include "api/http_types.hpp"
 #include "api/server_guards.hpp"
+#include "api/session_control.hpp"
 #include "core/result.hpp"
 #include "plugins/plugin_record.hpp"
 #include "store/records.hpp"
@@ -27,6 +28,10 @@ namespace handler::api {
 Response json_response(unsigned status, const boost::json::value& body);
 // {"error":{"code","message"}} with the status that matches error.code.
 Response error_response(const Error& error);
+// The same with "field": the input field the mistake is in ("name", "allowed_hosts[1]"),
+// so that a form shows the message under it (docs/api.md, "Errors"). Empty: none.
+Response error_response(const Error& error, std::string_view field);
+Response error_response(ErrorCode code, std::string_view field, std::string message);
 
 // Parses a request body that must be one JSON object. A syntax error names the line
 // and column ("body is not valid JSON: syntax error at line 1, column 9").
@@ -57,8 +62,16 @@ public:
     };
     Result<std::optional<ProjectRef>> optional_project(std::string_view field) const;
 
+    // The field the first failed accessor was about (an unknown one for allow_only), for
+    // error_response(error, field); empty while none failed.
+    const std::string& failed_field() const { return failed_field_; }
+    // A mistake in `field` the caller found (a value the field may not have): invalid_argument
+    // with `message`, recorded as failed_field().
+    Error fail(std::string_view field, std::string message) const;
+
 private:
     const boost::json::object& body_;
+    mutable std::string failed_field_;
 };
 
 // The JSON shapes of docs/api.md.
@@ -70,6 +83,8 @@ boost::json::object to_json(const store::Session& session);
 // {"session","seq","at","kind","payload":{...}}; a payload that is not JSON (never
 // stored by handlerd, but the database is a file) becomes {}.
 boost::json::object to_json(const store::SessionEvent& event);
+// An image build (docs/api.md, "Images"); its log only `with_log`, as events carry lines.
+boost::json::object to_json(const ImageBuild& build, bool with_log);
 // Adds to a network log entry's JSON who made its connection (docs/api.md): `connection`,
 // `origin` (tool_call, no_tool_call, unknown, pending, untraced), `origin_note`, `process`
 // ({pid, command, parents} or null) and `tool_call` ({id, title} or null).

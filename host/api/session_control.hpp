@@ -113,6 +113,23 @@ struct SubmittedPrompt {
 // Where a conversation's setting change took effect.
 enum class Applied { now, on_resume };
 
+// A harness image handlerd builds (a harness's first session takes minutes), so that a
+// client shows its progress instead of a frozen `starting` (docs/api.md, "Images").
+struct ImageBuild {
+    std::int64_t id = 0;   // from 1, per handlerd run
+    std::string harness;   // the plugin the image is for
+    std::string session;   // the session that waits for it
+    std::string image;     // localhost/handler-NAME:TAG, once known
+    std::string state;     // building | ready | failed
+    std::string message;   // failed: why, in words
+    std::string log;       // podman's output and handlerd's lines, the last kImageBuildLogBytes
+    bool log_truncated = false; // older output was dropped
+    std::int64_t started_at = 0;
+    std::optional<std::int64_t> ended_at;
+};
+// What an image build's log keeps: its end, where an error is.
+inline constexpr std::size_t kImageBuildLogBytes = 64 * 1024;
+
 struct SessionLog {
     // Everything kept (the older part may have been rotated away), as a terminal may get
     // it (sessions/terminal_filter.hpp); the file on disk has it as printed.
@@ -181,6 +198,9 @@ public:
         (void)value;
         return make_error(ErrorCode::unavailable, "this handlerd holds no conversations");
     }
+    // The image builds of this handlerd run, oldest first (the last few finished ones
+    // and every one under way). The default: none (a service that builds no images).
+    virtual std::vector<ImageBuild> image_builds() const { return {}; }
 };
 
 } // namespace handler::api

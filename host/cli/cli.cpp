@@ -101,6 +101,11 @@ void put_agent_fields(json::object& body, const Options& options) {
     if (options.account) body["account"] = *options.account;
     if (options.clear_account) body["account"] = nullptr;
     if (options.network) body["network_mode"] = *options.network;
+    // The defaults of the agent's sessions; `handler run --model` still wins for one.
+    if (options.session_model) body["model"] = *options.session_model;
+    if (options.clear_model) body["model"] = nullptr;
+    if (options.session_thinking) body["thinking"] = *options.session_thinking;
+    if (options.clear_thinking) body["thinking"] = nullptr;
 }
 
 // An agent as people read it: its project's name, its times as local times.
@@ -405,6 +410,10 @@ void define_agent_add(CLI::App& command, Options& options) {
     command.add_option("--account", options.account, "Account it runs on");
     command.add_option("--network", options.network, "none, filtered or open")
         ->check(CLI::IsMember(network::mode_names(network::ModeHolder::agent)));
+    command.add_option("-m,--model", options.session_model,
+                       "Model its sessions use unless one says otherwise (the harness's names)");
+    command.add_option("--thinking", options.session_thinking,
+                       "Thinking level its sessions use unless one says otherwise (the harness's words)");
     command.add_option("--allow", options.allow_hosts,
                        "Allowed host (repeat): host, *.domain, optional :port");
     command.add_option("--addon", options.addons, "Enable an addon plugin (repeat)");
@@ -421,6 +430,13 @@ void define_agent_edit(CLI::App& command, Options& options) {
     command.add_flag("--no-account", options.clear_account, "Run on no account");
     command.add_option("--network", options.network, "none, filtered or open")
         ->check(CLI::IsMember(network::mode_names(network::ModeHolder::agent)));
+    auto* model = command.add_option("-m,--model", options.session_model, "Model its sessions use by default");
+    command.add_flag("--no-model", options.clear_model, "Its sessions use the harness's default model")
+        ->excludes(model);
+    auto* thinking =
+        command.add_option("--thinking", options.session_thinking, "Thinking level its sessions use by default");
+    command.add_flag("--no-thinking", options.clear_thinking, "Its sessions use the harness's default level")
+        ->excludes(thinking);
     command.add_option("--allow", options.allow_hosts, "Add an allowed host (repeat)");
     command.add_option("--disallow", options.remove_hosts, "Remove an allowed host (repeat)");
     command.add_option("--addon", options.addons, "Enable an addon plugin (repeat)");

@@ -40,6 +40,8 @@ struct Options {
     std::vector<std::string> addons;
     std::vector<std::string> remove_addons;
     bool clear_account = false;
+    bool clear_model = false;    // agent edit --no-model: the harness's default again
+    bool clear_thinking = false; // agent edit --no-thinking
     bool clear_context = false;
     bool all_projects = false;
     bool check_only = false;

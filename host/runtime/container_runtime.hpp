@@ -10,9 +10,11 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace handler::runtime {
@@ -142,6 +144,14 @@ public:
     // already here; RUN steps may download, so the build has a network).
     virtual Result<void> build_image(const std::filesystem::path& context_dir,
                                      const std::string& reference) = 0;
+    // The same, telling `on_output` what the build prints as it prints it. The default
+    // builds quietly and says nothing (runtimes that cannot stream).
+    virtual Result<void> build_image_streaming(const std::filesystem::path& context_dir,
+                                               const std::string& reference,
+                                               const std::function<void(std::string_view)>& on_output) {
+        (void)on_output;
+        return build_image(context_dir, reference);
+    }
     // Every "repository:tag" of images in `repository` ("localhost/handler-codex").
     virtual Result<std::vector<std::string>> image_tags(const std::string& repository) = 0;
     // Removes the image `reference` unless a container (running or not) uses it: then

@@ -1,5 +1,7 @@
 #include "runtime/image_builder.hpp"
 
+#include "core/utf8.hpp"
+
 #include <boost/json.hpp>
 #include <openssl/evp.h>
 
@@ -442,6 +444,41 @@ Result<std::string> layer_image_ref(const std::string& base, const LayerRecipe& 
     return "localhost/handler-" + recipe.name + ":" + tag_of(sha256_hex(*text));
 }
 
+namespace {
+
+// Cuts a build's output into lines for `progress`. What a RUN step prints comes from the
+// packages it installs, so each line is bounded and made printable before anyone sees it.
+class ProgressLines {
+public:
+    explicit ProgressLines(const ProgressCallback& progress) : progress_(progress) {}
+    void feed(std::string_view chunk) {
+        for (const char c : chunk) {
+            if (c == '\n' || c == '\r') {
+                flush();
+                continue;
+            }
+            if (line_.size() >= kMaxProgressLineBytes) {
+                cut_ = true;
+                continue;
+            }
+            const auto byte = static_cast<unsigned char>(c);
+            line_.push_back(byte < 0x20 || byte == 0x7f ? ' ' : c);
+        }
+    }
+    void flush() {
+        if (!line_.empty()) progress_(with_valid_utf8(cut_ ? line_ + " [...]" : line_));
+        line_.clear();
+        cut_ = false;
+    }
+
+private:
+    const ProgressCallback& progress_;
+    std::string line_;
+    bool cut_ = false;
+};
+
+} // namespace
+
 Result<std::string> ensure_layer_image(ContainerRuntime& runtime, const fs::path& build_dir,
                                        const std::string& base, const LayerRecipe& recipe,
                                        const ProgressCallback& progress) {
@@ -470,7 +507,12 @@ Result<std::string> ensure_layer_image(ContainerRuntime& runtime, const fs::path
         progress("building image " + reference + " for " + recipe.name + " " + recipe.version + " (" +
                  std::to_string(recipe.run_steps.size()) + " steps on " + base + ")");
     const auto started = std::chrono::steady_clock::now();
-    if (auto built = runtime.build_image(context, reference); !built)
+    ProgressLines lines(progress);
+    auto built = progress ? runtime.build_image_streaming(context, reference,
+                                                          [&lines](std::string_view chunk) { lines.feed(chunk); })
+                          : runtime.build_image(context, reference);
+    if (progress) lines.flush();
+    if (!built)
         return make_error(built.error().code, "building the " + recipe.name + " image failed: " +
                                                   built.error().message);
     if (progress)

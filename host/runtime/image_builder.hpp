@@ -62,8 +62,11 @@ std::string sha256_hex(std::string_view data);
 // $XDG_CACHE_HOME/handler/build, else ~/.cache/handler/build.
 std::filesystem::path default_build_dir(const GetEnv& getenv);
 
-// One line of progress for a person ("building base image ...: this takes about a minute").
+// One line of progress for a person ("building base image ...: this takes about a minute"),
+// or of what the build printed (podman's steps, npm's output): printable UTF-8, at most
+// kMaxProgressLineBytes and a marker. Called on the building thread.
 using ProgressCallback = std::function<void(const std::string& line)>;
+inline constexpr std::size_t kMaxProgressLineBytes = 2000;
 
 struct ImageBuilderOptions {
     // Private (0700) folder for the root filesystem tarball and the CA copy; empty:

@@ -639,6 +639,11 @@ Result<void> PodmanRuntime::import_image(const fs::path& tarball, const std::str
 }
 
 Result<void> PodmanRuntime::build_image(const fs::path& context_dir, const std::string& reference) {
+    return build_image_streaming(context_dir, reference, {});
+}
+
+Result<void> PodmanRuntime::build_image_streaming(const fs::path& context_dir, const std::string& reference,
+                                                  const std::function<void(std::string_view)>& on_output) {
     if (!valid_image_ref(reference))
         return make_error(ErrorCode::invalid_argument,
                           "image reference '" + reference + "' is empty or malformed");
@@ -648,11 +653,17 @@ Result<void> PodmanRuntime::build_image(const fs::path& context_dir, const std::
                           "image build folder '" + context_dir.string() + "' has no Containerfile");
     // --pull=never: the FROM image is ours, built here; no registry is asked. Layers
     // are not kept: each recipe is one image, rebuilt whole when it changes.
-    std::vector<std::string> arguments = {"build", "--quiet", "--pull=never", "--layers=false",
+    // Without a listener the build is quiet; with one, its steps' output is the progress.
+    std::vector<std::string> arguments = {"build", "--pull=never", "--layers=false",
                                           "--tag", reference, "--file",
                                           (context_dir / "Containerfile").string(), context_dir.string()};
-    // npm downloads a few hundred MB for some harnesses.
-    auto result = podman(arguments, 30 * 60 * 1000);
+    if (!on_output) arguments.insert(arguments.begin() + 1, "--quiet");
+    CommandRequest request;
+    request.argv = arguments;
+    request.argv.insert(request.argv.begin(), options_.program);
+    request.timeout_ms = 30 * 60 * 1000; // npm downloads a few hundred MB for some harnesses
+    request.on_output = on_output;
+    auto result = run_request(std::move(request));
     if (!result) return result.take_error();
     if (result->exit_code != 0) {
         arguments.insert(arguments.begin(), options_.program);

@@ -61,6 +61,8 @@ public:
                               const std::string& reference) override;
     Result<void> build_image(const std::filesystem::path& context_dir,
                              const std::string& reference) override;
+    Result<void> build_image_streaming(const std::filesystem::path& context_dir, const std::string& reference,
+                                       const std::function<void(std::string_view)>& on_output) override;
     Result<std::vector<std::string>> image_tags(const std::string& repository) override;
     Result<void> remove_image(const std::string& reference) override;
     std::vector<LimitReport> limits() override;

@@ -235,6 +235,7 @@ Result<void> exchange(pid_t pid, const CommandRequest& request, ChildPipes& pipe
             ssize_t n = ::read(source.get(), buffer, sizeof buffer);
             if (n > 0) {
                 sink.append(buffer, static_cast<std::size_t>(n));
+                if (request.on_output) request.on_output(std::string_view(buffer, static_cast<std::size_t>(n)));
                 if (sink.size() > request.output_limit_bytes) {
                     kill_and_reap(pid);
                     return make_error(ErrorCode::too_large,

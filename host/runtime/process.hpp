@@ -9,8 +9,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace handler::runtime {
@@ -32,6 +34,10 @@ struct CommandRequest {
     // it and lets it finish on its own, so a stop is not held up by a question nobody
     // will read the answer to. A command that changes something is always waited for.
     bool abandon_when_stopping = false;
+    // Called on the running thread with each piece of output as it arrives (stdout and
+    // stderr alike), besides collecting it: a long build shows its progress. Pieces are
+    // not lines; the callback must be quick.
+    std::function<void(std::string_view)> on_output;
 };
 
 struct CommandResult {

@@ -9,6 +9,7 @@
 #include "store/validation.hpp"
 #include "sessions/audit_batch.hpp"
 #include "sessions/channel.hpp"
+#include "sessions/image_builds.hpp"
 #include "sessions/launch.hpp"
 #include "sessions/output_log.hpp"
 #include "sessions/terminal_filter.hpp"
@@ -140,6 +141,18 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, ChannelOwner {
 
     void publish(const store::Session& session) {
         events.publish(api::event_json("session.updated", api::to_json(session), clock_.now_ms()));
+    }
+
+    // An image.build event ("started", "line" or "ended"; docs/api.md), from any thread: the
+    // hub is the io thread's.
+    void publish_build(std::string what, std::int64_t build_id, std::string line) {
+        net::post(io, [weak = weak_from_this(), what = std::move(what), build_id, line = std::move(line)] {
+            auto self = weak.lock();
+            if (!self || self->stopped) return;
+            json::object data{{"event", what}, {"build", api::to_json(self->image_builds.get(build_id), false)}};
+            if (what == "line") data["line"] = line;
+            self->events.publish(api::event_json("image.build", std::move(data), self->clock_.now_ms()));
+        });
     }
 
     // Whether `plugin_id` is the session's harness or one of its agent's addons. Any thread
@@ -276,6 +289,7 @@ struct SessionManager::Impl : std::enable_shared_from_this<Impl>, ChannelOwner {
     // Image builds take minutes; on a thread of their own they do not hold up every other
     // session's start and stop. One at a time: two sessions of a harness build it once.
     net::thread_pool builder{1};
+    ImageBuilds image_builds; // what the builder does, for GET /api/v1/images and image.build events
     std::map<std::string, std::shared_ptr<Channel>, std::less<>> channels;
     // Each session's policy as policy_for() last built it from the store, so a proxy
     // connection costs no query (three, with the rules parsed, when built). Dropped on
@@ -408,15 +422,35 @@ void SessionManager::Impl::launch_container(const std::string& id, runtime::Cont
                                             std::optional<runtime::LayerRecipe> recipe) {
     if (recipe) {
         const std::string base = spec.image;
+        // The build is recorded from its first line: an image that exists says none. What
+        // its steps print comes from the packages they install: past kMaxLineEvents lines
+        // the log still keeps the end, but clients are no longer sent each line.
+        constexpr int kMaxLineEvents = 5000;
+        auto build_id = std::make_shared<std::int64_t>(0);
         in_background(
             builder,
-            [this, id, base, recipe = std::move(*recipe)] {
-                return runtime::ensure_layer_image(runtime, options.image_build_dir, base, recipe,
-                                                   [&id](const std::string& line) {
-                                                       spdlog::info("session {}: {}", id, line);
-                                                   });
+            [this, id, base, build_id, recipe = std::move(*recipe)] {
+                int lines = 0;
+                return runtime::ensure_layer_image(
+                    runtime, options.image_build_dir, base, recipe, [&](const std::string& line) {
+                        if (*build_id == 0) {
+                            *build_id = image_builds.started(recipe.name, id, clock_.now_ms());
+                            publish_build("started", *build_id, {});
+                        }
+                        image_builds.line(*build_id, line);
+                        if (++lines < kMaxLineEvents) publish_build("line", *build_id, line);
+                        else if (lines == kMaxLineEvents)
+                            publish_build("line", *build_id, "[handler: more output than this is not sent line by line; "
+                                                             "the build's log keeps its end]");
+                        spdlog::debug("session {}: {}", id, line); // npm's output: too much for info
+                    });
             },
-            [this, id, spec = std::move(spec)](Result<std::string> image) mutable {
+            [this, id, build_id, spec = std::move(spec)](Result<std::string> image) mutable {
+                if (*build_id != 0) {
+                    image_builds.ended(*build_id, image.ok(), image ? *image : std::string(),
+                                       image ? std::string() : image.error().message, clock_.now_ms());
+                    publish_build("ended", *build_id, {});
+                }
                 if (!image) {
                     spdlog::warn("session {}: {}", id, image.error().message);
                     finish(id, std::nullopt, SessionState::failed, image.error().message);
@@ -858,6 +892,8 @@ Result<void> SessionManager::cancel(std::string_view id) {
     if (!channel) return channel.take_error();
     return (*channel)->cancel();
 }
+
+std::vector<api::ImageBuild> SessionManager::image_builds() const { return impl_->image_builds.list(); }
 
 Result<api::Applied> SessionManager::configure(std::string_view id, std::string_view name, std::string_view value) {
     Impl& impl = *impl_;

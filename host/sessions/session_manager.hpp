@@ -135,6 +135,8 @@ public:
     // last harnessSessionId its parser reported) from the session's state folder.
     Result<store::Session> resume(std::string_view id) override;
     Result<api::Applied> configure(std::string_view id, std::string_view name, std::string_view value) override;
+    // Image builds (docs/api.md, "Images"); any thread.
+    std::vector<api::ImageBuild> image_builds() const override;
 
     // plugins::PluginSessions, for plugins' host services; any thread. A session uses a
     // plugin when it is its harness or one of its agent's addons, and it must be live.

@@ -194,8 +194,9 @@ std::string rule_text(const plugins::AllowedHost& host) {
 
 } // namespace
 
-Result<StartPlan> plan_start(const api::StartRequest& request, const StartSnapshot& snapshot,
+Result<StartPlan> plan_start(const api::StartRequest& given, const StartSnapshot& snapshot,
                              const HarnessCatalog& harnesses, const StartSettings& settings) {
+    api::StartRequest request = given;
     if (int{request.agent.has_value()} + int{request.harness.has_value()} + int{request.name.has_value()} > 1)
         return make_error(ErrorCode::invalid_argument, "name at most one of an agent, a harness, or a name for either");
     if (!fs::path(request.directory).is_absolute())
@@ -218,6 +219,11 @@ Result<StartPlan> plan_start(const api::StartRequest& request, const StartSnapsh
     StartPlan plan;
     plan.project = *project;
     plan.agent = target->agent;
+    // The agent's model and thinking level are its sessions' defaults; the session's own win.
+    if (plan.agent) {
+        if (!request.model) request.model = plan.agent->model;
+        if (!request.thinking) request.thinking = plan.agent->thinking;
+    }
     if (plan.agent && plan.agent->account)
         for (const auto& account : snapshot.accounts)
             if (account.name == *plan.agent->account) plan.account = account;

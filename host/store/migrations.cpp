@@ -200,8 +200,16 @@ CREATE TABLE network_connections (
 ) STRICT, WITHOUT ROWID;
 )sql";
 
-constexpr std::array<std::string_view, 9> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4, kVersion5,
-                                                         kVersion6, kVersion7, kVersion8, kVersion9};
+// An agent's model and thinking level: the default of each new session of the agent (a
+// session's own value wins; docs/domain-model.md). NULL: the harness's default, which
+// is what every agent made before had.
+constexpr std::string_view kVersion10 = R"sql(
+ALTER TABLE agents ADD COLUMN model TEXT;
+ALTER TABLE agents ADD COLUMN thinking TEXT;
+)sql";
+
+constexpr std::array<std::string_view, 10> kMigrations = {kVersion1, kVersion2, kVersion3, kVersion4, kVersion5,
+                                                          kVersion6, kVersion7, kVersion8, kVersion9, kVersion10};
 
 Result<void> ensure_migrations_table(sqlite::Database& db) {
     return db.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("

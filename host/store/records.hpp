@@ -69,6 +69,11 @@ struct Agent {
     NetworkMode network_mode = NetworkMode::filtered;
     std::vector<std::string> allowed_hosts; // normalized: lower case, in the given order
     std::vector<std::string> addons;        // addon plugin ids, each once, in the given order
+    // The default of each new session of the agent; a session's own value wins. Unset:
+    // the harness's default. Held to the session fields' rules (check_model_name,
+    // check_thinking_level).
+    std::optional<std::string> model;
+    std::optional<std::string> thinking;
     TimeMs created_at = 0;
     TimeMs updated_at = 0;
 };
@@ -214,6 +219,8 @@ struct NewAgent {
     NetworkMode network_mode = NetworkMode::filtered;
     std::vector<std::string> allowed_hosts;
     std::vector<std::string> addons;
+    std::optional<std::string> model;
+    std::optional<std::string> thinking;
 };
 
 struct AgentChanges {
@@ -225,10 +232,12 @@ struct AgentChanges {
     std::optional<NetworkMode> network_mode;
     std::optional<std::vector<std::string>> allowed_hosts;
     std::optional<std::vector<std::string>> addons; // replaces the whole list
+    std::optional<std::optional<std::string>> model;    // std::nullopt inside: the harness's default
+    std::optional<std::optional<std::string>> thinking;
 
     bool empty() const {
         return !name && !harness && !goal && !instructions && !account && !network_mode &&
-               !allowed_hosts && !addons;
+               !allowed_hosts && !addons && !model && !thinking;
     }
 };
 

@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <random>
@@ -43,7 +44,7 @@ constexpr std::string_view kAccountColumns =
     "FROM accounts a LEFT JOIN contexts c ON c.id = a.context_id ";
 constexpr std::string_view kAgentColumns =
     "SELECT g.id, g.project_id, g.name, g.harness, g.goal, g.instructions, a.name, "
-    "g.network_mode, g.created_at, g.updated_at, g.addons "
+    "g.network_mode, g.created_at, g.updated_at, g.addons, g.model, g.thinking "
     "FROM agents g LEFT JOIN accounts a ON a.id = g.account_id ";
 constexpr std::string_view kSessionColumns =
     "SELECT id, agent_id, project_id, harness, state, exit_code, created_at, updated_at, "
@@ -97,6 +98,8 @@ Agent read_agent(const sqlite::Statement& row) {
     agent.created_at = row.integer(8);
     agent.updated_at = row.integer(9);
     agent.addons = split_lines(row.text(10));
+    agent.model = row.optional_text(11);
+    agent.thinking = row.optional_text(12);
     return agent;
 }
 
@@ -151,6 +154,35 @@ auto first(Result<sqlite::Statement> statement, Read read)
     if (!row) return row.take_error();
     if (!*row) return std::optional<decltype(read(*statement))>();
     return std::optional(read(*statement));
+}
+
+// `error`, saying in `*out` (when given, and not said already) that it concerns `field`.
+Error in_field(std::string* out, Error error, std::string field) {
+    if (out != nullptr && out->empty()) *out = std::move(field);
+    return error;
+}
+
+// Which entry of a host list normalize_allowed_hosts refused ("allowed_hosts[2]"): the first
+// that is not a rule or repeats an earlier one; the whole list when it is too long.
+std::string host_list_field(const std::vector<std::string>& hosts) {
+    std::vector<std::string> seen;
+    for (std::size_t i = 0; i < hosts.size() && hosts.size() <= kMaxAllowedHosts; ++i) {
+        const std::string field = "allowed_hosts[" + std::to_string(i) + "]";
+        auto host = normalize_host_pattern(hosts[i], field);
+        if (!host || std::find(seen.begin(), seen.end(), *host) != seen.end()) return field;
+        seen.push_back(std::move(*host));
+    }
+    return "allowed_hosts";
+}
+
+// The same for check_addons: the first id that is not one or repeats.
+std::string addon_list_field(const std::vector<std::string>& addons) {
+    for (std::size_t i = 0; i < addons.size(); ++i)
+        if (!check_harness(addons[i]) ||
+            std::find(addons.begin(), addons.begin() + static_cast<std::ptrdiff_t>(i), addons[i]) !=
+                addons.begin() + static_cast<std::ptrdiff_t>(i))
+            return "addons[" + std::to_string(i) + "]";
+    return "addons";
 }
 
 Error not_found(std::string message) {
@@ -398,15 +430,15 @@ Result<Project> Store::load_project(std::int64_t id) {
     return std::move(**found);
 }
 
-Result<Project> Store::create_project(const NewProject& project) {
+Result<Project> Store::create_project(const NewProject& project, std::string* field) {
     std::lock_guard lock(mutex_);
-    if (auto valid = check_project_name(project.name); !valid) return valid.take_error();
-    if (auto valid = check_project_path(project.path); !valid) return valid.take_error();
+    if (auto valid = check_project_name(project.name); !valid) return in_field(field, valid.take_error(), "name");
+    if (auto valid = check_project_path(project.path); !valid) return in_field(field, valid.take_error(), "path");
     auto hosts = normalize_allowed_hosts(project.allowed_hosts);
-    if (!hosts) return hosts.take_error();
+    if (!hosts) return in_field(field, hosts.take_error(), host_list_field(project.allowed_hosts));
     return in_transaction(Transaction::Kind::write, [&]() -> Result<Project> {
         auto context = context_id(project.context);
-        if (!context) return context.take_error();
+        if (!context) return in_field(field, context.take_error(), "context");
         auto existing = first(db_.prepare(sql(kProjectColumns, "WHERE p.path = ?1"), project.path),
                               read_project);
         if (!existing) return existing.take_error();
@@ -455,14 +487,14 @@ Result<std::optional<Project>> Store::find_project_containing(std::string_view p
     });
 }
 
-Result<Project> Store::update_project(std::int64_t id, const ProjectChanges& changes) {
+Result<Project> Store::update_project(std::int64_t id, const ProjectChanges& changes, std::string* field) {
     std::lock_guard lock(mutex_);
     if (changes.name)
-        if (auto valid = check_project_name(*changes.name); !valid) return valid.take_error();
+        if (auto valid = check_project_name(*changes.name); !valid) return in_field(field, valid.take_error(), "name");
     std::optional<std::vector<std::string>> hosts;
     if (changes.allowed_hosts) {
         auto normalized = normalize_allowed_hosts(*changes.allowed_hosts);
-        if (!normalized) return normalized.take_error();
+        if (!normalized) return in_field(field, normalized.take_error(), host_list_field(*changes.allowed_hosts));
         hosts = std::move(*normalized);
     }
     return in_transaction(Transaction::Kind::write, [&]() -> Result<Project> {
@@ -470,7 +502,7 @@ Result<Project> Store::update_project(std::int64_t id, const ProjectChanges& cha
         if (!project) return project.take_error();
         if (changes.context) {
             auto context = context_id(*changes.context);
-            if (!context) return context.take_error();
+            if (!context) return in_field(field, context.take_error(), "context");
             // Every agent's account must already belong to the new context.
             auto users = collect(
                 db_.prepare("SELECT g.name, a.name, c.name FROM agents g "
@@ -484,8 +516,9 @@ Result<Project> Store::update_project(std::int64_t id, const ProjectChanges& cha
                 });
             if (!users) return users.take_error();
             if (!users->empty())
-                return conflict("project '" + project->name + "' cannot move to " +
-                                context_phrase(*changes.context) + ": " + users->front());
+                return in_field(field, conflict("project '" + project->name + "' cannot move to " +
+                                         context_phrase(*changes.context) + ": " + users->front()),
+                                "context");
             auto update = db_.prepare("UPDATE projects SET context_id = ?1 WHERE id = ?2",
                                       *context, id);
             if (!update) return update.take_error();
@@ -677,19 +710,25 @@ Result<Agent> Store::load_agent(std::int64_t id) {
     return std::move(agents->front());
 }
 
-Result<Agent> Store::create_agent(const NewAgent& agent) {
+Result<Agent> Store::create_agent(const NewAgent& agent, std::string* field) {
     std::lock_guard lock(mutex_);
-    if (auto valid = check_agent_name(agent.name); !valid) return valid.take_error();
-    if (auto valid = check_harness(agent.harness); !valid) return valid.take_error();
+    if (auto valid = check_agent_name(agent.name); !valid) return in_field(field, valid.take_error(), "name");
+    if (auto valid = check_harness(agent.harness); !valid) return in_field(field, valid.take_error(), "harness");
     if (auto valid = check_text("goal", agent.goal, kMaxGoalBytes); !valid)
-        return valid.take_error();
+        return in_field(field, valid.take_error(), "goal");
     if (auto valid = check_text("instructions", agent.instructions, kMaxInstructionsBytes); !valid)
-        return valid.take_error();
-    if (auto valid = check_network_mode(agent.network_mode); !valid) return valid.take_error();
+        return in_field(field, valid.take_error(), "instructions");
+    if (auto valid = check_network_mode(agent.network_mode); !valid)
+        return in_field(field, valid.take_error(), "network_mode");
+    if (agent.model)
+        if (auto valid = check_model_name(*agent.model); !valid) return in_field(field, valid.take_error(), "model");
+    if (agent.thinking)
+        if (auto valid = check_thinking_level(*agent.thinking); !valid)
+            return in_field(field, valid.take_error(), "thinking");
     auto hosts = normalize_allowed_hosts(agent.allowed_hosts);
-    if (!hosts) return hosts.take_error();
+    if (!hosts) return in_field(field, hosts.take_error(), host_list_field(agent.allowed_hosts));
     auto addons = check_addons(agent.addons);
-    if (!addons) return addons.take_error();
+    if (!addons) return in_field(field, addons.take_error(), addon_list_field(agent.addons));
 
     return in_transaction(Transaction::Kind::write, [&]() -> Result<Agent> {
         auto project = load_project(agent.project_id);
@@ -697,23 +736,27 @@ Result<Agent> Store::create_agent(const NewAgent& agent) {
         auto same_name = query_agents({agent.project_id, agent.name}, std::nullopt);
         if (!same_name) return same_name.take_error();
         if (!same_name->empty())
-            return conflict("project '" + project->name + "' already has an agent named '" +
-                            agent.name + "'");
+            return in_field(field, conflict("project '" + project->name + "' already has an agent named '" +
+                                     agent.name + "'"),
+                            "name");
         std::optional<std::int64_t> account_id;
         if (agent.account) {
             auto account = account_by_name(*agent.account);
             if (!account) return account.take_error();
-            if (!*account) return not_found("account '" + *agent.account + "' does not exist");
+            if (!*account)
+                return in_field(field, not_found("account '" + *agent.account + "' does not exist"), "account");
             if (auto same = check_same_context(**account, *project); !same)
-                return same.take_error();
+                return in_field(field, same.take_error(), "account");
             account_id = (*account)->id;
         }
         const auto now = clock_->now_ms();
         auto insert = db_.prepare(
             "INSERT INTO agents (project_id, name, harness, goal, instructions, account_id, "
-            "network_mode, created_at, updated_at, addons) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)",
+            "network_mode, created_at, updated_at, addons, model, thinking) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11)",
             agent.project_id, agent.name, agent.harness, agent.goal, agent.instructions,
-            account_id, to_string(agent.network_mode), now, join_lines(*addons));
+            account_id, to_string(agent.network_mode), now, join_lines(*addons), agent.model,
+            agent.thinking);
         if (!insert) return insert.take_error();
         if (auto done = insert->run(); !done) return done.take_error();
         const auto id = db_.last_insert_rowid();
@@ -734,32 +777,37 @@ Result<Agent> Store::get_agent(std::int64_t id) {
     return in_transaction(Transaction::Kind::read, [&] { return load_agent(id); });
 }
 
-Result<Agent> Store::update_agent(std::int64_t id, const AgentChanges& changes) {
+Result<Agent> Store::update_agent(std::int64_t id, const AgentChanges& changes, std::string* field) {
     std::lock_guard lock(mutex_);
     if (changes.name)
-        if (auto valid = check_agent_name(*changes.name); !valid) return valid.take_error();
+        if (auto valid = check_agent_name(*changes.name); !valid) return in_field(field, valid.take_error(), "name");
     if (changes.harness)
-        if (auto valid = check_harness(*changes.harness); !valid) return valid.take_error();
+        if (auto valid = check_harness(*changes.harness); !valid) return in_field(field, valid.take_error(), "harness");
     if (changes.goal)
         if (auto valid = check_text("goal", *changes.goal, kMaxGoalBytes); !valid)
-            return valid.take_error();
+            return in_field(field, valid.take_error(), "goal");
     if (changes.instructions)
         if (auto valid = check_text("instructions", *changes.instructions, kMaxInstructionsBytes);
             !valid)
-            return valid.take_error();
+            return in_field(field, valid.take_error(), "instructions");
     if (changes.network_mode)
         if (auto valid = check_network_mode(*changes.network_mode); !valid)
-            return valid.take_error();
+            return in_field(field, valid.take_error(), "network_mode");
+    if (changes.model && *changes.model)
+        if (auto valid = check_model_name(**changes.model); !valid) return in_field(field, valid.take_error(), "model");
+    if (changes.thinking && *changes.thinking)
+        if (auto valid = check_thinking_level(**changes.thinking); !valid)
+            return in_field(field, valid.take_error(), "thinking");
     std::optional<std::vector<std::string>> hosts;
     if (changes.allowed_hosts) {
         auto normalized = normalize_allowed_hosts(*changes.allowed_hosts);
-        if (!normalized) return normalized.take_error();
+        if (!normalized) return in_field(field, normalized.take_error(), host_list_field(*changes.allowed_hosts));
         hosts = std::move(*normalized);
     }
     std::optional<std::vector<std::string>> addons;
     if (changes.addons) {
         auto checked = check_addons(*changes.addons);
-        if (!checked) return checked.take_error();
+        if (!checked) return in_field(field, checked.take_error(), addon_list_field(*changes.addons));
         addons = std::move(*checked);
     }
 
@@ -775,8 +823,9 @@ Result<Agent> Store::update_agent(std::int64_t id, const AgentChanges& changes) 
             auto same_name = query_agents({current->project_id, name}, std::nullopt);
             if (!same_name) return same_name.take_error();
             if (!same_name->empty())
-                return conflict("project '" + project->name + "' already has an agent named '" +
-                                name + "'");
+                return in_field(field, conflict("project '" + project->name + "' already has an agent named '" +
+                                         name + "'"),
+                                "name");
         }
         const std::optional<std::string> account_name =
             changes.account ? *changes.account : current->account;
@@ -784,18 +833,21 @@ Result<Agent> Store::update_agent(std::int64_t id, const AgentChanges& changes) 
         if (account_name) {
             auto account = account_by_name(*account_name);
             if (!account) return account.take_error();
-            if (!*account) return not_found("account '" + *account_name + "' does not exist");
+            if (!*account)
+                return in_field(field, not_found("account '" + *account_name + "' does not exist"), "account");
             if (auto same = check_same_context(**account, *project); !same)
-                return same.take_error();
+                return in_field(field, same.take_error(), "account");
             account_id = (*account)->id;
         }
         auto update = db_.prepare(
             "UPDATE agents SET name = ?1, harness = ?2, goal = ?3, instructions = ?4, "
-            "account_id = ?5, network_mode = ?6, updated_at = ?7, addons = ?9 WHERE id = ?8",
+            "account_id = ?5, network_mode = ?6, updated_at = ?7, addons = ?9, model = ?10, "
+            "thinking = ?11 WHERE id = ?8",
             name, changes.harness.value_or(current->harness), changes.goal.value_or(current->goal),
             changes.instructions.value_or(current->instructions), account_id,
             to_string(changes.network_mode.value_or(current->network_mode)), clock_->now_ms(), id,
-            join_lines(addons.value_or(current->addons)));
+            join_lines(addons.value_or(current->addons)), changes.model.value_or(current->model),
+            changes.thinking.value_or(current->thinking));
         if (!update) return update.take_error();
         if (auto done = update->run(); !done) return done.take_error();
         if (hosts)

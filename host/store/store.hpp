@@ -62,7 +62,11 @@ public:
 
     // Projects, written with their allowed hosts in one transaction. `path` must already
     // be canonical (the API layer resolves it).
-    Result<Project> create_project(const NewProject& project);
+    //
+    // The writes of projects and agents, when they fail over one input field, say which in
+    // `*field` (as the API names it: "name", "allowed_hosts[1]", "account"), so that a form
+    // puts the message under it (docs/api.md, "Errors"); it stays empty otherwise.
+    Result<Project> create_project(const NewProject& project, std::string* field = nullptr);
     Result<std::vector<Project>> list_projects();
     Result<Project> get_project(std::int64_t id);
     Result<std::optional<Project>> find_project_by_path(std::string_view path);
@@ -70,7 +74,8 @@ public:
     Result<std::optional<Project>> find_project_containing(std::string_view path);
     // A context change is refused if one of its agents uses an account of another context.
     // `allowed_hosts` replaces the whole list.
-    Result<Project> update_project(std::int64_t id, const ProjectChanges& changes);
+    Result<Project> update_project(std::int64_t id, const ProjectChanges& changes,
+                                   std::string* field = nullptr);
     // Deletes its agents (and their hosts), its own hosts and its sessions with it.
     Result<void> delete_project(std::int64_t id);
 
@@ -87,11 +92,11 @@ public:
     Result<void> delete_account(std::int64_t id);
 
     // Agents, written with their allowed hosts in one transaction.
-    Result<Agent> create_agent(const NewAgent& agent);
+    Result<Agent> create_agent(const NewAgent& agent, std::string* field = nullptr);
     Result<std::vector<Agent>> list_agents(const AgentFilter& filter = {});
     Result<Agent> get_agent(std::int64_t id);
     // Empty changes return the agent untouched (updated_at unchanged).
-    Result<Agent> update_agent(std::int64_t id, const AgentChanges& changes);
+    Result<Agent> update_agent(std::int64_t id, const AgentChanges& changes, std::string* field = nullptr);
     Result<void> delete_agent(std::int64_t id);
 
     // Sessions. create_session records the session in state `starting`, before anything

@@ -3,10 +3,11 @@
 // ApiError carrying the API's own message, shown to the user as it is.
 
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, field) {
     super(message);
     this.status = status;
     this.code = code;
+    this.field = field ?? null; // the input field it concerns ("name", "allowed_hosts[1]"), if one
   }
 }
 
@@ -42,7 +43,7 @@ export async function api(method, path, body) {
   if (response.status === 401) report_unauthorized();
   if (!response.ok) {
     const error = json?.error;
-    if (error?.message) throw new ApiError(response.status, error.code, error.message);
+    if (error?.message) throw new ApiError(response.status, error.code, error.message, error.field);
     if (response.status === 502 || response.status === 503 || response.status === 504)
       throw new ApiError(response.status, 'unreachable', unreachableMessage);
     throw new ApiError(response.status, 'internal', `${method} ${path} answered ${response.status} ${response.statusText}`);
@@ -53,6 +54,7 @@ export async function api(method, path, body) {
 export const get = (path) => api('GET', path);
 export const post = (path, body = {}) => api('POST', path, body);
 export const del = (path) => api('DELETE', path);
+export const patch = (path, body) => api('PATCH', path, body);
 
 // The page's login (docs/web-ui.md): `handler ui` opens the page at #login=TOKEN; the token
 // goes to handlerd once, in a POST body, and the fragment is taken out of the address (and

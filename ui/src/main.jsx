@@ -7,7 +7,9 @@ import { events_state, on_events_state, pause_events, resume_events, start_event
 import { useRoute } from './router.js';
 import { load_all, useStore } from './store.js';
 import { ErrorText } from './views/common.jsx';
+import { AgentSettingsView, ProjectSettingsView } from './views/agent_settings.jsx';
 import { ConversationView } from './views/conversation.jsx';
+import { ImageBuildPanel } from './views/image_build.jsx';
 import { ProjectView, ProjectsView } from './views/projects.jsx';
 import { SessionsView } from './views/sessions.jsx';
 import { TerminalView } from './views/terminal.jsx';
@@ -48,8 +50,10 @@ function SessionRoute({ id }) {
   const session = store.sessions.get(id);
   if (!store.loaded) return null;
   if (!session) return <section><h1>Session {id}</h1><p class="error">Session {id} does not exist (it may have been removed).</p></section>;
-  if (session.mode === 'conversation') return <ConversationView session={session} />;
-  return <TerminalView session={session} />;
+  // A harness's first session builds its image first: its progress above the session.
+  const building = (session.state === 'starting' || session.state === 'failed') && <ImageBuildPanel session={session} />;
+  if (session.mode === 'conversation') return <>{building}<ConversationView session={session} /></>;
+  return <>{building}<TerminalView session={session} /></>;
 }
 
 function App({ startup }) {
@@ -58,7 +62,7 @@ function App({ startup }) {
   useEffect(() => on_unauthorized(() => setLoggedOut(true)), []);
   if (loggedOut) return <LoginNeeded />;
   if (startup.error) return <Unreachable error={startup.error} />;
-  const tab = route.view === 'project' || route.view === 'projects' ? 'projects' : 'sessions';
+  const tab = ['project', 'projects', 'project-settings', 'agent-settings'].includes(route.view) ? 'projects' : 'sessions';
   return (
     <>
       <header class="top">
@@ -73,6 +77,8 @@ function App({ startup }) {
         {route.view === 'sessions' && <SessionsView />}
         {route.view === 'projects' && <ProjectsView />}
         {route.view === 'project' && <ProjectView id={route.id} />}
+        {route.view === 'project-settings' && <ProjectSettingsView key={route.id} id={route.id} />}
+        {route.view === 'agent-settings' && <AgentSettingsView key={`${route.id}-${route.project}`} id={route.id} project={route.project} />}
         {route.view === 'session' && <SessionRoute key={route.id} id={route.id} />}
       </main>
     </>

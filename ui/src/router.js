@@ -4,6 +4,9 @@ import { useEffect, useState } from 'preact/hooks';
 
 export function parse_route(hash) {
   const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === 'projects' && parts[1] && parts[2] === 'settings') return { view: 'project-settings', id: Number(parts[1]) };
+  if (parts[0] === 'projects' && parts[1] && parts[2] === 'new-agent') return { view: 'agent-settings', project: Number(parts[1]) };
+  if (parts[0] === 'agents' && parts[1]) return { view: 'agent-settings', id: Number(parts[1]) };
   if (parts[0] === 'projects' && parts[1]) return { view: 'project', id: Number(parts[1]) };
   if (parts[0] === 'projects') return { view: 'projects' };
   if (parts[0] === 'sessions' && parts[1]) return { view: 'session', id: parts[1] };

@@ -594,7 +594,7 @@ TEST_F(RoutesTest, CreatesAnAgentAndPublishesIt) {
                                  std::to_string(project) +
                                  R"(,"harness":"claude-code","goal":"Review","instructions":"",
         "account":"key","network_mode":"none","allowed_hosts":["github.com","*.npmjs.org:443"],
-        "addons":["playwright"],"created_at":777,"updated_at":777})"));
+        "addons":["playwright"],"model":null,"thinking":null,"created_at":777,"updated_at":777})"));
     EXPECT_EQ(made.headers["Location"], "/api/v1/agents/" + std::to_string(id));
     ASSERT_FALSE(events_.empty());
     EXPECT_EQ(events_.back(), (json::object{{"type", "agent.created"}, {"data", agent}, {"at", 777}}));
@@ -972,6 +972,9 @@ public:
         calls.push_back("configure " + std::string(id) + " " + std::string(name) + "=" + std::string(value));
         return Applied::on_resume;
     }
+    std::vector<ImageBuild> image_builds() const override { return builds; }
+
+    std::vector<ImageBuild> builds;
 
     std::vector<StartRequest> started;
     std::vector<std::string> answers;
@@ -1282,6 +1285,204 @@ TEST_F(UiRoutesTest, PathsOutsideTheApiAreThePagesFiles) {
     EXPECT_EQ(page.status, 404u);
     EXPECT_NE(page.body.find("without its page"), std::string::npos) << page.body;
     EXPECT_EQ(call("GET", "/api/v1/ui/nothing").status, 404u);
+}
+
+
+// ---- the field a mistake is in (docs/api.md, "Errors") ------------------------------
+
+// The "field" of an error response, or "" when it has none.
+std::string field_of(const Response& response) {
+    const auto body = json::parse(response.body);
+    const auto* field = body.at("error").as_object().if_contains("field");
+    return field ? std::string(field->as_string()) : std::string();
+}
+
+TEST_F(RoutesTest, EachKindOfMistakeInAnAgentNamesItsField) {
+    ASSERT_EQ(call("POST", "/api/v1/contexts", R"({"name":"Work"})").status, 201u);
+    ASSERT_EQ(call("POST", "/api/v1/contexts", R"({"name":"Personal"})").status, 201u);
+    const std::string p = std::to_string(make_project(R"(,"context":"Personal")"));
+    ASSERT_EQ(call("POST", "/api/v1/accounts", R"({"name":"work-key","kind":"anthropic-api-key","context":"Work"})")
+                  .status,
+              201u);
+    ASSERT_EQ(call("POST", "/api/v1/agents", R"({"name":"taken","project":)" + p + R"(,"harness":"codex"})").status,
+              201u);
+    events_.clear();
+    const std::string base = R"({"project":)" + p + R"(,"harness":"codex",)";
+    const struct {
+        std::string body;
+        unsigned status;
+        std::string field;
+    } cases[] = {
+        {R"({"project":)" + p + R"(,"harness":"codex"})", 400, "name"},             // missing
+        {base + R"("name":7})", 400, "name"},                                        // wrong type
+        {base + R"("name":"a b"})", 400, "name"},                                    // the store's rule
+        {base + R"("name":"taken"})", 409, "name"},                                  // already there
+        {R"({"name":"a","harness":"codex"})", 400, "project"},
+        {R"({"name":"a","project":999,"harness":"codex"})", 404, "project"},
+        {R"({"name":"a","project":)" + p + "}", 400, "harness"},
+        {base + R"("name":"a","harness":"Not An Id"})", 400, "harness"},
+        {base + R"("name":"a","goal":7})", 400, "goal"},
+        {base + R"("name":"a","goal":")" + std::string(5000, 'g') + R"("})", 400, "goal"},
+        {base + R"("name":"a","instructions":false})", 400, "instructions"},
+        {base + R"("name":"a","network_mode":"wide"})", 400, "network_mode"},
+        {base + R"("name":"a","allowed_hosts":"x.com"})", 400, "allowed_hosts"},
+        {base + R"("name":"a","allowed_hosts":["x.com",1]})", 400, "allowed_hosts[1]"},
+        {base + R"("name":"a","allowed_hosts":["x.com","http://y"]})", 400, "allowed_hosts[1]"},
+        {base + R"("name":"a","allowed_hosts":["x.com","y.com","X.com"]})", 400, "allowed_hosts[2]"},
+        {base + R"("name":"a","addons":["ok","Bad Id"]})", 400, "addons[1]"},
+        {base + R"("name":"a","account":"ghost"})", 404, "account"},
+        {base + R"("name":"a","account":"work-key"})", 409, "account"},              // another context
+        {base + R"("name":"a","model":"-rf"})", 400, "model"},
+        {base + R"("name":"a","model":5})", 400, "model"},
+        {base + R"("name":"a","thinking":"HIGH"})", 400, "thinking"},
+        {base + R"("name":"a","colour":"red"})", 400, "colour"},                     // unknown field
+    };
+    for (const auto& c : cases) {
+        auto response = call("POST", "/api/v1/agents", c.body);
+        EXPECT_EQ(response.status, c.status) << c.body.substr(0, 200) << " -> " << response.body.substr(0, 300);
+        EXPECT_EQ(field_of(response), c.field) << c.body.substr(0, 200) << " -> " << response.body.substr(0, 300);
+        EXPECT_FALSE(message(response).empty());
+    }
+    // A mistake that concerns no one field has none: the page shows it at the top.
+    auto not_json = call("POST", "/api/v1/agents", "{\"name\":");
+    EXPECT_EQ(not_json.status, 400u);
+    EXPECT_EQ(field_of(not_json), "");
+    EXPECT_EQ(rows("agents"), 1);
+    EXPECT_TRUE(events_.empty());
+}
+
+TEST_F(RoutesTest, AnAgentEditWithOneBadFieldSavesNoneOfIt) {
+    const std::string p = std::to_string(make_project());
+    auto made = call("POST", "/api/v1/agents", R"({"name":"a","project":)" + p + R"(,"harness":"codex","goal":"old"})");
+    ASSERT_EQ(made.status, 201u) << made.body;
+    const std::string target = "/api/v1/agents/" + std::to_string(parse(made).at("id").as_int64());
+    const auto before = parse(call("GET", target));
+    events_.clear();
+    for (const auto& [body, field] :
+         std::vector<std::pair<std::string, std::string>>{
+             {R"({"goal":"new","model":"sonnet","allowed_hosts":["ok.com","bad host"]})", "allowed_hosts[1]"},
+             {R"({"goal":"new","thinking":"very high"})", "thinking"},
+             {R"({"goal":"new","project":3})", "project"},
+             {R"({"goal":"new","name":"x y"})", "name"},
+             {R"({"goal":"new","network_mode":"learn"})", "network_mode"}}) {
+        auto response = call("PATCH", target, body);
+        EXPECT_EQ(response.status, 400u) << body << " -> " << response.body;
+        EXPECT_EQ(field_of(response), field) << body << " -> " << response.body;
+    }
+    EXPECT_EQ(parse(call("GET", target)), before);
+    EXPECT_TRUE(events_.empty());
+}
+
+TEST_F(RoutesTest, EachKindOfMistakeInAProjectNamesItsField) {
+    ASSERT_EQ(call("POST", "/api/v1/contexts", R"({"name":"Work"})").status, 201u);
+    const std::string target = "/api/v1/projects/" + std::to_string(make_project());
+    ASSERT_EQ(call("POST", "/api/v1/accounts", R"({"name":"k","kind":"anthropic-api-key"})").status, 201u);
+    ASSERT_EQ(call("POST", "/api/v1/agents", R"({"name":"a","project":)" + target.substr(target.rfind('/') + 1) +
+                                                 R"(,"harness":"codex","account":"k"})")
+                  .status,
+              201u);
+    const auto before = parse(call("GET", target));
+    const struct {
+        std::string body;
+        unsigned status;
+        std::string field;
+    } cases[] = {
+        {R"({"name":""})", 400, "name"},
+        {R"({"name":" padded"})", 400, "name"},
+        {R"({"name":3})", 400, "name"},
+        {R"({"context":"Nowhere"})", 404, "context"},
+        {R"({"context":"Work"})", 409, "context"}, // its agent's account is of no context
+        {R"({"context":1})", 400, "context"},
+        {R"({"allowed_hosts":["a.com","*"]})", 400, "allowed_hosts[1]"},
+        {R"({"allowed_hosts":["a.com","a.com"]})", 400, "allowed_hosts[1]"},
+        {R"({"path":"/elsewhere"})", 400, "path"},
+        {R"({"colour":"red"})", 400, "colour"},
+    };
+    for (const auto& c : cases) {
+        // With a good change beside the bad one, which must not be saved either.
+        const std::string body = c.body.starts_with(R"({"name")") ? c.body : R"({"name":"renamed",)" + c.body.substr(1);
+        auto response = call("PATCH", target, body);
+        EXPECT_EQ(response.status, c.status) << c.body << " -> " << response.body;
+        EXPECT_EQ(field_of(response), c.field) << c.body << " -> " << response.body;
+    }
+    EXPECT_EQ(parse(call("GET", target)), before);
+    auto created = call("POST", "/api/v1/projects", R"({"path":"relative/path"})");
+    EXPECT_EQ(created.status, 400u);
+    EXPECT_EQ(field_of(created), "path");
+}
+
+// ---- an agent's model and thinking level --------------------------------------------
+
+TEST_F(RoutesTest, AnAgentKeepsItsModelAndThinkingLevelAndClearsThemWithNull) {
+    const std::string p = std::to_string(make_project());
+    auto made = call("POST", "/api/v1/agents",
+                     R"({"name":"a","project":)" + p + R"(,"harness":"claude-code","model":"sonnet","thinking":"max"})");
+    ASSERT_EQ(made.status, 201u) << made.body;
+    EXPECT_EQ(parse(made).at("model"), "sonnet");
+    EXPECT_EQ(parse(made).at("thinking"), "max");
+    const std::string target = "/api/v1/agents/" + std::to_string(parse(made).at("id").as_int64());
+    events_.clear();
+    auto patched = call("PATCH", target, R"({"model":"anthropic/claude-opus-4-7:high"})");
+    ASSERT_EQ(patched.status, 200u) << patched.body;
+    EXPECT_EQ(parse(patched).at("model"), "anthropic/claude-opus-4-7:high");
+    EXPECT_EQ(parse(patched).at("thinking"), "max"); // left out: kept
+    ASSERT_EQ(events_.size(), 1u);
+    EXPECT_EQ(events_[0].at("data").at("model"), "anthropic/claude-opus-4-7:high");
+    auto cleared = call("PATCH", target, R"({"model":null,"thinking":null})");
+    ASSERT_EQ(cleared.status, 200u) << cleared.body;
+    EXPECT_TRUE(parse(cleared).at("model").is_null());
+    EXPECT_TRUE(parse(cleared).at("thinking").is_null());
+    EXPECT_TRUE(parse(call("GET", target)).at("model").is_null());
+}
+
+// ---- image builds ---------------------------------------------------------------------
+
+TEST_F(SessionRoutesTest, ImagesListsTheBuildsWithTheirLogs) {
+    ImageBuild building;
+    building.id = 1;
+    building.harness = "pi";
+    building.session = "s_00000a";
+    building.state = "building";
+    building.log = "STEP 1/3: FROM localhost/handler-base:1\n";
+    building.started_at = 10;
+    ImageBuild failed;
+    failed.id = 2;
+    failed.harness = "codex";
+    failed.session = "s_00000b";
+    failed.state = "failed";
+    failed.message = "building the codex image failed: npm ERR! 404";
+    failed.log = "npm ERR! 404\n";
+    failed.log_truncated = true;
+    failed.started_at = 20;
+    failed.ended_at = 30;
+    sessions_.builds = {building, failed};
+
+    auto all = call("GET", "/api/v1/images");
+    ASSERT_EQ(all.status, 200u) << all.body;
+    EXPECT_EQ(parse(all), json::parse(R"({"images":[
+        {"id":1,"harness":"pi","session":"s_00000a","image":null,"state":"building","message":null,
+         "started_at":10,"ended_at":null,"log":"STEP 1/3: FROM localhost/handler-base:1\n","log_truncated":false},
+        {"id":2,"harness":"codex","session":"s_00000b","image":null,"state":"failed",
+         "message":"building the codex image failed: npm ERR! 404","started_at":20,"ended_at":30,
+         "log":"npm ERR! 404\n","log_truncated":true}]})"));
+    auto one = parse(call("GET", "/api/v1/images?session=s_00000b")).at("images").as_array();
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(one[0].at("id"), 2);
+    EXPECT_EQ(parse(call("GET", "/api/v1/images/2")).at("state"), "failed");
+    EXPECT_EQ(call("GET", "/api/v1/images/3").status, 404u);
+    EXPECT_EQ(call("GET", "/api/v1/images/x").status, 404u);
+    EXPECT_EQ(call("GET", "/api/v1/images?harness=pi").status, 400u);
+    EXPECT_EQ(call("GET", "/api/v1/images?session=a&session=b").status, 400u);
+    auto post = call("POST", "/api/v1/images");
+    EXPECT_EQ(post.status, 405u);
+    EXPECT_EQ(post.headers["Allow"], "GET");
+    EXPECT_EQ(call("GET", "/api/v1/images/1/log").status, 404u);
+}
+
+TEST_F(RoutesTest, ImagesWithoutASessionServiceIsAnEmptyList) {
+    auto all = call("GET", "/api/v1/images");
+    ASSERT_EQ(all.status, 200u);
+    EXPECT_EQ(parse(all), json::parse(R"({"images":[]})"));
 }
 
 } // namespace

@@ -307,6 +307,43 @@ TEST(Cli, AgentAddAndEditSendTheAgentsAddons) {
     EXPECT_FALSE(body.contains("allowed_hosts")) << "only what the command changes";
 }
 
+// --model and --thinking are the agent's sessions' defaults; --no-model and --no-thinking
+// clear them (null), and a flag left out leaves the field out.
+TEST(Cli, AgentAddAndEditSendTheModelAndThinkingLevel) {
+    FakeDaemon daemon;
+    daemon.answer(200, kProject);
+    daemon.answer(201, R"({"id":1,"name":"r","project":7,"harness":"codex"})");
+    auto added = run(daemon, {"agent", "add", "r", "--harness", "codex", "--model", "gpt-5.1-codex", "--thinking",
+                              "high"});
+    ASSERT_EQ(added.code, kExitOk) << added.err;
+    auto body = json::parse(daemon.calls[1].body).as_object();
+    EXPECT_EQ(body.at("model"), "gpt-5.1-codex");
+    EXPECT_EQ(body.at("thinking"), "high");
+
+    daemon.answer(200, kProject);
+    daemon.answer(200, R"({"agents":[{"id":1,"name":"r","allowed_hosts":[],"addons":[]}]})");
+    daemon.answer(200, R"({"id":1,"name":"r"})");
+    auto edited = run(daemon, {"agent", "edit", "r", "-m", "o3", "--no-thinking"});
+    ASSERT_EQ(edited.code, kExitOk) << edited.err;
+    body = json::parse(daemon.calls[4].body).as_object();
+    EXPECT_EQ(body.at("model"), "o3");
+    EXPECT_TRUE(body.at("thinking").is_null());
+
+    daemon.answer(200, kProject);
+    daemon.answer(200, R"({"agents":[{"id":1,"name":"r","allowed_hosts":[],"addons":[]}]})");
+    daemon.answer(200, R"({"id":1,"name":"r"})");
+    auto cleared = run(daemon, {"agent", "edit", "r", "--no-model", "--goal", "g"});
+    ASSERT_EQ(cleared.code, kExitOk) << cleared.err;
+    body = json::parse(daemon.calls[7].body).as_object();
+    EXPECT_TRUE(body.at("model").is_null());
+    EXPECT_FALSE(body.contains("thinking"));
+
+    const auto calls = daemon.calls.size();
+    auto both = run(daemon, {"agent", "edit", "r", "--model", "o3", "--no-model"});
+    EXPECT_NE(both.code, kExitOk);
+    EXPECT_EQ(daemon.calls.size(), calls) << "refused before asking handlerd";
+}
+
 TEST(Cli, ProjectAddSendsItsAllowedHosts) {
     FakeDaemon daemon;
     daemon.answer(201, R"({"id":7,"name":"tmp","path":"/tmp","context":null,"allowed_hosts":["pypi.org"]})");

@@ -302,6 +302,28 @@ TEST(LayerImage, BuiltOnlyWhenMissingAndOnlyOnAPresentBase) {
     EXPECT_EQ(runtime.builds.size(), 1u);
 }
 
+// What the build prints reaches the progress as lines, whatever pieces it came in; a RUN
+// step's output (the packages it installs write it) is made printable and bounded.
+TEST(LayerImage, TheBuildsOutputIsItsProgressLineByLineAndBounded) {
+    TempDir dir;
+    FakeContainerRuntime runtime;
+    runtime.images.insert("localhost/handler-base:aaa");
+    runtime.build_output = "STEP 1/2: FROM localhost/handler-base:aaa\r\nnpm \x1b[31mERR\x1b[0m! 404\n\n" +
+                           std::string(5000, 'x') + "\nlast line without end";
+    std::vector<std::string> progress;
+    auto built = ensure_layer_image(runtime, dir / "build", "localhost/handler-base:aaa",
+                                    LayerRecipe{"pi", "0.1.0", {}, {"npm install -g pi@1"}},
+                                    [&](const std::string& line) { progress.push_back(line); });
+    ASSERT_TRUE(built) << built.error().message;
+    ASSERT_EQ(progress.size(), 6u);
+    EXPECT_TRUE(contains(progress[0], "building image")) << progress[0];
+    EXPECT_EQ(progress[1], "STEP 1/2: FROM localhost/handler-base:aaa");
+    EXPECT_EQ(progress[2], "npm  [31mERR [0m! 404");
+    EXPECT_EQ(progress[3], std::string(kMaxProgressLineBytes, 'x') + " [...]");
+    EXPECT_EQ(progress[4], "last line without end");
+    EXPECT_TRUE(contains(progress[5], "is ready")) << progress[5];
+}
+
 // A new version of a plugin is a new image; the older ones go once it is built, except
 // one that a running session's container uses, which stays under it.
 TEST(LayerImage, ANewVersionRemovesTheOlderImagesNoSessionUses) {

@@ -630,5 +630,23 @@ TEST_F(PodmanRuntimeTest, BuildUsesTheFoldersContainerfileAndNeverPulls) {
     EXPECT_FALSE(runtime.build_image(dir_.path() / "build", "not a ref"));
 }
 
+// A build someone watches prints its steps (no --quiet) to the listener as they come.
+TEST_F(PodmanRuntimeTest, AStreamedBuildIsNotQuietAndPassesItsOutputOn) {
+    PodmanRuntime runtime(runner_, options_);
+    dir_.write("build/Containerfile", "FROM localhost/handler-base:abc\n");
+    runner_.answer(0);
+    std::string seen;
+    ASSERT_TRUE(runtime.build_image_streaming(dir_.path() / "build", "localhost/handler-x:123",
+                                              [&](std::string_view piece) { seen += piece; }));
+    EXPECT_EQ(runner_.last_argv(),
+              (std::vector<std::string>{"podman", "build", "--pull=never", "--layers=false", "--tag",
+                                        "localhost/handler-x:123", "--file",
+                                        (dir_.path() / "build/Containerfile").string(),
+                                        (dir_.path() / "build").string()}));
+    ASSERT_TRUE(runner_.requests.back().on_output);
+    runner_.requests.back().on_output("STEP 1/2");
+    EXPECT_EQ(seen, "STEP 1/2");
+}
+
 } // namespace
 } // namespace handler::runtime

@@ -17,6 +17,7 @@
 #include <handler/shim_protocol.hpp>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -38,6 +39,7 @@ namespace handler::sessions {
 namespace {
 
 namespace fs = std::filesystem;
+namespace json = boost::json;
 using handler::testing::contains;
 using handler::testing::FakeClock;
 using handler::testing::FakeContainerRuntime;
@@ -1524,6 +1526,72 @@ TEST_F(SessionManagerTest, AHarnessWithARecipeRunsInItsImageBuiltOnceOnTheBase) 
     for (const auto& [container, entry] : runtime_.containers) EXPECT_EQ(entry.spec.image, build.reference);
     EXPECT_FALSE(fs::exists(dir_ / "cache/build" / ("handler-keyed-" + build.reference.substr(build.reference.rfind(':') + 1))))
         << "the build folder is removed after the build";
+}
+
+// A client sees a build under way (GET /api/v1/images) and its lines as events, then how
+// it ended; a second session, whose image exists, has no build.
+TEST_F(SessionManagerTest, AnImageBuildIsRecordedWithItsLinesAndPublished) {
+    auto account = store_->create_account({"work", "anthropic-api-key", {}, {}});
+    ASSERT_TRUE(account.ok());
+    ASSERT_TRUE(secrets_.put(account->id, "sk-ant-api03-" + std::string(40, 'R')).ok());
+    std::vector<json::object> published;
+    events_.subscribe([&published](const api::EventHub::Message& message) {
+        auto parsed = json::parse(*message).as_object();
+        if (parsed.at("type") == "image.build") published.push_back(parsed);
+    });
+    runtime_.build_output = "STEP 1/2: FROM base\nadded 3 packages\n";
+    api::StartRequest request;
+    request.harness = "keyed";
+    request.directory = (dir_ / "project").string();
+    auto first = manager_->start(request);
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    ASSERT_TRUE(pump_until([&] { return state(first->id) == SessionState::running; }));
+    ASSERT_TRUE(pump_until([&] { return !published.empty() && published.back().at("data").at("event") == "ended"; }));
+    const auto builds = manager_->image_builds();
+    ASSERT_EQ(builds.size(), 1u);
+    EXPECT_EQ(builds[0].harness, "keyed");
+    EXPECT_EQ(builds[0].session, first->id);
+    EXPECT_EQ(builds[0].state, "ready");
+    EXPECT_TRUE(builds[0].image.starts_with("localhost/handler-keyed:")) << builds[0].image;
+    EXPECT_TRUE(contains(builds[0].log, "STEP 1/2: FROM base\nadded 3 packages\n")) << builds[0].log;
+    std::vector<std::string> kinds, lines;
+    for (const auto& event : published) {
+        kinds.emplace_back(event.at("data").at("event").as_string());
+        if (kinds.back() == "line") lines.emplace_back(event.at("data").at("line").as_string());
+        EXPECT_EQ(std::string(event.at("data").at("build").at("session").as_string()), first->id);
+    }
+    EXPECT_EQ(kinds.front(), "started");
+    EXPECT_EQ(kinds.back(), "ended");
+    EXPECT_EQ(published.back().at("data").at("build").at("state"), "ready");
+    ASSERT_GE(lines.size(), 3u);
+    EXPECT_EQ(lines[1], "STEP 1/2: FROM base");
+    EXPECT_EQ(lines[2], "added 3 packages");
+
+    auto second = manager_->start(request);
+    ASSERT_TRUE(second.ok()) << second.error().message;
+    ASSERT_TRUE(pump_until([&] { return state(second->id) == SessionState::running; }));
+    EXPECT_EQ(manager_->image_builds().size(), 1u) << "an image that exists is not built";
+}
+
+// A failed build says why, in the build and in the session, and keeps its log.
+TEST_F(SessionManagerTest, AFailedImageBuildFailsTheSessionWithTheSameMessage) {
+    auto account = store_->create_account({"work", "anthropic-api-key", {}, {}});
+    ASSERT_TRUE(account.ok());
+    ASSERT_TRUE(secrets_.put(account->id, "sk-ant-api03-" + std::string(40, 'R')).ok());
+    runtime_.build_output = "npm ERR! 404 keyed@1.2.0 is not in this registry\n";
+    runtime_.fail_next("build_image", make_error(ErrorCode::internal, "podman build exited with 1"));
+    api::StartRequest request;
+    request.harness = "keyed";
+    request.directory = (dir_ / "project").string();
+    auto started = manager_->start(request);
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    ASSERT_TRUE(pump_until([&] { return state(started->id) == SessionState::failed; }));
+    ASSERT_TRUE(pump_until([&] { return !manager_->image_builds().empty() && manager_->image_builds()[0].state == "failed"; }));
+    const auto build = manager_->image_builds()[0];
+    EXPECT_TRUE(contains(build.message, "podman build exited with 1")) << build.message;
+    EXPECT_EQ(store_->get_session(started->id)->message, build.message);
+    EXPECT_TRUE(contains(build.log, "npm ERR! 404")) << build.log;
+    EXPECT_TRUE(build.ended_at.has_value());
 }
 
 // A build takes minutes: meanwhile other sessions start (and stop) as usual.

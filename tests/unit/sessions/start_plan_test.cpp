@@ -262,6 +262,41 @@ TEST_F(StartPlanTest, AHeadlessRunHasNoTerminalAndCarriesItsPromptAndChoices) {
     EXPECT_TRUE(planned->launch.session_id.empty()) << "set once the session is recorded";
 }
 
+// The agent's model and thinking level are its sessions' defaults, recorded on the session
+// (so a resume starts the same way); a session's own value wins over each.
+TEST_F(StartPlanTest, TheModelAndThinkingLevelAreTheSessionsThenTheAgents) {
+    auto& agent = add_agent(1, "claude");
+    agent.model = "sonnet";
+    agent.thinking = "low";
+    auto planned = plan(in("/work/web"));
+    ASSERT_TRUE(planned.ok()) << planned.error().message;
+    EXPECT_EQ(planned->record.model, "sonnet");
+    EXPECT_EQ(planned->record.thinking, "low");
+    EXPECT_EQ(planned->launch.model, "sonnet");
+    EXPECT_EQ(planned->launch.thinking_level, "low");
+
+    auto request = in("/work/web");
+    request.model = "opus";
+    auto own_model = plan(request);
+    ASSERT_TRUE(own_model.ok()) << own_model.error().message;
+    EXPECT_EQ(own_model->launch.model, "opus");
+    EXPECT_EQ(own_model->launch.thinking_level, "low");
+    request.thinking = "max";
+    auto own_both = plan(request);
+    ASSERT_TRUE(own_both.ok()) << own_both.error().message;
+    EXPECT_EQ(own_both->record.thinking, "max");
+
+    // An agent's level the harness does not have is refused when a session starts.
+    snapshot_.agents.back().thinking = "xhigh";
+    expect_refused(plan(in("/work/web")), ErrorCode::invalid_argument, "has no thinking level 'xhigh'");
+    // A harness run without an agent has no defaults.
+    auto bare = in("/work/web");
+    bare.harness = "claude-code";
+    auto planned_bare = plan(bare);
+    ASSERT_TRUE(planned_bare.ok()) << planned_bare.error().message;
+    EXPECT_FALSE(planned_bare->record.model);
+}
+
 TEST_F(StartPlanTest, TheNetworkModeIsTheRequestsThenTheAgentsAndDecidesTheStartMode) {
     add_agent(1, "claude").network_mode = store::NetworkMode::none;
     auto planned = plan(in("/work/web"));

@@ -109,7 +109,7 @@ TEST_F(StoreTest, OpensInWalModeWithAPrivateFileAndRecordsTheMigration) {
     EXPECT_EQ(store_->schema_version(), static_cast<int>(migrations().size()));
     EXPECT_EQ(raw.text("SELECT group_concat(version || ':' || applied_at) FROM schema_migrations"),
               "1:1700000000000,2:1700000000000,3:1700000000000,4:1700000000000,5:1700000000000,6:1700000000000,7:1700000000000,"
-              "8:1700000000000,9:1700000000000");
+              "8:1700000000000,9:1700000000000,10:1700000000000");
 }
 
 TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
@@ -205,7 +205,7 @@ TEST_F(StoreTest, ForeignKeysAreEnforced) {
     // The store's own connection must refuse what a foreign key forbids; seen through
     // the effect: deleting a project cascades to its agents.
     auto p = project("/src/app");
-    ASSERT_TRUE(store_->create_agent({p.id, "a", "shell", "", "", {}, NetworkMode::none, {"x.com"}, {}}).ok());
+    ASSERT_TRUE(store_->create_agent({p.id, "a", "shell", "", "", {}, NetworkMode::none, {"x.com"}, {}, {}, {}}).ok());
     ASSERT_TRUE(store_->delete_project(p.id).ok());
     EXPECT_EQ(raw.count("agents"), 0);
     EXPECT_EQ(raw.count("agent_allowed_hosts"), 0);
@@ -296,7 +296,7 @@ TEST_F(StoreTest, ProjectsKeepTheirAllowedHostsOnEveryRead) {
     auto other = project("/src/other");
     EXPECT_TRUE(other.allowed_hosts.empty());
     ASSERT_TRUE(store_->create_agent({app->id, "a", "codex", "", "", {}, NetworkMode::filtered,
-                                      {"agent.example"}, {}})
+                                      {"agent.example"}, {}, {}, {}})
                     .ok());
     EXPECT_EQ(store_->get_project(app->id)->allowed_hosts, hosts);
     EXPECT_TRUE(store_->get_project(other.id)->allowed_hosts.empty());
@@ -562,6 +562,121 @@ TEST(Migrations, Version9LeavesEarlierNetworkEntriesUntraced) {
     EXPECT_EQ(statement->integer(3), 0);
 }
 
+// Agents made before version 10 have no model or thinking level (their sessions use the
+// harness's defaults, as before) and keep everything else.
+TEST(Migrations, Version10GivesExistingAgentsNoModelOrThinkingLevel) {
+    FakeClock clock;
+    auto db = sqlite::Database::open(":memory:");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate(*db, migrations().first(9), clock).ok());
+    ASSERT_TRUE(db->exec("INSERT INTO projects (name, path, context_id, created_at) VALUES ('p', '/srv/p', NULL, 0);"
+                         "INSERT INTO agents (project_id, name, harness, goal, network_mode, created_at, updated_at, "
+                         "addons) VALUES (1, 'a', 'codex', 'review', 'none', 3, 4, 'x')")
+                    .ok());
+    auto version = migrate(*db, migrations(), clock);
+    ASSERT_TRUE(version.ok()) << version.error().message;
+    EXPECT_EQ(*version, 10);
+    auto statement = db->prepare("SELECT name, goal, network_mode, addons, model IS NULL, thinking IS NULL FROM agents");
+    ASSERT_TRUE(statement.ok());
+    ASSERT_TRUE(statement->step().ok());
+    EXPECT_EQ(statement->text(0), "a");
+    EXPECT_EQ(statement->text(1), "review");
+    EXPECT_EQ(statement->text(2), "none");
+    EXPECT_EQ(statement->text(3), "x");
+    EXPECT_EQ(statement->integer(4), 1);
+    EXPECT_EQ(statement->integer(5), 1);
+}
+
+TEST_F(StoreTest, AgentsKeepTheirModelAndThinkingLevelUnderTheSessionRules) {
+    auto p = project("/src/app");
+    NewAgent agent;
+    agent.project_id = p.id;
+    agent.name = "a";
+    agent.harness = "codex";
+    agent.model = "gpt-5.1-codex";
+    agent.thinking = "high";
+    auto made = store_->create_agent(agent);
+    ASSERT_TRUE(made.ok()) << made.error().message;
+    EXPECT_EQ(made->model, "gpt-5.1-codex");
+    EXPECT_EQ(made->thinking, "high");
+    EXPECT_EQ(store_->get_agent(made->id)->model, "gpt-5.1-codex");
+
+    agent.name = "b";
+    agent.model = "--dangerous";
+    std::string field;
+    auto refused = store_->create_agent(agent, &field);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(field, "model");
+    agent.model = std::nullopt;
+    agent.thinking = "Max";
+    field.clear();
+    refused = store_->create_agent(agent, &field);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(field, "thinking");
+    EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
+
+    AgentChanges change;
+    change.thinking = std::optional<std::string>(); // back to the harness's default
+    auto updated = store_->update_agent(made->id, change);
+    ASSERT_TRUE(updated.ok()) << updated.error().message;
+    EXPECT_EQ(updated->model, "gpt-5.1-codex");
+    EXPECT_FALSE(updated->thinking);
+    change = {};
+    change.model = std::optional<std::string>("bad model");
+    change.goal = "not saved";
+    field.clear();
+    auto bad = store_->update_agent(made->id, change, &field);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(field, "model");
+    EXPECT_EQ(store_->get_agent(made->id)->goal, "");
+}
+
+// Which entry of a list, or which field a conflict is about, for the API's "field".
+TEST_F(StoreTest, AWriteThatFailsOverOneFieldNamesIt) {
+    auto p = project("/src/app");
+    NewAgent agent;
+    agent.project_id = p.id;
+    agent.name = "a";
+    agent.harness = "codex";
+    ASSERT_TRUE(store_->create_agent(agent).ok());
+    const auto field_of = [&](NewAgent changed) {
+        std::string field;
+        EXPECT_FALSE(store_->create_agent(changed, &field).ok());
+        return field;
+    };
+    EXPECT_EQ(field_of(agent), "name"); // taken
+    agent.name = "b";
+    auto hosts = agent;
+    hosts.allowed_hosts = {"a.com", "b.com", "A.com"};
+    EXPECT_EQ(field_of(hosts), "allowed_hosts[2]");
+    hosts.allowed_hosts = {"a.com", "not a host"};
+    EXPECT_EQ(field_of(hosts), "allowed_hosts[1]");
+    hosts.allowed_hosts = std::vector<std::string>(kMaxAllowedHosts + 1, "a.com");
+    EXPECT_EQ(field_of(hosts), "allowed_hosts");
+    auto addons = agent;
+    addons.addons = {"x", "x"};
+    EXPECT_EQ(field_of(addons), "addons[1]");
+    auto account = agent;
+    account.account = "ghost";
+    EXPECT_EQ(field_of(account), "account");
+    auto goal = agent;
+    goal.goal = std::string(kMaxGoalBytes + 1, 'g');
+    EXPECT_EQ(field_of(goal), "goal");
+    std::string field;
+    ProjectChanges rename;
+    rename.name = "";
+    EXPECT_FALSE(store_->update_project(p.id, rename, &field).ok());
+    EXPECT_EQ(field, "name");
+    field.clear();
+    ProjectChanges context;
+    context.context = std::optional<std::string>("Nowhere");
+    EXPECT_FALSE(store_->update_project(p.id, context, &field).ok());
+    EXPECT_EQ(field, "context");
+    field.clear();
+    EXPECT_TRUE(store_->update_project(p.id, ProjectChanges{}, &field).ok());
+    EXPECT_EQ(field, "") << "a write that works names nothing";
+}
+
 TEST(Migrations, Version5GivesExistingAgentsAndSessionsNoAddons) {
     FakeClock clock;
     auto db = sqlite::Database::open(":memory:");
@@ -587,7 +702,7 @@ TEST_F(StoreTest, CreatesAgentsWithTheirHostsInOrder) {
     clock_.set(5000);
     auto agent = store_->create_agent({p.id, "reviewer", "claude-code", "Review", "Be brief",
                                        std::nullopt, NetworkMode::filtered,
-                                       {"GitHub.com", "*.npmjs.org", "localhost:8080"}, {}});
+                                       {"GitHub.com", "*.npmjs.org", "localhost:8080"}, {}, {}, {}});
     ASSERT_TRUE(agent.ok()) << agent.error().message;
     EXPECT_EQ(agent->name, "reviewer");
     EXPECT_EQ(agent->project_id, p.id);
@@ -603,14 +718,14 @@ TEST_F(StoreTest, CreatesAgentsWithTheirHostsInOrder) {
     ASSERT_TRUE(fetched.ok());
     EXPECT_EQ(fetched->allowed_hosts, agent->allowed_hosts);
 
-    auto duplicate = store_->create_agent({p.id, "reviewer", "codex", "", "", {}, NetworkMode::filtered, {}, {}});
+    auto duplicate = store_->create_agent({p.id, "reviewer", "codex", "", "", {}, NetworkMode::filtered, {}, {}, {}, {}});
     ASSERT_FALSE(duplicate.ok());
     EXPECT_EQ(duplicate.error().code, ErrorCode::conflict);
     EXPECT_EQ(duplicate.error().message, "project 'app' already has an agent named 'reviewer'");
 
     // The same name in another project is fine.
     auto other = project("/src/other");
-    EXPECT_TRUE(store_->create_agent({other.id, "reviewer", "codex", "", "", {}, NetworkMode::filtered, {}, {}}).ok());
+    EXPECT_TRUE(store_->create_agent({other.id, "reviewer", "codex", "", "", {}, NetworkMode::filtered, {}, {}, {}, {}}).ok());
 
     EXPECT_EQ(store_->list_agents()->size(), 2u);
     EXPECT_EQ(store_->list_agents({p.id, std::nullopt})->size(), 1u);
@@ -625,20 +740,20 @@ TEST_F(StoreTest, InvalidAgentsLeaveNoRow) {
         NewAgent agent;
         ErrorCode code;
     } cases[] = {
-        {{p.id, "bad name", "codex", "", "", {}, NetworkMode::filtered, {}, {}}, ErrorCode::invalid_argument},
-        {{p.id, "a", "Codex!", "", "", {}, NetworkMode::filtered, {}, {}}, ErrorCode::invalid_argument},
-        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "https://bad"}, {}},
+        {{p.id, "bad name", "codex", "", "", {}, NetworkMode::filtered, {}, {}, {}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "Codex!", "", "", {}, NetworkMode::filtered, {}, {}, {}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "https://bad"}, {}, {}, {}},
          ErrorCode::invalid_argument},
-        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "OK.com"}, {}}, ErrorCode::invalid_argument},
-        {{p.id, "a", "codex", std::string(kMaxGoalBytes + 1, 'g'), "", {}, NetworkMode::filtered, {}, {}},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"ok.com", "OK.com"}, {}, {}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", std::string(kMaxGoalBytes + 1, 'g'), "", {}, NetworkMode::filtered, {}, {}, {}, {}},
          ErrorCode::invalid_argument},
-        {{p.id + 100, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {}}, ErrorCode::not_found},
-        {{p.id, "a", "codex", "", "", std::string("ghost"), NetworkMode::filtered, {"ok.com"}, {}}, ErrorCode::not_found},
-        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"Playwright"}}, ErrorCode::invalid_argument},
-        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"playwright", "playwright"}},
+        {{p.id + 100, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {}, {}, {}}, ErrorCode::not_found},
+        {{p.id, "a", "codex", "", "", std::string("ghost"), NetworkMode::filtered, {"ok.com"}, {}, {}, {}}, ErrorCode::not_found},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"Playwright"}, {}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"playwright", "playwright"}, {}, {}},
          ErrorCode::invalid_argument},
         // Learning is a session's mode (handler run --network learn), never an agent's.
-        {{p.id, "a", "codex", "", "", {}, NetworkMode::learn, {}, {}}, ErrorCode::invalid_argument},
+        {{p.id, "a", "codex", "", "", {}, NetworkMode::learn, {}, {}, {}, {}}, ErrorCode::invalid_argument},
     };
     for (const auto& c : cases) {
         auto made = store_->create_agent(c.agent);
@@ -659,7 +774,7 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
     ASSERT_TRUE(mine.ok());
 
     auto mismatch = store_->create_agent(
-        {work_project.id, "a", "codex", "", "", std::string("x"), NetworkMode::filtered, {"h.com"}, {}});
+        {work_project.id, "a", "codex", "", "", std::string("x"), NetworkMode::filtered, {"h.com"}, {}, {}, {}});
     ASSERT_FALSE(mismatch.ok());
     EXPECT_EQ(mismatch.error().code, ErrorCode::conflict);
     EXPECT_EQ(mismatch.error().message,
@@ -667,7 +782,7 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
               "pick an account of the project's context");
 
     auto untagged = store_->create_agent(
-        {work_project.id, "a", "codex", "", "", std::string("untagged"), NetworkMode::filtered, {}, {}});
+        {work_project.id, "a", "codex", "", "", std::string("untagged"), NetworkMode::filtered, {}, {}, {}, {}});
     ASSERT_FALSE(untagged.ok());
     EXPECT_EQ(untagged.error().message.rfind("account 'untagged' belongs to no context but "
                                              "project 'y' belongs to 'Personal'",
@@ -675,7 +790,7 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
               0u);
 
     auto good = store_->create_agent(
-        {work_project.id, "a", "codex", "", "", std::string("mine"), NetworkMode::filtered, {}, {}});
+        {work_project.id, "a", "codex", "", "", std::string("mine"), NetworkMode::filtered, {}, {}, {}, {}});
     ASSERT_TRUE(good.ok()) << good.error().message;
     EXPECT_EQ(good->account, "mine");
 
@@ -706,7 +821,7 @@ TEST_F(StoreTest, AnAccountMustShareTheProjectsContext) {
 TEST_F(StoreTest, UpdatesAgentsPartially) {
     auto p = project("/src/app");
     auto agent = store_->create_agent({p.id, "a", "codex", "g", "i", {}, NetworkMode::filtered,
-                                       {"one.com", "two.com"}, {}});
+                                       {"one.com", "two.com"}, {}, {}, {}});
     ASSERT_TRUE(agent.ok());
 
     clock_.advance(10);
@@ -747,14 +862,14 @@ TEST_F(StoreTest, AFailureHalfWayThroughAnAgentWritesNothing) {
                  "WHEN NEW.host = 'boom.example' BEGIN SELECT RAISE(ABORT, 'planted fault'); END");
     }
     auto made = store_->create_agent(
-        {p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"one.com", "two.com", "boom.example"}, {}});
+        {p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"one.com", "two.com", "boom.example"}, {}, {}, {}});
     ASSERT_FALSE(made.ok());
     EXPECT_NE(made.error().message.find("planted fault"), std::string::npos);
     RawDb raw(file());
     EXPECT_EQ(raw.count("agents"), 0);
     EXPECT_EQ(raw.count("agent_allowed_hosts"), 0);
 
-    auto agent = store_->create_agent({p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"one.com", "two.com"}, {}});
+    auto agent = store_->create_agent({p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {"one.com", "two.com"}, {}, {}, {}});
     ASSERT_TRUE(agent.ok());
     clock_.advance(1);
     auto updated = store_->update_agent(
@@ -769,7 +884,7 @@ TEST_F(StoreTest, AFailureHalfWayThroughAnAgentWritesNothing) {
 TEST_F(StoreTest, AgentsKeepTheirAddonsInOrderAndAnEditReplacesThem) {
     auto p = project("/src/app");
     auto agent = store_->create_agent(
-        {p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"shopify-cli", "playwright"}});
+        {p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {"shopify-cli", "playwright"}, {}, {}});
     ASSERT_TRUE(agent.ok()) << agent.error().message;
     EXPECT_EQ(agent->addons, (std::vector<std::string>{"shopify-cli", "playwright"}));
     EXPECT_EQ(store_->get_agent(agent->id)->addons, agent->addons);
@@ -819,7 +934,7 @@ TEST_F(StoreTest, ASessionKeepsItsModelAndAddonHostsApart) {
 
 TEST_F(StoreTest, Sessions) {
     auto p = project("/src/app");
-    auto agent = store_->create_agent({p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {}});
+    auto agent = store_->create_agent({p.id, "a", "codex", "", "", {}, NetworkMode::filtered, {}, {}, {}, {}});
     ASSERT_TRUE(agent.ok());
 
     auto session = store_->create_session(session_of(agent->id, p.id, "codex"));
@@ -908,7 +1023,7 @@ TEST_F(StoreTest, PluginStorageIsSafeFromOtherThreads) {
         });
     for (int i = 0; i < 50; ++i)
         EXPECT_TRUE(store_->create_agent({p.id, "a" + std::to_string(i), "codex", "", "", {},
-                                          NetworkMode::filtered, {"one.com", "two.com"}, {}})
+                                          NetworkMode::filtered, {"one.com", "two.com"}, {}, {}, {}})
                         .ok());
     for (auto& thread : plugins) thread.join();
     RawDb raw(file());
@@ -1042,7 +1157,7 @@ TEST_F(StoreTest, ConnectionOriginsAreReadWithTheirEntries) {
 // allowed. So an agent with live sessions stays until they end.
 TEST_F(StoreTest, AnAgentWithRunningSessionsIsNotDeleted) {
     auto p = project("/src/app");
-    auto agent = store_->create_agent({p.id, "locked", "shell", "", "", {}, NetworkMode::none, {}, {}});
+    auto agent = store_->create_agent({p.id, "locked", "shell", "", "", {}, NetworkMode::none, {}, {}, {}, {}});
     ASSERT_TRUE(agent.ok()) << agent.error().message;
     auto session = store_->create_session(session_of(agent->id, p.id, "shell"));
     ASSERT_TRUE(session.ok());

@@ -75,9 +75,10 @@ export function ProjectView({ id }) {
     <section>
       <p class="crumbs"><a href="#/projects">Projects</a> › {project.context ?? 'No context'}</p>
       <h1>{project.name}</h1>
-      <p class="muted">{project.path}</p>
+      <p class="muted">{project.path} · <a href={`#/projects/${project.id}/settings`}>Project settings</a></p>
       <h2>Agents</h2>
       {agents.length === 0 && <p class="empty">No agents. Add one with <code>handler agent add NAME --harness HARNESS</code> in the project's folder.</p>}
+      <p><a href={`#/projects/${project.id}/new-agent`} class="new-agent">New agent</a></p>
       <ul class="rows agents">
         {agents.map((agent) => (
           <li class="row" key={agent.id} data-agent={agent.name}>
@@ -89,6 +90,7 @@ export function ProjectView({ id }) {
             <span class="row-actions">
               <ActionButton action={() => start({ name: agent.name, conversation: true })}>New conversation</ActionButton>
               <ActionButton action={() => start({ name: agent.name, rows: 30, cols: 100 })}>New terminal</ActionButton>
+              <a href={`#/agents/${agent.id}`} class="agent-settings">Settings</a>
             </span>
           </li>
         ))}
