@@ -135,6 +135,8 @@ public:
     // last harnessSessionId its parser reported) from the session's state folder.
     Result<store::Session> resume(std::string_view id) override;
     Result<api::Applied> configure(std::string_view id, std::string_view name, std::string_view value) override;
+    Result<store::Session> set_network(std::string_view id, std::string_view mode,
+                                       std::optional<std::int64_t> minutes) override;
 
     // plugins::PluginSessions, for plugins' host services; any thread. A session uses a
     // plugin when it is its harness or one of its agent's addons, and it must be live.
