@@ -11,6 +11,7 @@ import { ConversationView } from './views/conversation.jsx';
 import { ProjectView, ProjectsView } from './views/projects.jsx';
 import { SessionsView } from './views/sessions.jsx';
 import { TerminalView } from './views/terminal.jsx';
+import { AgentNetworkView, SessionNetworkView } from './views/network.jsx';
 
 function LoginNeeded() {
   return (
@@ -43,11 +44,12 @@ function ConnectionBadge() {
   return <span class="badge warn" role="status">{state === 'connecting' ? 'connecting…' : 'disconnected, retrying'}</span>;
 }
 
-function SessionRoute({ id }) {
+function SessionRoute({ id, network }) {
   const store = useStore();
   const session = store.sessions.get(id);
   if (!store.loaded) return null;
   if (!session) return <section><h1>Session {id}</h1><p class="error">Session {id} does not exist (it may have been removed).</p></section>;
+  if (network) return <SessionNetworkView session={session} />;
   if (session.mode === 'conversation') return <ConversationView session={session} />;
   return <TerminalView session={session} />;
 }
@@ -58,7 +60,7 @@ function App({ startup }) {
   useEffect(() => on_unauthorized(() => setLoggedOut(true)), []);
   if (loggedOut) return <LoginNeeded />;
   if (startup.error) return <Unreachable error={startup.error} />;
-  const tab = route.view === 'project' || route.view === 'projects' ? 'projects' : 'sessions';
+  const tab = route.view === 'project' || route.view === 'projects' || route.view === 'agent-network' ? 'projects' : 'sessions';
   return (
     <>
       <header class="top">
@@ -74,6 +76,8 @@ function App({ startup }) {
         {route.view === 'projects' && <ProjectsView />}
         {route.view === 'project' && <ProjectView id={route.id} />}
         {route.view === 'session' && <SessionRoute key={route.id} id={route.id} />}
+        {route.view === 'network' && <SessionRoute key={`net:${route.id}`} id={route.id} network />}
+        {route.view === 'agent-network' && <AgentNetworkView key={route.id} id={route.id} />}
       </main>
     </>
   );

@@ -89,6 +89,7 @@ export function ProjectView({ id }) {
             <span class="row-actions">
               <ActionButton action={() => start({ name: agent.name, conversation: true })}>New conversation</ActionButton>
               <ActionButton action={() => start({ name: agent.name, rows: 30, cols: 100 })}>New terminal</ActionButton>
+              <a class="net-link" href={`#/agents/${agent.id}/network`}>Network</a>
             </span>
           </li>
         ))}
