@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { handler, launch, logged_in, require_env, session_of, shots, started_session, stop_started, until } from './support.mjs';
+import { handler, handler_at, launch, logged_in, project, require_env, session_of, shots, started_session, stop_started, until } from './support.mjs';
 
 require_env(['HANDLER_TEST_PROJECT', 'HANDLER_TEST_UPSTREAM_PORT']);
 const port = Number(process.env.HANDLER_TEST_UPSTREAM_PORT);
@@ -17,7 +17,7 @@ let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await stop_started(); await browser?.close(); });
 
-const agent_record = async (name) => JSON.parse(await handler('agent', 'list', '--json')).find((a) => a.name === name);
+const agent_record = async (name) => JSON.parse(await handler_at(project, 'agent', 'list', '--json')).find((a) => a.name === name);
 const log_of = async (id) => (await handler('network', 'log', id, '--json')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
 
 // Types "$ CMD" in the conversation and lets it run: Claude Code (guarded) asks before a
@@ -53,7 +53,7 @@ test('a refusal beside its tool call, and learn mode in the panel', { timeout: 3
   await page.waitForURL(/#\/sessions\/s_/);
   const id = started_session(decodeURIComponent(page.url().split('#/sessions/')[1]));
   await page.waitForSelector('.composer textarea', { timeout: 15 * 60000 });
-  const container = (await session_of(id)).container_id;
+  const container = (await session_of(id)).container;
 
   // ---- a refusal during a tool call, shown beside it, and its Allow
   const refused = `curl -s http://refused.test:${port}/first`;
@@ -110,7 +110,7 @@ test('a refusal beside its tool call, and learn mode in the panel', { timeout: 3
   await learned.waitFor({ timeout: 30000 });
   assert.match(await learned.textContent(), new RegExp(`learn\\.test:${port}.*1 connection`));
   await page.waitForSelector('.net-log tr.entry-learned[data-host="learn.test"]');
-  await page.screenshot({ path: join(shots, 'network.png'), fullPage: true });
+  await page.screenshot({ path: join(shots, 'network.png') });
 
   // Phone width: one column, nothing sideways.
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2,
@@ -121,7 +121,7 @@ test('a refusal beside its tool call, and learn mode in the panel', { timeout: 3
   await small.waitForSelector('.net-log tr[data-host="learn.test"]');
   const width = await small.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(width <= 390, `the panel is ${width}px wide at phone width`);
-  await small.screenshot({ path: join(shots, 'network-phone.png'), fullPage: true });
+  await small.screenshot({ path: join(shots, 'network-phone.png') });
   await phone.close();
 
   await learned.locator('button:text("Allow for this agent")').click();
@@ -143,7 +143,7 @@ test('a refusal beside its tool call, and learn mode in the panel', { timeout: 3
   });
   const now = await session_of(id);
   assert.equal(now.state, 'running');
-  assert.equal(now.container_id, container, 'no restart: the same container');
+  assert.equal(now.container, container, 'no restart: the same container');
 
   // The agent's panel: its sessions' entries and what they learned.
   await page.goto(`${origin}/#/agents/${agent.id}/network`);

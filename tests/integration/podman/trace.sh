@@ -176,9 +176,9 @@ out=$(handler logs "$id")
 echo "$out"
 grep -qx "first=403" <<<"$out" || fail "the first request was not refused: $out"
 grep -qx "second=200" <<<"$out" || fail "after learn the running session did not reach learn.test: $out"
-[ "$container" = "$(state_of "$id" container_id | cut -c1-${#container})" ] || fail "the session's container changed"
-for _ in $(seq 1 50); do handler network learned "$id" --json | grep -q '"host":"learn.test"' && break; sleep 0.1; done
-handler network learned "$id" --json | grep -q '"host":"learn.test"' || fail "learn.test is not among the learned hosts: $(handler network learned "$id" --json)"
+[ "$container" = "$(state_of "$id" container | cut -c1-${#container})" ] || fail "the session's container changed"
+for _ in $(seq 1 50); do handler network learned "$id" --json | grep -q '"host": *"learn.test"' && break; sleep 0.1; done
+handler network learned "$id" --json | grep -q '"host": *"learn.test"' || fail "learn.test is not among the learned hosts: $(handler network learned "$id" --json)"
 handler network log "$id" --json | python3 -c '
 import json, sys
 entries = [json.loads(l) for l in sys.stdin if "learn.test" in l]

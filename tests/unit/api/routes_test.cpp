@@ -1221,7 +1221,7 @@ TEST_F(SessionRoutesTest, PostNetworkChangesARunningSessionsMode) {
     EXPECT_NE(open.body.find("cannot be made open"), std::string::npos) << open.body;
     const auto put = call("PUT", "/api/v1/sessions/s_00000a/network", R"({"mode":"learn"})");
     EXPECT_EQ(put.status, 405u);
-    EXPECT_EQ(put.headers["Allow"], "GET, POST");
+    EXPECT_EQ(put.headers.at("Allow"), "GET, POST");
     EXPECT_EQ(call("POST", "/api/v1/sessions/s_00000a/learned", R"({"mode":"learn"})").status, 405u);
 }
 
