@@ -467,7 +467,10 @@ assert all(e["origin"] == "no_tool_call" and e["tool_call"] is None for e in mod
 print("traced:", {e["host"]: (e["verdict"], e["origin"], e["tool_call"]["id"], e["process"]["pid"]) for e in entries if e["host"].endswith(".test")},
       "| model requests:", len(model), "no_tool_call")
 PY
-  handler network log "$id" | grep -q "Bash" || fail "claude-net: the table does not show the tool call: $(handler network log "$id")"
+  # Read whole first: grep -q would end the pipe early, and pipefail would take that as a failure.
+  local table
+  table=$(handler network log "$id")
+  grep -q "toolu_fake Bash: curl" <<<"$table" || fail "claude-net: the table does not show the tool call: $table"
   echo "PASS claude Bash curl traced to its tool call"
 }
 
