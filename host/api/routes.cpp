@@ -894,8 +894,11 @@ Response Routes::sessions(const Call& call) {
         response.headers["X-Handler-Log-Truncated"] = log->truncated ? "1" : "0";
         return response;
     }
+    if (action == "network" && call.method == "POST") return session_network(id, call.body);
     if (action == "network" || action == "learned" || action == "events") {
-        if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
+        if (call.method != "GET")
+            return action == "network" ? not_allowed(call.method, call.target, {"GET", "POST"})
+                                       : not_allowed(call.method, call.target, {"GET"});
         auto session = store_.get_session(id);
         if (!session) return error_response(session.error());
         if (action == "learned") {

@@ -80,6 +80,7 @@ private:
     Response start_session(const Call& call);
     Response conversation(const Call& call, const std::string& id, const std::string& action);
     Response no_session_service();
+    Response session_network(const std::string& id, std::string_view body); // routes_network.cpp
     Response ui(const Call& call);
     Response images(const Call& call); // routes_images.cpp
 

@@ -190,6 +190,16 @@ public:
         (void)id;
         return make_error(ErrorCode::unavailable, "this handlerd holds no conversations");
     }
+    // The session's network mode while it runs: "none" or "filtered" (stricter, at any
+    // time) or "learn" for `minutes` (default 15), applied to its proxy at once
+    // (sessions/network_change.hpp says which changes are allowed). The defaults refuse.
+    virtual Result<store::Session> set_network(std::string_view id, std::string_view mode,
+                                               std::optional<std::int64_t> minutes) {
+        (void)id;
+        (void)mode;
+        (void)minutes;
+        return make_error(ErrorCode::unavailable, "this handlerd cannot change a session's network");
+    }
     // Changes "model", "mode" or "thinking_level": at once where the harness can, else
     // from the next resume.
     virtual Result<Applied> configure(std::string_view id, std::string_view name, std::string_view value) {

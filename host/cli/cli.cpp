@@ -741,6 +741,16 @@ const Command kCommands[] = {
          add_json_flag(command, options);
      },
      command_network_learned},
+    {"network learn",
+     "Let a running session reach every public host for a while (15 minutes), recording what "
+     "filtered mode would refuse; --stop ends it",
+     [](CLI::App& command, Options& options) {
+         command.add_option("SESSION", options.target, "The session id")->required();
+         command.add_option("--minutes", options.minutes, "How long it learns, 1 to 120 (default 15)");
+         command.add_flag("--stop", options.stop_learning, "Stop learning: the session is filtered again");
+         add_json_flag(command, options);
+     },
+     command_network_learn},
     {"network allow",
      "Add a host to an agent's allow-list (AGENT HOST, or HOST --session ID); running "
      "sessions use it at once",

@@ -68,6 +68,8 @@ struct Options {
     std::optional<std::string> base_url;
     std::string answer;    // session answer: an option, its number, or allow/always/reject
     std::string tool_call; // session answer --tool-call
+    std::optional<std::int64_t> minutes; // network learn --minutes
+    bool stop_learning = false;          // network learn --stop
 };
 
 // One conversation with handlerd: turns transport failures and error answers into the

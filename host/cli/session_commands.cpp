@@ -600,4 +600,34 @@ int command_network_learned(Session& session, const Options& options) {
     return kExitOk;
 }
 
+// `network learn SESSION [--minutes N] | --stop`: the session's own mode, at once.
+int command_network_learn(Session& session, const Options& options) {
+    if (options.stop_learning && options.minutes)
+        return session.fail("give --minutes or --stop, not both", kExitUsage);
+    json::object body{{"mode", options.stop_learning ? "filtered" : "learn"}};
+    if (options.minutes) body["minutes"] = *options.minutes;
+    const json::value request = body;
+    auto answer = session.call("POST", session_path(options.target) + "/network", &request);
+    if (!answer) return session.exit_code();
+    auto& record = answer->as_object();
+    if (options.json_output) {
+        print_json(session.context().out, record);
+        return kExitOk;
+    }
+    auto& out = session.context().out;
+    if (options.stop_learning) {
+        out << "session " << options.target << " is filtered again; `handler network learned " << options.target
+            << "` lists what it learned\n";
+        return kExitOk;
+    }
+    json::object times{{"learn_until", record.at("learn_until")}};
+    show_times(times, {"learn_until"}, session.clock(), session.time_zone(), TimeStyle::local_time);
+    out << "session " << options.target << " learns until "
+        << display(times.at("learn_until"))
+        << ": every public host passes and each one filtered mode would refuse is recorded "
+           "(`handler network learned "
+        << options.target << "`)\n";
+    return kExitOk;
+}
+
 } // namespace handler::cli

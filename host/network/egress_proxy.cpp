@@ -870,7 +870,14 @@ private:
         record(Verdict::deny, rule, reason);
         const auto id = std::exchange(audit_id_, 0);
         owner_.audit.finish(id, 0, 0, reason);
-        refuse(status, status_text, "handler: " + reason);
+        // Sent once the connection's owner is known (ConnectionTracer::when_traced): the
+        // client is kept waiting for its refusal, never let through.
+        if (owner_.services.tracer == nullptr || connection_ == 0)
+            return refuse(status, status_text, "handler: " + reason);
+        owner_.services.tracer->when_traced(connection_, [self = shared_from_this(), status, status_text,
+                                                          body = "handler: " + reason] {
+            self->refuse(status, status_text, body);
+        });
     }
 
     void fail_upstream(const std::string& reason) {

@@ -79,6 +79,16 @@ public:
     // `peer_port`: the program's end of the TCP connection (127.0.0.1 or ::1 in the
     // container); 0 when there is none (an older shim streamed the bytes itself).
     virtual void trace(std::int64_t connection, std::uint16_t peer_port) = 0;
+    // Runs `done` (on the io thread) once what trace() asked about `connection` has been
+    // answered and recorded, or has timed out, or at once when nothing is waiting. A
+    // refusal waits for it before it is sent: a program that exits as soon as it is
+    // refused (curl) would otherwise be gone before the shim looked, and its entry could
+    // not name it. Nothing but the refusal's delivery waits: it is decided and logged at
+    // once, and the tracer bounds the wait (ChannelOptions::who_timeout).
+    virtual void when_traced(std::int64_t connection, std::function<void()> done) {
+        (void)connection;
+        done();
+    }
 };
 
 // Names to addresses, on the host. Asynchronous; `done` runs on the io thread.

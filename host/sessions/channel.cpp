@@ -399,7 +399,7 @@ void Channel::trace(std::int64_t connection, std::uint16_t peer_port) {
     if (pending_who_.size() >= kMaxPendingWho)
         return unknown("unknown: " + std::to_string(kMaxPendingWho) + " lookups were already waiting for the shim");
     const std::uint32_t query = ++next_query_;
-    pending_who_[query] = {connection, std::chrono::steady_clock::now() + options_.who_timeout};
+    pending_who_[query] = {connection, std::chrono::steady_clock::now() + options_.who_timeout, {}};
     send(shim::encode_who({query, peer_port}));
     arm_who_timer();
 }
@@ -411,8 +411,19 @@ void Channel::answered(const shim::OwnerAnswer& answer) {
     const auto found = pending_who_.find(answer.query);
     if (found == pending_who_.end()) return;
     const std::int64_t connection = found->second.connection;
+    auto waiting = std::move(found->second.waiting);
     pending_who_.erase(found);
     owner_.record_origin(origin_of(id_, connection, answer, tool_calls_, parser_ != nullptr));
+    for (auto& done : waiting) done();
+}
+
+void Channel::when_traced(std::int64_t connection, std::function<void()> done) {
+    for (auto& entry : pending_who_)
+        if (entry.second.connection == connection) {
+            entry.second.waiting.push_back(std::move(done));
+            return;
+        }
+    done(); // answered already, or never asked (recorded as unknown)
 }
 
 // Records the lookups past their deadline (all of them with `all`) as unknown.
@@ -424,7 +435,9 @@ void Channel::expire_who(bool all, const std::string& why) {
             continue;
         }
         owner_.record_origin(unknown_origin(id_, it->second.connection, why));
+        auto waiting = std::move(it->second.waiting);
         it = pending_who_.erase(it);
+        for (auto& done : waiting) done();
     }
 }
 

@@ -166,6 +166,8 @@ public:
     // ConnectionTracer: never waits; the origin is recorded when the shim answers, or as
     // unknown (saying why) when it cannot.
     void trace(std::int64_t connection, std::uint16_t peer_port) override;
+    // ConnectionTracer: `done` runs when the WHO for `connection` is answered or expires.
+    void when_traced(std::int64_t connection, std::function<void()> done) override;
     // At most this many WHOs wait for an answer; a connection past it is recorded as unknown.
     static constexpr std::size_t kMaxPendingWho = 256;
 
@@ -201,6 +203,7 @@ private:
     struct PendingWho {
         std::int64_t connection = 0;
         std::chrono::steady_clock::time_point deadline;
+        std::vector<std::function<void()>> waiting; // when_traced(): run once it is settled
     };
 
     bool resumed() const { return link_ && link_->resumed; }

@@ -11,6 +11,7 @@
 #include "sessions/channel.hpp"
 #include "sessions/image_builds.hpp"
 #include "sessions/launch.hpp"
+#include "sessions/network_change.hpp"
 #include "sessions/output_log.hpp"
 #include "sessions/terminal_filter.hpp"
 #include "store/store.hpp"
@@ -894,6 +895,24 @@ Result<void> SessionManager::cancel(std::string_view id) {
 }
 
 std::vector<api::ImageBuild> SessionManager::image_builds() const { return impl_->image_builds.list(); }
+// A running session's network mode (sessions/network_change.hpp): recorded with the
+// session, whose cached policy record() drops, so the next connection decides with it; the
+// open tunnels are decided again at once, so a stricter mode cuts what it now refuses.
+Result<store::Session> SessionManager::set_network(std::string_view id, std::string_view mode,
+                                                   std::optional<std::int64_t> minutes) {
+    Impl& impl = *impl_;
+    auto session = impl.store.get_session(id);
+    if (!session) return session.take_error();
+    auto changes = plan_network_change(*session, NetworkChange{mode, minutes}, impl.clock_.now_ms(),
+                                       impl.options.learn_window);
+    if (!changes) return changes.take_error();
+    auto updated = impl.record(session->id, *changes);
+    if (!updated) return make_error(ErrorCode::internal, "cannot record the network mode of " + session->id);
+    if (auto channel = impl.channel(session->id)) channel->reevaluate();
+    spdlog::info("session {}: network mode {}{}", session->id, mode,
+                 updated->learn_until ? " until " + std::to_string(*updated->learn_until) : std::string());
+    return std::move(*updated);
+}
 
 Result<api::Applied> SessionManager::configure(std::string_view id, std::string_view name, std::string_view value) {
     Impl& impl = *impl_;

@@ -137,6 +137,8 @@ public:
     Result<api::Applied> configure(std::string_view id, std::string_view name, std::string_view value) override;
     // Image builds (docs/api.md, "Images"); any thread.
     std::vector<api::ImageBuild> image_builds() const override;
+    Result<store::Session> set_network(std::string_view id, std::string_view mode,
+                                       std::optional<std::int64_t> minutes) override;
 
     // plugins::PluginSessions, for plugins' host services; any thread. A session uses a
     // plugin when it is its harness or one of its agent's addons, and it must be live.

@@ -271,6 +271,10 @@ struct SessionChanges {
     std::optional<std::optional<std::string>> model;    // a conversation's, for its next resume
     std::optional<std::optional<std::string>> thinking;
     std::optional<std::string> limits;
+    // The session's own network mode while it runs (POST /sessions/{id}/network), and
+    // the end of its learning window (null when it is not learning).
+    std::optional<std::optional<NetworkMode>> network_mode;
+    std::optional<std::optional<TimeMs>> learn_until;
 };
 
 } // namespace handler::store

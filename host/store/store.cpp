@@ -959,10 +959,11 @@ Result<Session> Store::update_session(std::string_view id, const SessionChanges&
     return in_transaction(Transaction::Kind::write, [&]() -> Result<Session> {
         auto current = load_session(id);
         if (!current) return current.take_error();
+        const auto network_mode = changes.network_mode ? *changes.network_mode : current->network_mode;
         auto update = db_.prepare(
             "UPDATE sessions SET state = ?1, exit_code = ?2, updated_at = ?3, container_id = ?5, "
             "message = ?6, model_hosts = ?7, addon_hosts = ?8, title = ?9, model = ?10, thinking = ?11, "
-            "limits = ?12 WHERE id = ?4",
+            "limits = ?12, network_mode = ?13, learn_until = ?14 WHERE id = ?4",
             to_string(changes.state.value_or(current->state)),
             changes.exit_code ? *changes.exit_code : current->exit_code, clock_->now_ms(), id,
             changes.container_id ? *changes.container_id : current->container_id,
@@ -970,7 +971,9 @@ Result<Session> Store::update_session(std::string_view id, const SessionChanges&
             join_lines(changes.model_hosts.value_or(current->model_hosts)),
             join_lines(changes.addon_hosts.value_or(current->addon_hosts)),
             changes.title ? *changes.title : current->title, changes.model ? *changes.model : current->model,
-            changes.thinking ? *changes.thinking : current->thinking, changes.limits.value_or(current->limits));
+            changes.thinking ? *changes.thinking : current->thinking, changes.limits.value_or(current->limits),
+            network_mode ? std::optional<std::string>(to_string(*network_mode)) : std::nullopt,
+            changes.learn_until ? *changes.learn_until : current->learn_until);
         if (!update) return update.take_error();
         if (auto done = update->run(); !done) return done.take_error();
         return load_session(id);

@@ -30,6 +30,12 @@ tools with N text blocks and no tool call, --stream-delay seconds apart. Each bl
 CLOCK_REALTIME times in nanoseconds at which the server wrote it, so a client on the same
 host can tell how long the text took to reach it (and a stored event's wall-clock time, how
 long it took to get there).
+
+For tracing a tool's requests (Anthropic's API): --command CMD makes the scripted tool call
+a Bash one, {"command": CMD}, when the request offers Bash (Claude Code), in place of the
+Write; the final answer still waits for its result, so the command has run by then.
+--command-prompts does the same for a prompt that begins with "$ ": the rest of it is the
+command (one script, many commands: a page test types them).
 """
 import argparse
 import base64
@@ -220,13 +226,19 @@ def anthropic(handler, body):
     if done or not names:
         anthropic_stream(handler, [start] + text_block(0, args.answer) + end("end_turn"))
         return
-    if "Write" in names:
+    typed = user_prompts(body)
+    command = args.command
+    if args.command_prompts and typed and typed[-1].startswith("$ "):
+        command = typed[-1][2:]
+    if command and "Bash" in names:
+        name, arguments = "Bash", {"command": command, "description": "Run the test's command"}
+    elif "Write" in names:
         name, arguments = "Write", {"file_path": args.file, "content": args.content}
     else:
         name, arguments = "write", {"path": args.file, "content": args.content}
     encoded = json.dumps(arguments)
     middle = len(encoded) // 2
-    anthropic_stream(handler, [start] + text_block(0, "I'll create the file.") + [
+    anthropic_stream(handler, [start] + text_block(0, "I'll run it." if name == "Bash" else "I'll create the file.") + [
         {"type": "content_block_start", "index": 1,
          "content_block": {"type": "tool_use", "id": "toolu_fake" if number is None else "toolu_fake_%d" % number,
                            "name": name, "input": {}}},
@@ -458,6 +470,9 @@ def main():
     parser.add_argument("--overloaded", type=int, default=0, help="answer the first N model requests 529")
     parser.add_argument("--every-turn", action="store_true", help="a tool call for every new prompt (Anthropic)")
     parser.add_argument("--stream-delay", type=float, default=0, help="seconds between streamed events (Anthropic)")
+    parser.add_argument("--command", help="the tool call is Bash running this command (Anthropic, Claude Code)")
+    parser.add_argument("--command-prompts", action="store_true",
+                        help='a prompt "$ CMD" gets a Bash tool call of CMD (Anthropic, Claude Code)')
     parser.add_argument("--timed-chunks", type=int, default=0,
                         help="answer with N text blocks, each with the time it was sent (Anthropic; bench/events.sh)")
     args = parser.parse_args()

@@ -13,6 +13,7 @@ import { ImageBuildPanel } from './views/image_build.jsx';
 import { ProjectView, ProjectsView } from './views/projects.jsx';
 import { SessionsView } from './views/sessions.jsx';
 import { TerminalView } from './views/terminal.jsx';
+import { AgentNetworkView, SessionNetworkView } from './views/network.jsx';
 
 function LoginNeeded() {
   return (
@@ -45,13 +46,14 @@ function ConnectionBadge() {
   return <span class="badge warn" role="status">{state === 'connecting' ? 'connecting…' : 'disconnected, retrying'}</span>;
 }
 
-function SessionRoute({ id }) {
+function SessionRoute({ id, network }) {
   const store = useStore();
   const session = store.sessions.get(id);
   if (!store.loaded) return null;
   if (!session) return <section><h1>Session {id}</h1><p class="error">Session {id} does not exist (it may have been removed).</p></section>;
   // A harness's first session builds its image first: its progress above the session.
   const building = (session.state === 'starting' || session.state === 'failed') && <ImageBuildPanel session={session} />;
+  if (network) return <SessionNetworkView session={session} />;
   if (session.mode === 'conversation') return <>{building}<ConversationView session={session} /></>;
   return <>{building}<TerminalView session={session} /></>;
 }
@@ -62,7 +64,7 @@ function App({ startup }) {
   useEffect(() => on_unauthorized(() => setLoggedOut(true)), []);
   if (loggedOut) return <LoginNeeded />;
   if (startup.error) return <Unreachable error={startup.error} />;
-  const tab = ['project', 'projects', 'project-settings', 'agent-settings'].includes(route.view) ? 'projects' : 'sessions';
+  const tab = ['project', 'projects', 'project-settings', 'agent-settings', 'agent-network'].includes(route.view) ? 'projects' : 'sessions';
   return (
     <>
       <header class="top">
@@ -80,6 +82,8 @@ function App({ startup }) {
         {route.view === 'project-settings' && <ProjectSettingsView key={route.id} id={route.id} />}
         {route.view === 'agent-settings' && <AgentSettingsView key={`${route.id}-${route.project}`} id={route.id} project={route.project} />}
         {route.view === 'session' && <SessionRoute key={route.id} id={route.id} />}
+        {route.view === 'network' && <SessionRoute key={`net:${route.id}`} id={route.id} network />}
+        {route.view === 'agent-network' && <AgentNetworkView key={route.id} id={route.id} />}
       </main>
     </>
   );

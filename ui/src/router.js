@@ -9,6 +9,8 @@ export function parse_route(hash) {
   if (parts[0] === 'agents' && parts[1]) return { view: 'agent-settings', id: Number(parts[1]) };
   if (parts[0] === 'projects' && parts[1]) return { view: 'project', id: Number(parts[1]) };
   if (parts[0] === 'projects') return { view: 'projects' };
+  if (parts[0] === 'sessions' && parts[1] && parts[2] === 'network') return { view: 'network', id: parts[1] };
+  if (parts[0] === 'agents' && parts[1] && parts[2] === 'network') return { view: 'agent-network', id: Number(parts[1]) };
   if (parts[0] === 'sessions' && parts[1]) return { view: 'session', id: parts[1] };
   return { view: 'sessions' };
 }

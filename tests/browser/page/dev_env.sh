@@ -19,7 +19,9 @@
 # `claude` and `claude-locked` (network none: it asks before acting) run the real Claude Code
 # against the fake Anthropic API, whose tool call writes hello.txt there; `sh` a shell),
 # HANDLER_TEST_MODEL_LOG, HANDLER_TEST_MODEL_HOLD (while that file exists, the model's answers
-# wait), HANDLER_TEST_SECRET_FILE (the account's real key), and the XDG folders and PATH.
+# wait), HANDLER_TEST_SECRET_FILE (the account's real key), HANDLER_TEST_UPSTREAM_PORT (a plain
+# HTTP server reached as learn.test and refused.test; agent `claude-net` allows neither), and
+# the XDG folders and PATH. A prompt "$ CMD" makes the model's tool call a Bash CMD.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -43,6 +45,7 @@ case ${1:-} in
 down)
   stop_pid "$dev/serve.pid"
   stop_pid "$dev/model.pid"
+  stop_pid "$dev/upstream.pid"
   stop_pid "$XDG_RUNTIME_DIR/handler/handlerd.pid"
   exit 0 ;;
 up) tests=${2:?usage: dev_env.sh up PODMAN_TESTS_DIR [--served]}; served=${3:-} ;;
@@ -71,12 +74,35 @@ fi
 # while $dev/hold exists its answers wait (a test holds a turn running).
 stop_pid "$dev/model.pid"
 : > "$dev/model.port"
+# A prompt "$ CMD" gets a Bash tool call of CMD instead (network.test.mjs).
 python3 "$tests/fake_model_server.py" --log "$dev/model.log" --file "$project/hello.txt" --content hi \
-  --answer "Done: wrote hello.txt" --every-turn --hold "$dev/hold" --tls "$pki/api.crt" "$pki/api.key" \
+  --answer "Done: wrote hello.txt" --every-turn --hold "$dev/hold" --tls "$pki/api.crt" "$pki/api.key" --command-prompts \
   >"$dev/model.port" 2>"$dev/model.err" &
 echo $! > "$dev/model.pid"
 for _ in $(seq 1 50); do [ -s "$dev/model.port" ] && break; sleep 0.1; done
 read -r model_port < "$dev/model.port" || fail "the fake model server did not start: $(cat "$dev/model.err")"
+
+# A plain-HTTP upstream on the host's loopback, reached as learn.test and refused.test
+# (network.test.mjs): it answers every GET with "upstream <path>".
+stop_pid "$dev/upstream.pid"
+: > "$dev/upstream.port"
+python3 -c '
+import http.server
+class Upstream(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("upstream " + self.path + "\n").encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+print(server.server_address[1], flush=True)
+server.serve_forever()' >"$dev/upstream.port" 2>"$dev/upstream.err" &
+echo $! > "$dev/upstream.pid"
+for _ in $(seq 1 50); do [ -s "$dev/upstream.port" ] && break; sleep 0.1; done
+read -r upstream_port < "$dev/upstream.port" || fail "the upstream did not start: $(cat "$dev/upstream.err")"
 
 mkdir -p "$XDG_CONFIG_HOME/handler"
 cat > "$XDG_CONFIG_HOME/handler/config.toml" <<TOML
@@ -85,7 +111,7 @@ format = 2
 tcp = true
 port = 0
 [network]
-resolve = { "api.anthropic.com:443" = "127.0.0.1:$model_port" }
+resolve = { "api.anthropic.com:443" = "127.0.0.1:$model_port", "learn.test" = "127.0.0.1", "refused.test" = "127.0.0.1" }
 TOML
 
 # A restart reads the new port of the model server.
@@ -111,6 +137,9 @@ handler project list --json | has path "$project" || handler project add "$proje
   handler agent add claude --harness claude-code --account anthropic >/dev/null; })
 (cd "$project" && { handler agent list --json | has name claude-locked ||
   handler agent add claude-locked --harness claude-code --account anthropic --network none >/dev/null; })
+# `claude-net` guarded, for the network panel's tests (they change its allowed hosts).
+(cd "$project" && { handler agent list --json | has name claude-net ||
+  handler agent add claude-net --harness claude-code --account anthropic >/dev/null; })
 # A shell agent: the shell harness holds no conversations, so its "New conversation" gets the API's refusal.
 (cd "$project" && { handler agent list --json | has name sh || handler agent add sh --harness shell >/dev/null; })
 
@@ -136,6 +165,7 @@ export HANDLER_TEST_PROJECT='$project'
 export HANDLER_TEST_MODEL_LOG='$dev/model.log'
 export HANDLER_TEST_MODEL_HOLD='$dev/hold'
 export HANDLER_TEST_SECRET_FILE='$dev/key'
+export HANDLER_TEST_UPSTREAM_PORT='$upstream_port'
 ENV
 echo "$url"
 echo "environment for tests: source $dev/env.sh" >&2

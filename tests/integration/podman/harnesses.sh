@@ -21,7 +21,7 @@ test_name=podman-harnesses
 use_base_image=1
 shared_images=1
 extra_config='[network]
-resolve = { "api.anthropic.com:443" = "127.0.0.1:ANTHROPIC_PORT", "api.openai.com:443" = "127.0.0.1:OPENAI_PORT", "api.mistral.ai:443" = "127.0.0.1:MISTRAL_PORT" }'
+resolve = { "api.anthropic.com:443" = "127.0.0.1:ANTHROPIC_PORT", "api.openai.com:443" = "127.0.0.1:OPENAI_PORT", "api.mistral.ai:443" = "127.0.0.1:MISTRAL_PORT", "allowed.test" = "127.0.0.1", "blocked.test" = "127.0.0.1" }'
 # shellcheck source=session_env.sh
 source "$here/session_env.sh"
 
@@ -385,6 +385,96 @@ check_image_pruning() {
   echo "PASS older plugin images pruned, a running session's kept"
 }
 
+# check_bash_trace: the real Claude Code's Bash tool call runs curl to an allowed host and a
+#   refused one (the fake model's tool call is that command: fake_model_server.py --command);
+#   each connection's network log entry names the curl process and that tool call, by the
+#   toolCallId of the session's tool_call event, while the harness's own model requests say
+#   no_tool_call (docs/network.md, "Who made a connection").
+check_bash_trace() {
+  local upstream_port run id
+  cat > "$work/upstream.py" <<'PY'
+import http.server
+class Slow(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"upstream\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+print("port", server.server_address[1], flush=True)
+server.serve_forever()
+PY
+  start_upstream "$work/upstream.log" python3 "$work/upstream.py"
+  upstream_port=$port
+  handler agent add claude-net --harness claude-code --account anthropic --allow "allowed.test:$upstream_port" >/dev/null
+  # No quotes in the command: Claude Code quotes it again for its shell (docs/network.md).
+  model_command="curl -s -o /dev/null -w allowed=%{http_code}, http://allowed.test:$upstream_port/a; curl -s -o /dev/null -w blocked=%{http_code}, http://blocked.test:$upstream_port/b"
+  restart_model_server api.anthropic.com
+  timeout 600 handler run claude-net -p "fetch them" --json > "$work/trace.jsonl" 2> "$work/trace.err" &
+  run=$!
+  # Guarded, Claude Code asks before a command: allowed from here, as a user would.
+  for _ in $(seq 1 3000); do
+    grep -q '"kind":"permission_request"' "$work/trace.jsonl" 2>/dev/null && break
+    kill -0 "$run" 2>/dev/null || break
+    sleep 0.1
+  done
+  id=$(last_session)
+  if grep -q '"kind":"permission_request"' "$work/trace.jsonl"; then
+    handler session answer "$id" allow >/dev/null || fail "claude-net: the answer to its question was refused"
+  fi
+  wait "$run" || fail "claude-net: handler run exited $?: $(cat "$work/trace.err") $(tail -c 2000 "$work/trace.jsonl")"
+  model_command=""
+  restart_model_server api.anthropic.com
+  python3 - "$work/api.anthropic.com.log" <<'PY' || fail "claude-net: the curls did not give 200 and 403: $(tail -c 2000 "$work/api.anthropic.com.log")"
+import json, sys
+outputs = [e["tool_output"] for e in map(json.loads, open(sys.argv[1])) if e.get("tool_output")]
+assert outputs and "allowed=200,blocked=403," in outputs[-1], outputs[-1:]
+PY
+  for _ in $(seq 1 50); do
+    handler network log "$id" --json > "$work/trace.network"
+    python3 -c '
+import json, sys
+entries = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(0 if sum(e["host"].endswith(".test") for e in entries) >= 2 and all(e["origin"] != "pending" for e in entries) else 1)' "$work/trace.network" && break
+    sleep 0.1
+  done
+  cat "$work/trace.network"
+  python3 - "$work/trace.jsonl" "$work/trace.network" "$upstream_port" <<'PY' || fail "claude-net: the network log does not trace the curls to their tool call"
+import json, sys
+events = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+entries = [json.loads(l) for l in open(sys.argv[2])]
+port = int(sys.argv[3])
+calls = [e["payload"] for e in events if e["kind"] == "tool_call" and e["payload"].get("name") == "Bash"]
+assert len(calls) == 1, calls
+call = calls[0]
+assert "curl" in call["rawInput"]["command"], call
+def entry_of(host):
+    found = [e for e in entries if e["host"] == host and e["port"] == port]
+    assert len(found) == 1, (host, entries)
+    return found[0]
+for host, verdict in (("allowed.test", "allow"), ("blocked.test", "deny")):
+    e = entry_of(host)
+    assert e["verdict"] == verdict, e
+    assert e["origin"] == "tool_call", e
+    assert e["tool_call"]["id"] == call["toolCallId"], (e["tool_call"], call["toolCallId"])
+    assert e["process"]["command"].startswith("curl -s -o /dev/null -w "), e["process"]
+    assert f"http://{host}:{port}/" in e["process"]["command"], e["process"]
+model = [e for e in entries if e["host"] == "api.anthropic.com"]
+assert model, entries
+assert all(e["origin"] == "no_tool_call" and e["tool_call"] is None for e in model), [(e["origin"], e["origin_note"]) for e in model]
+print("traced:", {e["host"]: (e["verdict"], e["origin"], e["tool_call"]["id"], e["process"]["pid"]) for e in entries if e["host"].endswith(".test")},
+      "| model requests:", len(model), "no_tool_call")
+PY
+  # Read whole first: grep -q would end the pipe early, and pipefail would take that as a failure.
+  local table
+  table=$(handler network log "$id")
+  grep -q "toolu_fake Bash: curl" <<<"$table" || fail "claude-net: the table does not show the tool call: $table"
+  echo "PASS claude Bash curl traced to its tool call"
+}
+
 # shellcheck source=acp_checks.sh
 source "$here/acp_checks.sh"
 
@@ -405,6 +495,9 @@ PY
   # Its first-run screens answered beforehand: at its prompt, in the guarded mode.
   check_tui claude "accept edits on"
   check_conversation claude api.anthropic.com
+fi
+if [[ $only == *" claude "* || $only == *" claude-trace "* ]]; then
+  check_bash_trace
 fi
 if [[ $only == *" codex "* ]]; then
   # A model name Codex does not know: it then offers the model its fallback tools, among

@@ -126,12 +126,15 @@ make_pki() {
 # A fake model provider for HOST (tests/support/fake_model_server.py, HTTPS with HOST's
 # certificate from make_pki in $pki; its log in $work/HOST.log; held while $work/hold
 # exists): its tool call writes $model_content into $project/hello.txt, its answer is
-# $model_answer. Its port replaces PLACEHOLDER in config.toml. start_model_server HOST PLACEHOLDER
+# $model_answer (with $model_command set, a Claude Code's tool call is that Bash command
+# instead). Its port replaces PLACEHOLDER in config.toml. start_model_server HOST PLACEHOLDER
 model_content=hi
+model_command=
 model_answer="Done: wrote hello.txt"
 start_model_server() { # HOST PLACEHOLDER [PORT]: PORT given, on that port (config.toml has it)
   python3 "$here/fake_model_server.py" --log "$work/$1.log" --file "$project/hello.txt" --content "$model_content" \
     --answer "$model_answer" --hold "$work/hold" --tls "$pki/$1.crt" "$pki/$1.key" ${3:+--port "$3"} \
+    ${model_command:+--command "$model_command"} \
     >"$work/$1.port" 2>"$work/$1.err" &
   model_pids+=($!)
   echo $! > "$work/$1.pid"

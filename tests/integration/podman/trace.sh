@@ -13,7 +13,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 test_name=podman-trace
 extra_config='[network]
-resolve = { "allowed.test" = "127.0.0.1", "blocked.test" = "127.0.0.1" }'
+resolve = { "allowed.test" = "127.0.0.1", "blocked.test" = "127.0.0.1", "learn.test" = "127.0.0.1" }'
 # shellcheck source=session_env.sh
 source "$here/session_env.sh"
 
@@ -152,6 +152,43 @@ table=$(handler network log "$id")
 echo "$table"
 grep -q "PROCESS" <<<"$table" && grep -q "TOOL CALL" <<<"$table" || fail "the table has no PROCESS and TOOL CALL columns"
 grep -q "wget -q -O- http://allowed.test:$port/hello.txt" <<<"$table" || fail "the table does not show wget's command line"
+
+echo "== a running session learns at the user's word, without a restart"
+# Refused in filtered mode; then `handler network learn` (the API's POST .../network) while
+# it runs; the same session's next request to that host passes, recorded as learned.
+rm -f "$project/go"
+id=$(handler run web -d -p "
+  echo first=\$(curl -s -o /dev/null -w %{http_code} http://learn.test:$port/x)
+  for _ in \$(seq 1 600); do [ -e go ] && break; sleep 0.1; done
+  echo second=\$(curl -s -o /dev/null -w %{http_code} http://learn.test:$port/x)")
+wait_state "$id" running
+container=$(podman ps -q --filter "label=io.handler.session=$id")
+[ -n "$container" ] || fail "no container for session $id"
+for _ in $(seq 1 100); do handler network log "$id" --json | grep -q '"host":"learn.test".*"verdict":"deny"' && break; sleep 0.1; done
+handler network log "$id" --json | grep -q '"host":"learn.test".*"verdict":"deny"' || fail "learn.test was not refused first: $(handler network log "$id")"
+said=$(handler network learn "$id" --minutes 5) || fail "handler network learn failed: $said"
+echo "$said"
+grep -q "learns until" <<<"$said" || fail "handler network learn said: $said"
+[ "$(state_of "$id" network_mode)" = learn ] || fail "the session's network_mode is $(state_of "$id" network_mode)"
+touch "$project/go"
+wait_state "$id" exited 300
+out=$(handler logs "$id")
+echo "$out"
+grep -qx "first=403" <<<"$out" || fail "the first request was not refused: $out"
+grep -qx "second=200" <<<"$out" || fail "after learn the running session did not reach learn.test: $out"
+[ "$container" = "$(state_of "$id" container | cut -c1-${#container})" ] || fail "the session's container changed"
+for _ in $(seq 1 50); do handler network learned "$id" --json | grep -q '"host": *"learn.test"' && break; sleep 0.1; done
+handler network learned "$id" --json | grep -q '"host": *"learn.test"' || fail "learn.test is not among the learned hosts: $(handler network learned "$id" --json)"
+handler network log "$id" --json | python3 -c '
+import json, sys
+entries = [json.loads(l) for l in sys.stdin if "learn.test" in l]
+verdicts = [e["verdict"] for e in entries]
+assert verdicts == ["deny", "learned"], verdicts
+assert entries[1]["rule"] == "learn mode", entries[1]' || fail "the log of learn.test is not a refusal then a learned pass: $(handler network log "$id")"
+if ended=$(handler network learn "$id" 2>&1); then fail "an ended session was made to learn: $ended"; fi
+grep -q "only while it runs" <<<"$ended" || fail "learn on an ended session said: $ended"
+if opened=$(handler network learn "$id" --minutes 500 2>&1); then fail "500 minutes were accepted"; fi
+echo "PASS learn on a running session"
 
 echo "== handlerd is still there"
 handler status >/dev/null || fail "handlerd is gone"

@@ -975,6 +975,17 @@ public:
     std::vector<ImageBuild> image_builds() const override { return builds; }
 
     std::vector<ImageBuild> builds;
+    Result<store::Session> set_network(std::string_view id, std::string_view mode,
+                                       std::optional<std::int64_t> minutes) override {
+        calls.push_back("network " + std::string(id) + " " + std::string(mode) +
+                        (minutes ? " " + std::to_string(*minutes) : std::string()));
+        if (mode == "open") return make_error(ErrorCode::invalid_argument, "a running session cannot be made open");
+        store::Session session;
+        session.id = std::string(id);
+        session.network_mode = network::parse_mode(mode);
+        if (mode == "learn") session.learn_until = 900000;
+        return session;
+    }
 
     std::vector<StartRequest> started;
     std::vector<std::string> answers;
@@ -1196,6 +1207,40 @@ TEST_F(AccountKeyRoutesTest, KeysAreRefusedWhereTheyMakeNoSense) {
     EXPECT_FALSE(contains(bad.body, "has spaces in it")) << "the message never quotes the value";
     EXPECT_EQ(call("PUT", "/api/v1/accounts/99/secret", R"({"value":"abcdefgh12345"})").status, 404u);
     EXPECT_EQ(call("GET", "/api/v1/accounts/2/secret").status, 405u) << "a key is never read back";
+}
+
+// A running session's network mode (docs/api.md, "Network"): the body is checked here,
+// the transition by the session service (sessions/network_change.hpp).
+TEST_F(SessionRoutesTest, PostNetworkChangesARunningSessionsMode) {
+    const auto learn = call("POST", "/api/v1/sessions/s_00000a/network", R"({"mode":"learn","minutes":5})");
+    EXPECT_EQ(learn.status, 200u) << learn.body;
+    EXPECT_EQ(parse(learn).at("network_mode"), "learn");
+    EXPECT_EQ(parse(learn).at("learn_until"), 900000);
+    const auto back = call("POST", "/api/v1/sessions/s_00000a/network", R"({"mode":"filtered"})");
+    EXPECT_EQ(back.status, 200u) << back.body;
+    EXPECT_EQ(sessions_.calls, (std::vector<std::string>{"network s_00000a learn 5", "network s_00000a filtered"}));
+
+    const std::pair<std::string, std::string> bad[] = {
+        {R"({})", "'mode'"},
+        {R"({"mode":3})", "'mode'"},
+        {R"({"mode":"learn","minutes":"ten"})", "'minutes'"},
+        {R"({"mode":"learn","minutes":1.5})", "'minutes'"},
+        {R"({"mode":"learn","until":5})", "until"},
+        {"not json", "JSON"},
+    };
+    for (const auto& [body, needle] : bad) {
+        const auto response = call("POST", "/api/v1/sessions/s_00000a/network", body);
+        EXPECT_EQ(response.status, 400u) << body;
+        EXPECT_NE(response.body.find(needle), std::string::npos) << body << " -> " << response.body;
+    }
+    EXPECT_EQ(sessions_.calls.size(), 2u) << "a bad body reaches no session";
+    const auto open = call("POST", "/api/v1/sessions/s_00000a/network", R"({"mode":"open"})");
+    EXPECT_EQ(open.status, 400u);
+    EXPECT_NE(open.body.find("cannot be made open"), std::string::npos) << open.body;
+    const auto put = call("PUT", "/api/v1/sessions/s_00000a/network", R"({"mode":"learn"})");
+    EXPECT_EQ(put.status, 405u);
+    EXPECT_EQ(put.headers.at("Allow"), "GET, POST");
+    EXPECT_EQ(call("POST", "/api/v1/sessions/s_00000a/learned", R"({"mode":"learn"})").status, 405u);
 }
 
 } // namespace

@@ -811,6 +811,35 @@ TEST(Cli, NetworkLearnedShowsWhenAsAges) {
     EXPECT_EQ(json::parse(as_json.out), json::parse(learned).at("learned"));
 }
 
+// `network learn`: the session's own mode through the API, until when it says in local time.
+TEST(Cli, NetworkLearnAsksTheApiAndSaysUntilWhen) {
+    FakeDaemon daemon;
+    daemon.answer(200, R"({"id":"s_1","network_mode":"learn","learn_until":1700000600000})");
+    auto result = run(daemon, {"network", "learn", "s_1", "--minutes", "10"}, "/", at_fixed_time);
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    ASSERT_EQ(daemon.calls.size(), 1u);
+    EXPECT_EQ(daemon.calls.at(0).method, "POST");
+    EXPECT_EQ(daemon.calls.at(0).target, "/api/v1/sessions/s_1/network");
+    EXPECT_EQ(json::parse(daemon.calls.at(0).body), json::parse(R"({"mode":"learn","minutes":10})"));
+    EXPECT_NE(result.out.find("s_1 learns until 2023-11-14 23:23:20 (in 10 min)"), std::string::npos) << result.out;
+
+    daemon.answer(200, R"({"id":"s_1","network_mode":"filtered","learn_until":null})");
+    auto stop = run(daemon, {"network", "learn", "s_1", "--stop"});
+    ASSERT_EQ(stop.code, kExitOk) << stop.err;
+    EXPECT_EQ(json::parse(daemon.calls.at(1).body), json::parse(R"({"mode":"filtered"})"));
+    EXPECT_NE(stop.out.find("filtered again"), std::string::npos) << stop.out;
+
+    auto both = run(daemon, {"network", "learn", "s_1", "--stop", "--minutes", "3"});
+    EXPECT_EQ(both.code, kExitUsage);
+    EXPECT_EQ(daemon.calls.size(), 2u) << "nothing sent for a usage error";
+
+    daemon.answer(409, R"({"error":{"code":"conflict","message":"session s_1 is exited; a network mode is changed only while it runs"}})");
+    auto ended = run(daemon, {"network", "learn", "s_1"});
+    EXPECT_NE(ended.code, kExitOk);
+    EXPECT_NE(ended.err.find("only while it runs"), std::string::npos) << ended.err;
+    EXPECT_EQ(json::parse(daemon.calls.at(2).body), json::parse(R"({"mode":"learn"})"));
+}
+
 // What a table prints may come from inside a container (the network log's paths, a
 // session's message): escape sequences reach the terminal as spaces, C1 ones included.
 TEST(Cli, TablesPrintNoControlCharactersFromTheirData) {

@@ -65,6 +65,46 @@ private:
     std::map<std::string, HostPort> endpoints_;
 };
 
+// A tracer that, once told to hold, keeps every when_traced() waiting until release():
+// as the session's channel does while the shim has not answered.
+class HoldingTracer final : public ConnectionTracer {
+public:
+    void trace(std::int64_t connection, std::uint16_t) override {
+        std::lock_guard lock(mutex_);
+        traced_.push_back(connection);
+    }
+    void when_traced(std::int64_t connection, std::function<void()> done) override {
+        std::lock_guard lock(mutex_);
+        asked_.push_back(connection);
+        if (!hold) return done();
+        waiting_.push_back(std::move(done));
+    }
+    std::size_t waiting() {
+        std::lock_guard lock(mutex_);
+        return waiting_.size();
+    }
+    std::vector<std::int64_t> traced() {
+        std::lock_guard lock(mutex_);
+        return traced_;
+    }
+    std::vector<std::int64_t> asked() {
+        std::lock_guard lock(mutex_);
+        return asked_;
+    }
+    // Runs what waits, on `io` (where the proxy's handlers run).
+    void release(boost::asio::io_context& io) {
+        std::lock_guard lock(mutex_);
+        for (auto& done : waiting_) boost::asio::post(io, std::move(done));
+        waiting_.clear();
+    }
+    std::atomic<bool> hold{false};
+
+private:
+    std::mutex mutex_;
+    std::vector<std::int64_t> traced_, asked_;
+    std::vector<std::function<void()>> waiting_;
+};
+
 class EgressProxyTest : public ::testing::Test {
 protected:
     EgressProxyTest() {
@@ -84,7 +124,7 @@ protected:
         options.session_id = "s_000001";
         proxy_ = std::make_unique<EgressProxy>(
             io_, options, [this] { std::lock_guard lock(policy_mutex_); return policy_; },
-            ProxyServices{resolver_.get(), &audit_, nullptr, nullptr}, [] { return std::int64_t{1000}; },
+            ProxyServices{resolver_.get(), &audit_, nullptr, nullptr, &tracer_}, [] { return std::int64_t{1000}; },
             std::vector<Address>{});
         EXPECT_TRUE(proxy_->start().ok());
         thread_ = std::thread([this] { io_.run(); });
@@ -126,9 +166,39 @@ protected:
     std::unique_ptr<CountingResolver> resolver_;
     TestResolver* pins_ = nullptr; // inside resolver_
     RecordingAudit audit_;
+    HoldingTracer tracer_;
     std::unique_ptr<EgressProxy> proxy_;
     std::thread thread_;
 };
+
+// A refused program that exits as soon as it has its 403 (curl) would be gone before the
+// shim looked: the refusal waits for the tracer, while the decision and its entry do not,
+// and an allowed connection never waits.
+TEST_F(EgressProxyTest, ARefusalIsSentOnceItsConnectionIsTracedAndNothingElseWaits) {
+    tracer_.hold = true;
+    const int refused = client();
+    send_all(refused, "CONNECT blocked.test:443 HTTP/1.1\r\nHost: blocked.test:443\r\n\r\n");
+    ASSERT_TRUE(eventually([&] { return tracer_.waiting() == 1; }));
+    ASSERT_EQ(audit_.entries().size(), 1u) << "decided and logged at once";
+    EXPECT_EQ(audit_.entries().at(0).verdict, Verdict::deny);
+    ASSERT_EQ(tracer_.traced().size(), 1u);
+    EXPECT_EQ(tracer_.asked(), tracer_.traced()) << "it waits for its own connection's answer";
+    EXPECT_EQ(audit_.entries().at(0).connection, tracer_.traced().at(0));
+
+    Upstream upstream(echo);
+    const int allowed = client();
+    send_all(allowed, "CONNECT upstream.test:" + std::to_string(upstream.port()) + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(read_until(allowed, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n")
+        << "an allowed connection does not wait for the tracer";
+    ::close(allowed);
+
+    EXPECT_EQ(read_all(refused, 300ms), "") << "nothing reached the refused client before the tracer answered";
+    tracer_.release(io_);
+    const auto answer = read_all(refused);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 403 Forbidden\r\n", 0), 0u) << answer;
+    EXPECT_NE(answer.find("blocked.test:443 is not allowed for agent reviewer"), std::string::npos) << answer;
+    ::close(refused);
+}
 
 TEST_F(EgressProxyTest, ConnectToAnAllowedHostTunnelsBothWaysAndIsAudited) {
     Upstream upstream(echo);

@@ -830,6 +830,58 @@ TEST_F(SessionManagerTest, TheProjectsAllowListAppliesToItsSessionsLive) {
     EXPECT_TRUE(entries(id)[1].reason.starts_with("cut: ")) << entries(id)[1].reason;
 }
 
+// A running session learns at its user's word (POST /sessions/{id}/network): the next
+// connection is decided in learn mode without a restart, the record and its event say so,
+// and going back to filtered refuses again. open and a session that has ended are refused.
+TEST_F(SessionManagerTest, ARunningSessionLearnsAtOnceAndIsFilteredAgainAfter) {
+    std::vector<std::string> updates;
+    events_.subscribe([&updates](const api::EventHub::Message& message) {
+        if (message->find("\"type\":\"session.updated\"") != std::string::npos) updates.push_back(*message);
+    });
+    Listener upstream; // cdn.test is pinned to 127.0.0.1 in the settings
+    const std::string target = "cdn.test:" + std::to_string(upstream.port());
+    const std::string id = start_shell();
+    const fs::path proxy = dir_ / "run/sessions" / id / "proxy.sock";
+    auto entries = [&] { return *store_->network_log(id, 0, 100); };
+    auto connect = [&](std::size_t count) {
+        ShimDouble program;
+        EXPECT_TRUE(program.connect(proxy));
+        program.send("CONNECT " + target + " HTTP/1.1\r\n\r\n");
+        EXPECT_TRUE(pump_until([&] { return entries().size() == count; }));
+        return entries().back();
+    };
+    EXPECT_EQ(connect(1).verdict, "deny");
+
+    updates.clear();
+    auto learning = manager_->set_network(id, "learn", std::nullopt);
+    ASSERT_TRUE(learning.ok()) << learning.error().message;
+    EXPECT_EQ(learning->network_mode, network::Mode::learn);
+    EXPECT_EQ(learning->learn_until, clock_.now_ms() + 15 * 60 * 1000);
+    EXPECT_EQ(store_->get_session(id)->learn_until, learning->learn_until);
+    ASSERT_EQ(updates.size(), 1u);
+    EXPECT_TRUE(contains(updates[0], "\"network_mode\":\"learn\"")) << updates[0];
+    const auto learned = connect(2);
+    EXPECT_EQ(learned.verdict, "learned");
+    EXPECT_EQ(learned.rule, "learn mode");
+    EXPECT_EQ(store_->learned_hosts(id)->size(), 1u);
+
+    auto five = manager_->set_network(id, "learn", 5);
+    ASSERT_TRUE(five.ok()) << five.error().message;
+    EXPECT_EQ(five->learn_until, clock_.now_ms() + 5 * 60 * 1000);
+
+    auto filtered = manager_->set_network(id, "filtered", std::nullopt);
+    ASSERT_TRUE(filtered.ok()) << filtered.error().message;
+    EXPECT_EQ(filtered->network_mode, network::Mode::filtered);
+    EXPECT_FALSE(filtered->learn_until.has_value());
+    EXPECT_EQ(connect(3).verdict, "deny");
+
+    auto open = manager_->set_network(id, "open", std::nullopt);
+    ASSERT_FALSE(open.ok());
+    EXPECT_EQ(open.error().code, ErrorCode::invalid_argument);
+    EXPECT_EQ(store_->get_session(id)->network_mode, network::Mode::filtered) << "a refused change changes nothing";
+    EXPECT_EQ(manager_->set_network("s_nobody", "none", std::nullopt).error().code, ErrorCode::not_found);
+}
+
 // The harness asked for an Anthropic key: the container gets a same-shaped stand-in (over
 // whatever the harness put in that variable), the real key appears nowhere in what
 // podman is given, the stand-in is recorded for the proxy, and the container trusts

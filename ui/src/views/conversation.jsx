@@ -11,6 +11,7 @@ import { put_session, useStore } from '../store.js';
 import { ActionButton, ErrorText, State } from './common.jsx';
 import { session_label } from './sessions.jsx';
 import { line_diff } from '../diff.js';
+import { TimelineRefusal, ToolRefusals, useTimelineRefusals, with_refusals } from './network.jsx';
 
 const pageLimit = 10000;
 const windowStep = 300; // items drawn at first, and added by "show earlier"
@@ -74,6 +75,7 @@ export function ConversationView({ session }) {
   const running = session.state === 'running';
   const first = Math.max(0, model.items.length - shown);
   const items = model.items.slice(first);
+  const refusals = useTimelineRefusals(session);
 
   // Follow the end while the reader is at the end; leave them where they are otherwise.
   useLayoutEffect(() => {
@@ -98,6 +100,7 @@ export function ConversationView({ session }) {
           {mode.modeId && <span class="fact">mode <b>{mode.modeId}</b></span>}
           {modelName && <span class="fact">model <b>{modelName}</b></span>}
           {thinking && <span class="fact">thinking <b>{thinking}</b></span>}
+          <a class="fact net-link" href={`#/sessions/${session.id}/network`}>Network</a>
           {model.usage && model.usage.size > 0 &&
             <span class="fact">context <b>{Math.round((100 * model.usage.used) / model.usage.size)}%</b></span>}
         </p>
@@ -112,7 +115,9 @@ export function ConversationView({ session }) {
             Show {Math.min(first, windowStep)} earlier
           </button>
         )}
-        {items.map((item) => <Item key={item.key} item={item} version={item.version} session={session} />)}
+        {with_refusals(items, first > 0 ? refusals.filter((r) => r.at >= (items[0]?.at ?? 0)) : refusals).map(({ item, refusal }) => (refusal
+          ? <TimelineRefusal key={`refusal:${refusal.id}`} entry={refusal} session={session} />
+          : <Item key={item.key} item={item} version={item.version} session={session} />))}
       </div>
       <ErrorText error={error} />
       <Queue session={session} queue={[...model.queue.values()]} />
@@ -215,7 +220,7 @@ const Item = memo(function Item({ item, session }) {
         </details>
       );
     case 'tool':
-      return <ToolCall item={item} />;
+      return <ToolCall item={item} session={session} />;
     case 'question':
       return <Question item={item} session={session} />;
     case 'result':
@@ -240,10 +245,11 @@ function Segments({ segments }) {
 
 const statusWords = { pending: 'pending', in_progress: 'running', completed: 'done', failed: 'failed' };
 
-function ToolCall({ item }) {
+function ToolCall({ item, session }) {
   const input = item.rawInput;
   const command = input && typeof input.command === 'string' ? input.command : null;
   return (
+    <>
     <details class={`item tool tool-${item.status}`} data-tool={item.toolCallId}>
       <summary>
         <span class={`status status-${item.status}`}>{statusWords[item.status] ?? item.status}</span>
@@ -257,6 +263,8 @@ function ToolCall({ item }) {
         : input !== undefined && <pre class="input">{JSON.stringify(input, null, 2)}</pre>}
       {item.content.map((entry, index) => <ToolContent key={index} entry={entry} />)}
     </details>
+    <ToolRefusals session={session} toolCallId={item.toolCallId} />
+    </>
   );
 }
 

@@ -91,6 +91,7 @@ export function ProjectView({ id }) {
               <ActionButton action={() => start({ name: agent.name, conversation: true })}>New conversation</ActionButton>
               <ActionButton action={() => start({ name: agent.name, rows: 30, cols: 100 })}>New terminal</ActionButton>
               <a href={`#/agents/${agent.id}`} class="agent-settings">Settings</a>
+              <a class="net-link" href={`#/agents/${agent.id}/network`}>Network</a>
             </span>
           </li>
         ))}

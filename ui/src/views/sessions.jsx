@@ -26,6 +26,7 @@ export function SessionRows({ sessions, store }) {
             <State state={session.state} />
             <Age at={session.created_at} />
             <span class="row-actions">
+              <a class="net-link" href={`#/sessions/${session.id}/network`}>Network</a>
               {live(session)
                 ? <ActionButton action={async () => put_session(await post(`/sessions/${session.id}/stop`))}>Stop</ActionButton>
                 : <ActionButton class="danger" action={async () => { await del(`/sessions/${session.id}`); drop_session(session.id); }}>Remove</ActionButton>}

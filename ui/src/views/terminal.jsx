@@ -140,6 +140,7 @@ export function TerminalView({ session }) {
         <p class="facts">
           <b>{session.id}</b> <State state={session.state} /> <span class="muted" role="status">{status}</span>
           {live && <ActionButton action={async () => put_session(await post(`/sessions/${session.id}/stop`))}>Stop</ActionButton>}
+          <a class="net-link" href={`#/sessions/${session.id}/network`}>Network</a>
         </p>
       </header>
       <div class="terminal" ref={holder} />
