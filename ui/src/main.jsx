@@ -11,6 +11,8 @@ import { ConversationView } from './views/conversation.jsx';
 import { ProjectView, ProjectsView } from './views/projects.jsx';
 import { SessionsView } from './views/sessions.jsx';
 import { TerminalView } from './views/terminal.jsx';
+import { AccountsView } from './views/accounts.jsx';
+import { NewProjectView } from './views/new_project.jsx';
 
 function LoginNeeded() {
   return (
@@ -58,7 +60,8 @@ function App({ startup }) {
   useEffect(() => on_unauthorized(() => setLoggedOut(true)), []);
   if (loggedOut) return <LoginNeeded />;
   if (startup.error) return <Unreachable error={startup.error} />;
-  const tab = route.view === 'project' || route.view === 'projects' ? 'projects' : 'sessions';
+  const tab = route.view === 'project' || route.view === 'projects' || route.view === 'new-project' ? 'projects'
+    : route.view === 'accounts' ? 'accounts' : 'sessions';
   return (
     <>
       <header class="top">
@@ -66,6 +69,7 @@ function App({ startup }) {
         <nav>
           <a href="#/sessions" aria-current={tab === 'sessions' ? 'page' : undefined}>Sessions</a>
           <a href="#/projects" aria-current={tab === 'projects' ? 'page' : undefined}>Projects</a>
+          <a href="#/accounts" aria-current={tab === 'accounts' ? 'page' : undefined}>Model access</a>
         </nav>
         <ConnectionBadge />
       </header>
@@ -74,6 +78,8 @@ function App({ startup }) {
         {route.view === 'projects' && <ProjectsView />}
         {route.view === 'project' && <ProjectView id={route.id} />}
         {route.view === 'session' && <SessionRoute key={route.id} id={route.id} />}
+        {route.view === 'accounts' && <AccountsView />}
+        {route.view === 'new-project' && <NewProjectView />}
       </main>
     </>
   );

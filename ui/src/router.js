@@ -7,6 +7,8 @@ export function parse_route(hash) {
   if (parts[0] === 'projects' && parts[1]) return { view: 'project', id: Number(parts[1]) };
   if (parts[0] === 'projects') return { view: 'projects' };
   if (parts[0] === 'sessions' && parts[1]) return { view: 'session', id: parts[1] };
+  if (parts[0] === 'accounts') return { view: 'accounts' };
+  if (parts[0] === 'new-project') return { view: 'new-project' };
   return { view: 'sessions' };
 }
 
