@@ -31,7 +31,9 @@ struct Response {
     // Set by a route whose answer must wait for work that may not hold the I/O thread (a
     // model server's test, up to seconds): the transport calls it with a `reply` that any
     // thread may call once, and sends that Response instead of this one.
-    std::function<void(std::function<void(Response)> reply)> later;
+    // (Initialized, so that the aggregate initializations of Response elsewhere stay
+    // warning-free under -Wmissing-field-initializers.)
+    std::function<void(std::function<void(Response)> reply)> later = nullptr;
 };
 
 // Implemented by the route table; called by the transport for each request.
