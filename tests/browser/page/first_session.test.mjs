@@ -48,8 +48,14 @@ const json = async (...args) => JSON.parse(await handler(...args));
 test('a new user connects a key, makes a project and has Claude Code write a file, all in the page', { timeout: 25 * 60000 }, async () => {
   assert.deepEqual(await json('account', 'list', '--json'), [], 'a new user: no account');
   assert.deepEqual(await json('project', 'list', '--json'), [], 'a new user: no project');
+  await handler('context', 'add', 'Work'); // for "an account of another context is not offered"
   assert.ok(!existsSync(join(folder, 'hello.txt')));
   const { context, page } = await logged_in(browser, { viewport: { width: 1100, height: 850 } });
+  // The answers the page got that were refusals: exactly the two bad inputs below.
+  const refusals = [];
+  page.on('response', (response) => {
+    if (response.status() >= 400) refusals.push(`${response.status()} ${response.request().method()} ${new URL(response.url()).pathname}`);
+  });
 
   // ---- Model access: a bad key first, then the real one.
   await page.click('a[href="#/accounts"]');
@@ -118,6 +124,15 @@ test('a new user connects a key, makes a project and has Claude Code write a fil
   assert.equal(await create.locator('input[name=agent]').inputValue(), 'claude');
   assert.equal(await create.locator('select[name=account]').inputValue(), 'anthropic', 'the one account of this context is chosen');
   assert.ok(await create.locator('input[name=network_mode][value=filtered]').isChecked(), 'Guarded is the default');
+  // An account of another context is not offered, and the page says why.
+  await create.locator('select[name=context]').selectOption('Work');
+  const other = create.locator('select[name=account] option[value="anthropic"]');
+  assert.equal(await other.isDisabled(), true);
+  assert.equal(await other.textContent(), 'anthropic — of no context, this project is of context Work');
+  assert.equal(await create.locator('select[name=account]').inputValue(), '', 'not kept chosen');
+  await create.locator('[data-no-account]').waitFor();
+  await create.locator('select[name=context]').selectOption('');
+  await until('the account to be chosen again', async () => (await create.locator('select[name=account]').inputValue()) === 'anthropic');
   await page.screenshot({ path: join(shots, 'new-project.png') });
   await create.locator('button[type=submit]').click();
   await page.waitForURL(/#\/sessions\/s_/);
@@ -150,7 +165,11 @@ test('a new user connects a key, makes a project and has Claude Code write a fil
   assert.ok(page.received.length > 20, `the page received ${page.received.length} bodies and frames`);
   assert.ok(!page.received.some((body) => body.includes(secret)), 'the key never appears in any response or frame the page received');
   assert.ok(!page.received.some((body) => body.includes(secret.slice(13, 40))), 'nor any long piece of it');
-  assert.deepEqual(page.problems, [], 'no console error, CSP violation or exception');
+  assert.deepEqual(refusals, ['400 POST /api/v1/accounts', '400 POST /api/v1/model-servers/test'],
+    'the page was refused only the too-short key and the ftp:// URL');
+  // Chromium logs each refused request as a console error; nothing else may be there.
+  assert.deepEqual(page.problems, refusals.map(() => 'console: Failed to load resource: the server responded with a status of 400 (Bad Request)'),
+    'no other console error, no CSP violation or exception');
 
   // ---- Phone width: Model access and New project in one column.
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2,
@@ -163,11 +182,9 @@ test('a new user connects a key, makes a project and has Claude Code write a fil
   await small.click('button[data-connect="claude-subscription"]');
   assert.match(await small.locator('form[data-form="claude-subscription"] .instruction').textContent(),
     /Run claude setup-token on a machine with a browser and paste the token it prints\./);
-  for (const shot of ['model-access-phone.png']) {
-    const width = await small.evaluate(() => document.documentElement.scrollWidth);
-    assert.ok(width <= 390, `the page is ${width}px wide at phone width`);
-    await small.screenshot({ path: join(shots, shot), fullPage: true });
-  }
+  const width = await small.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `the page is ${width}px wide at phone width`);
+  await small.screenshot({ path: join(shots, 'model-access-phone.png'), fullPage: true });
   await small.goto(`${origin}/#/new-project`);
   await small.waitForSelector(`.folders[data-path="${home}"]`);
   assert.ok(await small.evaluate(() => document.documentElement.scrollWidth) <= 390);

@@ -124,7 +124,7 @@ TEST(ModelServerProbe, SaysWhatOtherAnswersWere) {
     EXPECT_NE(big.error.find("larger than 256 KiB"), std::string::npos) << big.error;
 }
 
-TEST(ModelServerProbe, ANServerThatIsNotThereOrSilentIsNotReachable) {
+TEST(ModelServerProbe, AServerThatIsNotThereOrSilentIsNotReachable) {
     std::string closed_url;
     {
         OneAnswerServer gone(http("200 OK", "{}"));
