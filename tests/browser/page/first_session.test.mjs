@@ -157,6 +157,31 @@ test('a new user connects a key, makes a project and has Claude Code write a fil
   assert.equal(readFileSync(join(folder, 'hello.txt'), 'utf8'), 'hi', 'the file is on the host');
   await page.screenshot({ path: join(shots, 'first-session.png') });
 
+  // ---- Rename and remove: a local server's account of context Work, shown in its group.
+  await page.click('a[href="#/accounts"]');
+  await page.click('button[data-connect="local"]');
+  const box2 = page.locator('form[data-form="local"]');
+  await box2.locator('input[name=base_url]').fill(`http://127.0.0.1:${ollama.address().port}`);
+  await box2.locator('select[name=context]').selectOption('Work');
+  await box2.locator('button[type=submit]').click();
+  const work = page.locator('.group:has(h3:text-is("Work")) .row.account[data-account="ollama"]');
+  await work.waitFor();
+  assert.match(await work.textContent(), /Ollama server · http:\/\/127\.0\.0\.1:\d+No agent uses it\./);
+  await work.locator('button:text("Rename")').click();
+  await work.locator('input[name=rename]').fill('ollama-box');
+  await work.locator('button:text("Save")').click();
+  const renamed = page.locator('.row.account[data-account="ollama-box"]');
+  await renamed.waitFor();
+  await renamed.locator('button:text("Remove")').click();
+  await renamed.waitFor({ state: 'detached' });
+  // One an agent uses stays, and says why beside its button.
+  const used = page.locator('.row.account[data-account="anthropic"]');
+  await used.locator('button:text("Remove")').click();
+  await used.locator('.error').waitFor();
+  assert.equal(await used.locator('.error').textContent(),
+    "account 'anthropic' is used by agent 'claude' of project 'first'; give them another account first");
+  assert.deepEqual((await json('account', 'list', '--json')).map((a) => a.name), ['anthropic']);
+
   // The provider got the real key (swapped in by the proxy); the page never did.
   const log = readFileSync(process.env.HANDLER_TEST_MODEL_LOG, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line));
   const messages = log.filter((entry) => entry.path.startsWith('/v1/messages'));
@@ -165,11 +190,12 @@ test('a new user connects a key, makes a project and has Claude Code write a fil
   assert.ok(page.received.length > 20, `the page received ${page.received.length} bodies and frames`);
   assert.ok(!page.received.some((body) => body.includes(secret)), 'the key never appears in any response or frame the page received');
   assert.ok(!page.received.some((body) => body.includes(secret.slice(13, 40))), 'nor any long piece of it');
-  assert.deepEqual(refusals, ['400 POST /api/v1/accounts', '400 POST /api/v1/model-servers/test'],
-    'the page was refused only the too-short key and the ftp:// URL');
+  assert.deepEqual(refusals, ['400 POST /api/v1/accounts', '400 POST /api/v1/model-servers/test', '409 DELETE /api/v1/accounts/1'],
+    'the page was refused only the too-short key, the ftp:// URL and removing an account in use');
   // Chromium logs each refused request as a console error; nothing else may be there.
-  assert.deepEqual(page.problems, refusals.map(() => 'console: Failed to load resource: the server responded with a status of 400 (Bad Request)'),
-    'no other console error, no CSP violation or exception');
+  assert.deepEqual(page.problems, ['400 (Bad Request)', '400 (Bad Request)', '409 (Conflict)'].map((status) =>
+    `console: Failed to load resource: the server responded with a status of ${status}`),
+  'no other console error, no CSP violation or exception');
 
   // ---- Phone width: Model access and New project in one column.
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2,
