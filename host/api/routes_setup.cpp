@@ -21,8 +21,10 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 
 namespace {
-// A folder of more is shown cut, with a word saying so: the page is for picking one.
+// A folder of more is shown cut, with a word saying so: the page is for picking one. Past
+// kMaxScannedEntries entries of any kind (a folder of a million files) it stops looking.
 constexpr std::size_t kMaxFolderEntries = 500;
+constexpr std::size_t kMaxScannedEntries = 20000;
 } // namespace
 
 // GET /api/v1/folders?path=ABS: the subfolders of ABS (the home folder when left out), by
@@ -82,8 +84,13 @@ Response Routes::folders(const Call& call) {
     if (error)
         return error_response(ErrorCode::invalid_argument,
                               "the folder " + with_valid_utf8(folder.string()) + " cannot be read: " + error.message());
+    std::size_t scanned = 0;
     for (; it != fs::directory_iterator(); it.increment(error)) {
         if (error) break;
+        if (++scanned > kMaxScannedEntries) {
+            truncated = true;
+            break;
+        }
         std::error_code entry_error;
         // A link counts as the folder it leads to, shown by that folder's own path:
         // that is the folder a project made of it would mount.
