@@ -17,6 +17,7 @@
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference" // see server_state.hpp
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
@@ -271,8 +272,22 @@ private:
                                           "internal error in " + call.method + " " + call.target);
             }
         }
-        send(std::move(response), request.keep_alive() && !closing_ ? AfterWrite::keep_alive
-                                                                    : AfterWrite::close);
+        const bool keep_alive = request.keep_alive();
+        if (response.later) {
+            // The answer comes from another thread (Response::later): back on this
+            // connection's executor it is sent, unless the daemon closed it meanwhile
+            // (shut_down aborts a connection that owes nothing, and this one is idle).
+            auto later = std::move(response.later);
+            later([self = shared_from_this(), keep_alive](Response answer) {
+                net::post(self->stream_.get_executor(), [self, keep_alive, answered = std::move(answer)]() mutable {
+                    if (self->phase_ == Phase::closed) return;
+                    self->send(std::move(answered), keep_alive && !self->closing_ ? AfterWrite::keep_alive
+                                                                                : AfterWrite::close);
+                });
+            });
+            return;
+        }
+        send(std::move(response), keep_alive && !closing_ ? AfterWrite::keep_alive : AfterWrite::close);
     }
 
     void send_error(ErrorCode code, const std::string& message) {

@@ -5,6 +5,7 @@
 #include "secrets/secret_store.hpp"
 
 #include "api/prompt_images.hpp"
+#include "api/routes_call.hpp"
 #include "api/routes_json.hpp"
 #include "api/ui_assets.hpp"
 #include "api/ui_login.hpp"
@@ -179,6 +180,8 @@ Response Routes::dispatch(const Call& call) {
     if (resource == "sessions") return sessions(call);
     if (resource == "ui") return ui(call);
     if (resource == "images") return images(call);
+    if (resource == "folders") return folders(call);
+    if (resource == "model-servers") return model_servers(call);
     if (resource == "events" && call.segments.size() == 1) {
         if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
         return error_response(ErrorCode::invalid_argument,
@@ -345,12 +348,35 @@ Result<store::ProjectChanges> read_project_fields(const BodyReader& reader) {
 
 Response Routes::projects(const Call& call) {
     if (call.segments.size() == 2) {
-        if (call.method != "GET" && call.method != "PATCH")
-            return not_allowed(call.method, call.target, {"GET", "PATCH"});
+        if (call.method != "GET" && call.method != "PATCH" && call.method != "DELETE")
+            return not_allowed(call.method, call.target, {"GET", "PATCH", "DELETE"});
         const auto id = parse_id(call.segments[1]);
         if (!id) return error_response(ErrorCode::not_found,
                                        "project '" + call.segments[1] + "' does not exist");
         if (call.method == "PATCH") return update_project(call, *id);
+        if (call.method == "DELETE") {
+            // The page's "New project" takes its project back when the first agent is
+            // refused. The store would take agents and sessions with it, so a project that
+            // has any is refused here: removing those is each one's own decision.
+            auto project = store_.get_project(*id);
+            if (!project) return error_response(project.error());
+            store::AgentFilter mine;
+            mine.project_id = *id;
+            auto agents = store_.list_agents(mine);
+            if (!agents) return error_response(agents.error());
+            auto sessions = store_.list_sessions();
+            if (!sessions) return error_response(sessions.error());
+            const auto held = std::count_if(sessions->begin(), sessions->end(),
+                                            [&](const store::Session& s) { return s.project_id == *id; });
+            if (!agents->empty() || held > 0)
+                return error_response(ErrorCode::conflict,
+                                      "project '" + project->name + "' still has " + std::to_string(agents->size()) +
+                                          " agents and " + std::to_string(held) +
+                                          " sessions; remove them first");
+            if (auto removed = store_.delete_project(*id); !removed) return error_response(removed.error());
+            publish("project.deleted", to_json(*project));
+            return no_content();
+        }
         auto project = store_.get_project(*id);
         if (!project) return error_response(project.error());
         return json_response(200, to_json(*project));
@@ -382,6 +408,41 @@ Response Routes::list_projects(const Call& call) {
                                             })}});
 }
 
+Result<fs::path> Routes::project_folder(const std::string& path) const {
+    if (!path.starts_with("/"))
+        return make_error(ErrorCode::invalid_argument,
+                          "field 'path' must be an absolute path, got '" + path + "'");
+    // The agent gets exactly this folder mounted, so it is stored with symlinks resolved:
+    // a link must not later be pointed somewhere else behind the user's back.
+    std::error_code error;
+    const fs::path folder = fs::canonical(path, error);
+    if (error)
+        return make_error(ErrorCode::invalid_argument,
+                          "the folder " + path + " cannot be used: " + error.message());
+    if (!fs::is_directory(folder, error))
+        return make_error(ErrorCode::invalid_argument, path + " is not a folder");
+    const std::string text = folder.string();
+    // `outer` is `inner` or one of its parents.
+    const auto holds = [](const std::string& outer, const std::string& inner) {
+        return inner == outer || inner.starts_with(outer == "/" ? outer : outer + "/");
+    };
+    if (!info_.home_dir.empty() && holds(text, info_.home_dir.string()))
+        return make_error(ErrorCode::invalid_argument,
+                          "the folder " + text + " is or contains your home folder; the "
+                          "agent would see ~/.ssh and your other projects. Register the "
+                          "project's own folder instead");
+    for (const auto& dir : info_.handler_dirs) {
+        const std::string own = canonical_for_lookup(dir.string());
+        if (own.empty() || (!holds(text, own) && !holds(own, text))) continue;
+        return make_error(ErrorCode::invalid_argument,
+                          "the folder " + text + (text == own ? " is " : holds(own, text) ? " is inside " : " holds ") +
+                              "Handler's own folder " + own +
+                              " (its keys, database and sockets); an agent must never see it. "
+                              "Register a folder outside it");
+    }
+    return folder;
+}
+
 Response Routes::create_project(const Call& call) {
     auto body = parse_body(call.body);
     if (!body) return error_response(body.error());
@@ -393,27 +454,9 @@ Response Routes::create_project(const Call& call) {
     auto fields = read_project_fields(reader);
     if (!fields) return error_response(fields.error(), reader.failed_field());
 
-    if (!path->starts_with("/"))
-        return error_response(ErrorCode::invalid_argument, "path",
-                              "field 'path' must be an absolute path, got '" + *path + "'");
-    // The agent gets exactly this folder mounted, so it is stored with symlinks resolved:
-    // a link must not later be pointed somewhere else behind the user's back.
-    std::error_code error;
-    const fs::path folder = fs::canonical(*path, error);
-    if (error)
-        return error_response(ErrorCode::invalid_argument, "path",
-                              "the folder " + *path + " cannot be used: " + error.message());
-    if (!fs::is_directory(folder, error))
-        return error_response(ErrorCode::invalid_argument, "path", *path + " is not a folder");
-    if (!info_.home_dir.empty()) {
-        const std::string home = info_.home_dir.string();
-        const std::string text = folder.string();
-        if (home == text || home.starts_with(text == "/" ? text : text + "/"))
-            return error_response(ErrorCode::invalid_argument, "path",
-                                  "the folder " + text + " is or contains your home folder; the "
-                                  "agent would see ~/.ssh and your other projects. Register the "
-                                  "project's own folder instead");
-    }
+    auto checked = project_folder(*path);
+    if (!checked) return error_response(checked.error(), "path");
+    const fs::path& folder = *checked;
 
     store::NewProject project{fields->name.value_or(folder.filename().string()), folder.string(),
                               fields->context.value_or(std::nullopt),
@@ -511,12 +554,13 @@ Response Routes::accounts(const Call& call) {
         return account_secret(call, *id);
     }
     if (call.segments.size() == 2) {
-        if (call.method != "GET" && call.method != "PATCH")
-            return not_allowed(call.method, call.target, {"GET", "PATCH"});
+        if (call.method != "GET" && call.method != "PATCH" && call.method != "DELETE")
+            return not_allowed(call.method, call.target, {"GET", "PATCH", "DELETE"});
         const auto id = parse_id(call.segments[1]);
         if (!id) return error_response(ErrorCode::not_found,
                                        "account '" + call.segments[1] + "' does not exist");
         if (call.method == "PATCH") return update_account(call, *id);
+        if (call.method == "DELETE") return delete_account(*id);
         auto account = store_.get_account(*id);
         if (!account) return error_response(account.error());
         return json_response(200, account_json(*account));
@@ -534,7 +578,7 @@ Response Routes::accounts(const Call& call) {
     auto body = parse_body(call.body);
     if (!body) return error_response(body.error());
     BodyReader reader(*body);
-    if (auto known = reader.allow_only({"name", "kind", "context", "base_url"}); !known)
+    if (auto known = reader.allow_only({"name", "kind", "context", "base_url", "secret"}); !known)
         return error_response(known.error(), reader.failed_field());
     auto name = reader.required_string("name");
     if (!name) return error_response(name.error(), reader.failed_field());
@@ -546,12 +590,51 @@ Response Routes::accounts(const Call& call) {
                                   "leave the field out for the default, " +
                                       std::string(secrets::default_base_url(*kind)));
     if (!base_url) return error_response(base_url.error(), reader.failed_field());
+    // The key comes with the account, so that a bad one leaves nothing behind: it is
+    // checked before anything is written, and the account goes again if the file does not.
+    auto secret = reader.optional_string("secret");
+    if (!secret) return error_response(secret.error(), reader.failed_field());
+    if (*secret) {
+        if (auto known_kind = store::check_account_kind(*kind); !known_kind) return error_response(known_kind.error(), "kind");
+        if (secrets::provider_for(*kind) == nullptr)
+            return error_response(ErrorCode::invalid_argument, "secret",
+                                  "field 'secret': an account of kind " + *kind + " holds no key (keys are for " +
+                                      secrets::account_kind_names(secrets::Holds::key) + ")");
+        if (info_.secrets == nullptr)
+            return error_response(ErrorCode::unavailable, "this handlerd has no secret store");
+        auto normalized = secrets::normalize_secret(**secret);
+        if (!normalized)
+            return error_response(ErrorCode::invalid_argument, "secret", "field 'secret': " + normalized.error().message);
+        **secret = std::move(*normalized);
+    }
     auto account =
         store_.create_account({*name, *kind, context->value_or(std::nullopt), *base_url});
     if (!account) return error_response(account.error());
+    if (*secret) {
+        if (auto stored = info_.secrets->put(account->id, **secret); !stored) {
+            if (auto undone = store_.delete_account(account->id); !undone)
+                spdlog::error("account {} is left without its key: removing it failed: {}", account->name,
+                              undone.error().message);
+            return error_response(stored.error());
+        }
+    }
     auto json_account = account_json(*account);
     publish("account.created", json_account);
     return created(json_account, "/api/v1/accounts/" + std::to_string(account->id));
+}
+
+// The account (the store refuses while agents use it), then its key file: account ids are
+// SQLite rowids, which a later account may be given again, and it must not inherit the key.
+Response Routes::delete_account(std::int64_t id) {
+    auto account = store_.get_account(id);
+    if (!account) return error_response(account.error());
+    if (auto removed = store_.delete_account(id); !removed) return error_response(removed.error());
+    if (info_.secrets != nullptr) {
+        if (auto gone = info_.secrets->remove(id); !gone)
+            spdlog::error("account {} is removed but its key file stays: {}", account->name, gone.error().message);
+    }
+    publish("account.deleted", account_json(*account));
+    return no_content();
 }
 
 Response Routes::update_account(const Call& call, std::int64_t id) {

@@ -11,6 +11,7 @@
 #include "api/http_types.hpp"
 #include "api/session_control.hpp"
 #include "core/clock.hpp"
+#include "core/result.hpp"
 #include "plugins/plugin_record.hpp"
 
 #include <boost/json/object.hpp>
@@ -33,6 +34,7 @@ namespace handler::api {
 
 class UiAssets;
 class UiLogins;
+class ModelServerProbe;
 
 // What the routes learn from the daemon rather than the store. Plain functions so the
 // daemon passes lambdas and tests pass canned values.
@@ -55,6 +57,11 @@ struct DaemonInfo {
     UiLogins* ui_logins = nullptr;
     // The bound TCP port, for the login URL; unset or 0 → TCP is off.
     std::function<std::uint16_t()> tcp_port;
+    // Handler's own folders (data, config, runtime): a project may not be, hold or sit in
+    // one, since the agent would see the keys and the database. Empty → no such check.
+    std::vector<std::filesystem::path> handler_dirs;
+    // Reaches local model servers for POST /api/v1/model-servers/test; null → 503.
+    ModelServerProbe* model_servers = nullptr;
 };
 
 class Routes final : public RequestHandler {
@@ -83,11 +90,18 @@ private:
     Response session_network(const std::string& id, std::string_view body); // routes_network.cpp
     Response ui(const Call& call);
     Response images(const Call& call); // routes_images.cpp
+    // routes_setup.cpp: the folder browser and the model server test (docs/api.md, "Setup").
+    Response folders(const Call& call);
+    Response model_servers(const Call& call);
+    // Why `path` cannot be a project (its canonical folder otherwise): the checks of POST
+    // /api/v1/projects, shared with the folder browser so both refuse the same folders.
+    Result<std::filesystem::path> project_folder(const std::string& path) const;
 
     Response list_projects(const Call& call);
     Response create_project(const Call& call);
     Response update_project(const Call& call, std::int64_t id);
     Response update_account(const Call& call, std::int64_t id);
+    Response delete_account(std::int64_t id);
     Response list_agents(const Call& call);
     Response create_agent(const Call& call);
     Response update_agent(const Call& call, std::int64_t id);

@@ -1,5 +1,5 @@
-// A parsed request as the routes see it, shared by the translation units that hold
-// routes (routes.cpp, routes_images.cpp).
+// A parsed request as the route table's translation units see it (routes.cpp and the
+// routes_<area>.cpp files): private to host/api.
 #pragma once
 
 #include "api/routes.hpp"

@@ -1,5 +1,6 @@
 #include "daemon/daemon.hpp"
 
+#include "api/model_server_probe.hpp"
 #include "api/routes.hpp"
 #include "api/server.hpp"
 #include "api/token.hpp"
@@ -271,6 +272,11 @@ int run_daemon(const DaemonOptions& options) {
     api::Server* server_ptr = nullptr;
     api::DaemonInfo info;
     info.home_dir = home_dir();
+    info.handler_dirs = {paths.data_dir, paths.config_dir, paths.runtime_dir};
+    // After io, so it goes first: its worker is joined while the connections it answers
+    // can still be posted to.
+    const auto model_servers = api::make_http_model_server_probe();
+    info.model_servers = model_servers.get();
     info.plugins = [&plugins] { return plugins.registry.list(); };
     info.status = [&, started_at = clock.now_ms()] {
         return status_of(plugins.registry, paths, config, started_at, session_options.default_image, server_ptr);

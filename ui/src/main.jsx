@@ -14,6 +14,8 @@ import { ProjectView, ProjectsView } from './views/projects.jsx';
 import { SessionsView } from './views/sessions.jsx';
 import { TerminalView } from './views/terminal.jsx';
 import { AgentNetworkView, SessionNetworkView } from './views/network.jsx';
+import { AccountsView } from './views/accounts.jsx';
+import { NewProjectView } from './views/new_project.jsx';
 
 function LoginNeeded() {
   return (
@@ -64,7 +66,8 @@ function App({ startup }) {
   useEffect(() => on_unauthorized(() => setLoggedOut(true)), []);
   if (loggedOut) return <LoginNeeded />;
   if (startup.error) return <Unreachable error={startup.error} />;
-  const tab = ['project', 'projects', 'project-settings', 'agent-settings', 'agent-network'].includes(route.view) ? 'projects' : 'sessions';
+  const tab = ['project', 'projects', 'project-settings', 'agent-settings', 'agent-network', 'new-project'].includes(route.view) ? 'projects'
+    : route.view === 'accounts' ? 'accounts' : 'sessions';
   return (
     <>
       <header class="top">
@@ -72,6 +75,7 @@ function App({ startup }) {
         <nav>
           <a href="#/sessions" aria-current={tab === 'sessions' ? 'page' : undefined}>Sessions</a>
           <a href="#/projects" aria-current={tab === 'projects' ? 'page' : undefined}>Projects</a>
+          <a href="#/accounts" aria-current={tab === 'accounts' ? 'page' : undefined}>Model access</a>
         </nav>
         <ConnectionBadge />
       </header>
@@ -84,6 +88,8 @@ function App({ startup }) {
         {route.view === 'session' && <SessionRoute key={route.id} id={route.id} />}
         {route.view === 'network' && <SessionRoute key={`net:${route.id}`} id={route.id} network />}
         {route.view === 'agent-network' && <AgentNetworkView key={route.id} id={route.id} />}
+        {route.view === 'accounts' && <AccountsView />}
+        {route.view === 'new-project' && <NewProjectView />}
       </main>
     </>
   );

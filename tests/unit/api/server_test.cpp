@@ -14,8 +14,10 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace handler::api {
@@ -617,6 +619,44 @@ TEST(ApiServer, StopDoesNotWaitForAWebSocketClientThatDoesNotAnswer) {
     const auto started = std::chrono::steady_clock::now();
     EXPECT_TRUE(server.stop_and_join(3000ms));
     EXPECT_LT(std::chrono::steady_clock::now() - started, 2000ms);
+}
+
+// A route that answers later (Response::later, the model server test): the I/O thread is
+// not held meanwhile, another connection is answered, and the late answer arrives whole on
+// its own connection, sent from another thread.
+TEST(ApiServer, ALaterAnswerHoldsNothingAndArrivesOnItsConnection) {
+    RunningServer server;
+    std::mutex mutex;
+    std::function<void(Response)> pending;
+    server.handler().respond_with([&](const Request& request) {
+        if (request.target != "/api/v1/slow") return Response{200, R"({"fast":true})", "application/json", {}};
+        Response response;
+        response.later = [&](std::function<void(Response)> reply) {
+            std::lock_guard lock(mutex);
+            pending = std::move(reply);
+        };
+        return response;
+    });
+    auto slow = RawConnection::tcp(server.port());
+    ASSERT_TRUE(slow.send(http_request("GET", "/api/v1/slow", server.host(), bearer())));
+    ASSERT_TRUE(testing::eventually([&] { std::lock_guard lock(mutex); return pending != nullptr; }));
+    auto fast = RawConnection::tcp(server.port());
+    const HttpReply first = fast.exchange(http_request("GET", "/api/v1/fast", server.host(), bearer()));
+    EXPECT_EQ(first.status, 200u);
+    EXPECT_EQ(first.body, R"({"fast":true})");
+    std::thread worker([&] {
+        std::lock_guard lock(mutex);
+        pending(Response{200, R"({"late":true})", "application/json", {{"X-Late", "1"}}});
+    });
+    worker.join();
+    const HttpReply late = slow.read_reply();
+    EXPECT_EQ(late.status, 200u);
+    EXPECT_EQ(late.body, R"({"late":true})");
+    EXPECT_EQ(late.header("X-Late"), "1");
+    EXPECT_EQ(late.header("X-Content-Type-Options"), "nosniff") << "the same headers as every answer";
+    // Still keep-alive: the connection takes the next request.
+    const HttpReply again = slow.exchange(http_request("GET", "/api/v1/fast", server.host(), bearer()));
+    EXPECT_EQ(again.body, R"({"fast":true})");
 }
 
 } // namespace

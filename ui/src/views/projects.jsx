@@ -24,6 +24,7 @@ export function ProjectsView() {
   return (
     <section>
       <h1>Projects</h1>
+      <p><a class="button" href="#/new-project" data-new-project>New project</a></p>
       <ErrorText error={store.error} />
       <label class="filter">Context{' '}
         <select value={filter} onChange={(e) => setFilter(e.currentTarget.value)}>
@@ -32,7 +33,7 @@ export function ProjectsView() {
         </select>
       </label>
       {store.loaded && projects.length === 0 &&
-        <p class="empty">No projects yet. Register one with <code>handler project add PATH</code>.</p>}
+        <p class="empty">No projects yet. Make one with New project, or <code>handler project add PATH</code>.</p>}
       {shown.map(([key, list]) => (
         <div class="group" key={key}>
           <h2>{key === noContext ? 'No context' : key}</h2>
