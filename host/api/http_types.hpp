@@ -3,6 +3,7 @@
 // host/api/server.cpp includes Beast.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -27,6 +28,10 @@ struct Response {
     std::string body;    // JSON unless content_type says otherwise
     std::string content_type = "application/json";
     std::map<std::string, std::string> headers;
+    // Set by a route whose answer takes a while (it runs a container): the transport
+    // calls it once with a function that sends the answer, callable once from any thread;
+    // the rest of this response is then unused.
+    std::function<void(std::function<void(Response)>)> later;
 };
 
 // Implemented by the route table; called by the transport for each request.

@@ -31,6 +31,7 @@ class SecretStore;
 
 namespace handler::api {
 
+class ChangesSource;
 class UiAssets;
 class UiLogins;
 
@@ -55,6 +56,8 @@ struct DaemonInfo {
     UiLogins* ui_logins = nullptr;
     // The bound TCP port, for the login URL; unset or 0 → TCP is off.
     std::function<std::uint16_t()> tcp_port;
+    // A session's Changes (GET /api/v1/sessions/{id}/changes); null → 503.
+    ChangesSource* changes = nullptr;
 };
 
 class Routes final : public RequestHandler {

@@ -11,6 +11,9 @@ import { ConversationView } from './views/conversation.jsx';
 import { ProjectView, ProjectsView } from './views/projects.jsx';
 import { SessionsView } from './views/sessions.jsx';
 import { TerminalView } from './views/terminal.jsx';
+import { ChangesView } from './views/changes.jsx';
+import { NotifyToggle } from './views/notify.jsx';
+import { start_notifications } from './notify.js';
 
 function LoginNeeded() {
   return (
@@ -68,12 +71,14 @@ function App({ startup }) {
           <a href="#/projects" aria-current={tab === 'projects' ? 'page' : undefined}>Projects</a>
         </nav>
         <ConnectionBadge />
+        <NotifyToggle />
       </header>
       <main class={`view view-${route.view}`}>
         {route.view === 'sessions' && <SessionsView />}
         {route.view === 'projects' && <ProjectsView />}
         {route.view === 'project' && <ProjectView id={route.id} />}
         {route.view === 'session' && <SessionRoute key={route.id} id={route.id} />}
+        {route.view === 'changes' && <ChangesView key={route.id} id={route.id} />}
       </main>
     </>
   );
@@ -91,6 +96,7 @@ async function startup() {
   if (!result.loggedOut && !result.error) {
     start_events();
     load_all();
+    start_notifications();
   }
   return result;
 }

@@ -6,6 +6,7 @@ export function parse_route(hash) {
   const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'projects' && parts[1]) return { view: 'project', id: Number(parts[1]) };
   if (parts[0] === 'projects') return { view: 'projects' };
+  if (parts[0] === 'sessions' && parts[1] && parts[2] === 'changes') return { view: 'changes', id: parts[1] };
   if (parts[0] === 'sessions' && parts[1]) return { view: 'session', id: parts[1] };
   return { view: 'sessions' };
 }
