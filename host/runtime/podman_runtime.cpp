@@ -557,6 +557,9 @@ Result<ExecResult> PodmanRuntime::run_task(const ContainerSpec& spec, const Task
     // podman's own start and removal on top of the task's time (conmon kills it then).
     request.timeout_ms = options.timeout_ms + options_.command_timeout_ms;
     request.output_limit_bytes = options.output_limit_bytes;
+    // A stopping handlerd does not wait for it: nobody reads the answer, and podman removes
+    // the container when it ends (--rm, and conmon's --timeout ends it).
+    request.abandon_when_stopping = true;
     auto result = run_request(request);
     if (!result) return result.take_error();
     // 125: podman itself failed (the image, a mount); 126, 127 and the rest are the task's.

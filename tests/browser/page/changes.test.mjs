@@ -44,7 +44,7 @@ function record_notifications() {
   window.Notification = Recorded;
 }
 
-test('the Changes view shows what the agent wrote; a finished turn notifies a background tab', { timeout: 20 * 60000 }, async () => {
+test('the Changes view shows what the agent wrote; a finished turn notifies a background tab', { timeout: 20 * 60000 }, async (t) => {
   rmSync(join(project, 'hello.txt'), { force: true });
   make_git_project();
   const { context, page, origin } = await logged_in(browser, { permissions: ['notifications'] });
@@ -106,6 +106,7 @@ test('the Changes view shows what the agent wrote; a finished turn notifies a ba
   await other.goto('about:blank');
   await other.bringToFront();
   let hidden = await page.evaluate(() => document.visibilityState);
+  t.diagnostic(`visibility after another tab came to the front: ${hidden}`);
   if (hidden !== 'hidden') {
     // Headless Chromium keeps every tab "visible"; hide this one as a background tab is.
     await page.evaluate(() => {

@@ -668,6 +668,7 @@ TEST_F(PodmanRuntimeTest, RunsATaskUnderTheSessionsConfinementWithTheProjectRead
     EXPECT_FALSE(has(request.argv, "--detach"));
     EXPECT_FALSE(has(request.argv, "io.handler.managed=1")) << "start-up must never adopt a task as a session";
     EXPECT_EQ(request.output_limit_bytes, 1234u);
+    EXPECT_TRUE(request.abandon_when_stopping) << "a stopping handlerd does not wait for a Changes run";
     EXPECT_GT(request.timeout_ms, 12'500) << "podman's own start and removal on top";
 
     // The same checks as a session's: the home folder is never mounted.
