@@ -31,7 +31,7 @@ struct Response {
     // Set by a route whose answer takes a while (it runs a container): the transport
     // calls it once with a function that sends the answer, callable once from any thread;
     // the rest of this response is then unused.
-    std::function<void(std::function<void(Response)>)> later;
+    std::function<void(std::function<void(Response)>)> later = nullptr;
 };
 
 // Implemented by the route table; called by the transport for each request.
