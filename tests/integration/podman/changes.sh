@@ -50,7 +50,7 @@ hostile() { # NAME: a command that leaves a marker on the host, in the container
 cat >> "$project/.git/config" <<EOF
 [core]
 	fsmonitor = "$(hostile fsmonitor)"
-	hooksPath = $project/.githooks
+	hooksPath = $project/.git/myhooks
 	pager = "$(hostile pager)"
 [diff]
 	external = "$(hostile external)"
@@ -62,15 +62,18 @@ cat >> "$project/.git/config" <<EOF
 	smudge = "$(hostile smudge)"
 	process = "$(hostile process)"
 [include]
-	path = $project/included.cfg
+	path = $project/.git/included.cfg
 EOF
-printf '[core]\n\tfsmonitor = "%s"\n' "$(hostile included)" > "$project/included.cfg"
-mkdir -p "$project/.githooks" "$project/.git/hooks"
+# All of it inside .git, so that nothing of it is a change of the work tree (whose diff
+# would then hold the word MARKER).
+printf '[core]\n\tfsmonitor = "%s"\n' "$(hostile included)" > "$project/.git/included.cfg"
+mkdir -p "$project/.git/myhooks" "$project/.git/hooks"
 for hook in pre-commit post-index-change reference-transaction; do
-  printf '#!/bin/sh\n%s\n' "$(hostile "hook-$hook")" | tee "$project/.githooks/$hook" > "$project/.git/hooks/$hook"
-  chmod +x "$project/.githooks/$hook" "$project/.git/hooks/$hook"
+  printf '#!/bin/sh\n%s\n' "$(hostile "hook-$hook")" | tee "$project/.git/myhooks/$hook" > "$project/.git/hooks/$hook"
+  chmod +x "$project/.git/myhooks/$hook" "$project/.git/hooks/$hook"
 done
 printf '* filter=evil diff=evil\n' > "$project/.git/info/attributes"
+printf '* filter=evil diff=evil\n' > "$project/.gitattributes"
 
 handler project add "$project" --name repo >/dev/null
 cd "$project"
