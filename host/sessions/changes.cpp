@@ -289,16 +289,19 @@ Result<Changes> parse_output(std::string_view output, const Limits& limits) {
             return make_error(ErrorCode::internal, "the Changes container's output has a malformed part header");
         const std::string_view header = output.substr(at, newline - at);
         const auto space = header.find(' ');
-        const auto length = space == std::string_view::npos ? std::nullopt : whole_number(header.substr(space + 1));
+        // -1: no length (GCC's -O2 sees an optional's value here as maybe unset).
+        const std::int64_t length =
+            space == std::string_view::npos ? -1 : whole_number(header.substr(space + 1)).value_or(-1);
         const std::string name(header.substr(0, space == std::string_view::npos ? 0 : space));
-        if (!length || std::find(std::begin(kParts), std::end(kParts), name) == std::end(kParts) || parts.count(name))
+        if (length < 0 || std::find(std::begin(kParts), std::end(kParts), name) == std::end(kParts) || parts.count(name))
             return make_error(ErrorCode::internal, "the Changes container's output has an unexpected part header '" +
                                                        with_valid_utf8(header) + "'");
         at = newline + 1;
-        if (static_cast<std::uint64_t>(*length) > output.size() - at)
+        const auto size = static_cast<std::size_t>(length);
+        if (size > output.size() - at)
             return make_error(ErrorCode::internal, "the Changes container's output was cut short in its part '" + name + "'");
-        parts[name] = output.substr(at, static_cast<std::size_t>(*length));
-        at += static_cast<std::size_t>(*length);
+        parts[name] = output.substr(at, size);
+        at += size;
     }
     for (const auto name : kParts)
         if (!parts.count(std::string(name)))
