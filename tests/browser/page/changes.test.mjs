@@ -79,7 +79,7 @@ test('the Changes view shows what the agent wrote; a finished turn notifies a ba
   await file.locator('summary').click();
   const diff = await file.locator('.diff pre').textContent();
   assert.match(diff, /^\+hi$/m, `the diff shows the line written: ${diff}`);
-  assert.equal(await file.locator('.diff-add').count(), 1);
+  assert.equal(await file.locator('.diff .diff-add').count(), 1, 'one line added');
   await page.setViewportSize({ width: 1100, height: 700 });
   await page.screenshot({ path: join(shots, 'changes.png') });
 
