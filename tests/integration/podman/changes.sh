@@ -25,9 +25,10 @@ json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 base=$(api /status | json "d['sessions']['image']")
 # The base image from the user's own storage when it is there (it takes minutes to build),
 # else `handler setup` builds it.
-if HOME=$real_home XDG_RUNTIME_DIR=$outer_runtime podman image exists "$base" 2>/dev/null; then
-  HOME=$real_home XDG_RUNTIME_DIR=$outer_runtime podman save "$base" 2>/dev/null | podman load >/dev/null ||
-    fail "could not copy $base from the user's storage"
+outer_podman() { HOME=$real_home XDG_CONFIG_HOME=$real_home/.config XDG_DATA_HOME=$real_home/.local/share \
+  XDG_RUNTIME_DIR=$outer_runtime podman "$@"; }
+if [ -n "$outer_runtime" ] && outer_podman image exists "$base" 2>/dev/null; then
+  outer_podman save "$base" 2>/dev/null | podman load >/dev/null || fail "could not copy $base from the user's storage"
 fi
 handler setup > "$work/setup.out" 2>&1 || { cat "$work/setup.out" >&2; fail "handler setup failed"; }
 
