@@ -66,7 +66,7 @@ TEST(ChangesSpec, GitRunsNothingTheRepositoryNames) {
     EXPECT_EQ(text.find("--git-dir=\"$P"), std::string::npos);
     EXPECT_EQ(text.find("cp .git/config"), std::string::npos);
     EXPECT_EQ(text.find("info/attributes"), std::string::npos);
-    EXPECT_EQ(text.find("hooks"), std::string::npos);
+    EXPECT_EQ(text.find(".git/hooks"), std::string::npos);
     EXPECT_NE(text.find("printf '[core]\\n\\trepositoryformatversion = 0\\n' > \"$G/config\""), std::string::npos);
     for (const char* flag : {"-c core.fsmonitor=false", "-c core.hooksPath=/dev/null", "-c core.attributesFile=/dev/null",
                              "-c core.untrackedCache=false", "-c safe.directory='*'", "-c protocol.allow=never",
@@ -160,7 +160,8 @@ TEST(ChangesParse, NumstatCountsBinaryRenamesAndCutRecords) {
 TEST(ChangesParse, PatchSplitsOnlyAtFileHeaders) {
     const std::string first = "diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -0,0 +1 @@\n+diff --git a/x b/x\n";
     const std::string second = patch_for("b", 2);
-    auto sections = split_patch(first + second);
+    const std::string patch = first + second;
+    auto sections = split_patch(patch);
     ASSERT_EQ(sections.size(), 2u);
     EXPECT_EQ(sections[0], first);
     EXPECT_EQ(sections[1], second);
