@@ -76,7 +76,7 @@ public:
     }
 
 private:
-    enum class Phase { reading = 1, writing, lingering, upgraded, closed };
+    enum class Phase { reading = 1, waiting, writing, lingering, upgraded, closed };
     enum class AfterWrite { keep_alive = 1, close };
 
     // After a response that ends the connection: discard what the client still sends, up
@@ -272,22 +272,31 @@ private:
                                           "internal error in " + call.method + " " + call.target);
             }
         }
-        const bool keep_alive = request.keep_alive();
-        if (response.later) {
-            // The answer comes from another thread (Response::later): back on this
-            // connection's executor it is sent, unless the daemon closed it meanwhile
-            // (shut_down aborts a connection that owes nothing, and this one is idle).
-            auto later = std::move(response.later);
-            later([self = shared_from_this(), keep_alive](Response answer) {
-                net::post(self->stream_.get_executor(), [self, keep_alive, answered = std::move(answer)]() mutable {
-                    if (self->phase_ == Phase::closed) return;
-                    self->send(std::move(answered), keep_alive && !self->closing_ ? AfterWrite::keep_alive
-                                                                                : AfterWrite::close);
-                });
+        if (response.later) return wait_for(std::move(response.later), request.keep_alive());
+        send(std::move(response), request.keep_alive() && !closing_ ? AfterWrite::keep_alive
+                                                                    : AfterWrite::close);
+    }
+
+    // A route that answers later (Response::later): its worker calls back on its own
+    // thread, and the answer is sent from the io thread. The session is kept alive by the
+    // callback; if the connection was closed meanwhile, the write fails and it ends.
+    void wait_for(std::function<void(std::function<void(Response)>)> later, bool keep_alive) {
+        phase_ = Phase::waiting;
+        auto reply = [self = shared_from_this(), keep_alive](Response answer) {
+            net::post(self->stream_.get_executor(), [self, keep_alive, answer = std::move(answer)]() mutable {
+                if (self->phase_ != Phase::waiting) return; // closed meanwhile
+                answer.later = nullptr;
+                self->send(std::move(answer), keep_alive && !self->closing_ ? AfterWrite::keep_alive
+                                                                             : AfterWrite::close);
             });
-            return;
+        };
+        try {
+            later(std::move(reply));
+        } catch (const std::exception& exception) {
+            spdlog::error("api: a deferred answer failed to start: {}", exception.what());
+            send(error_response(ErrorCode::internal, std::string("internal error: ") + exception.what()),
+                 AfterWrite::close);
         }
-        send(std::move(response), keep_alive && !closing_ ? AfterWrite::keep_alive : AfterWrite::close);
     }
 
     void send_error(ErrorCode code, const std::string& message) {

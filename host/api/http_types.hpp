@@ -29,8 +29,8 @@ struct Response {
     std::string content_type = "application/json";
     std::map<std::string, std::string> headers;
     // Set by a route whose answer must wait for work that may not hold the I/O thread (a
-    // model server's test, up to seconds): the transport calls it with a `reply` that any
-    // thread may call once, and sends that Response instead of this one.
+    // model server's test, a Changes run in a container): the transport calls it once with
+    // a `reply` that any thread may call once, and sends that Response instead of this one.
     // (Initialized, so that the aggregate initializations of Response elsewhere stay
     // warning-free under -Wmissing-field-initializers.)
     std::function<void(std::function<void(Response)> reply)> later = nullptr;

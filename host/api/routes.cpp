@@ -6,6 +6,7 @@
 
 #include "api/prompt_images.hpp"
 #include "api/routes_call.hpp"
+#include "api/routes_changes.hpp"
 #include "api/routes_json.hpp"
 #include "api/ui_assets.hpp"
 #include "api/ui_login.hpp"
@@ -963,6 +964,7 @@ Response Routes::sessions(const Call& call) {
     }
     if (action == "prompts" || action == "cancel" || action == "resume" || action == "config")
         return conversation(call, id, action);
+    if (action == "changes") return changes_route(store_, info_.changes, call.method, call.target, call.query, id);
     if (action == "log") {
         if (call.method != "GET") return not_allowed(call.method, call.target, {"GET"});
         if (auto params = query_params(call.query, {}); !params) return error_response(params.error());

@@ -32,6 +32,7 @@ class SecretStore;
 
 namespace handler::api {
 
+class ChangesSource;
 class UiAssets;
 class UiLogins;
 class ModelServerProbe;
@@ -62,6 +63,8 @@ struct DaemonInfo {
     std::vector<std::filesystem::path> handler_dirs;
     // Reaches local model servers for POST /api/v1/model-servers/test; null → 503.
     ModelServerProbe* model_servers = nullptr;
+    // A session's Changes (GET /api/v1/sessions/{id}/changes); null → 503.
+    ChangesSource* changes = nullptr;
 };
 
 class Routes final : public RequestHandler {

@@ -20,6 +20,7 @@
 #include "network/policy.hpp"
 #include "secrets/secret_store.hpp"
 #include "tls/ca.hpp"
+#include "sessions/changes_service.hpp"
 #include "sessions/session_manager.hpp"
 #include "settings/settings.hpp"
 #include "store/store.hpp"
@@ -269,6 +270,9 @@ int run_daemon(const DaemonOptions& options) {
         ~SessionsUnset() { services.set_sessions(nullptr); }
     } const sessions_unset{plugins.services};
 
+    // A session's Changes run in a container of the base image, on a worker of their own.
+    sessions::ChangesService changes_service(container_runtime, {session_options.default_image, {}, 4});
+
     api::Server* server_ptr = nullptr;
     api::DaemonInfo info;
     info.home_dir = home_dir();
@@ -282,6 +286,7 @@ int run_daemon(const DaemonOptions& options) {
         return status_of(plugins.registry, paths, config, started_at, session_options.default_image, server_ptr);
     };
     info.sessions = &session_manager;
+    info.changes = &changes_service;
     info.secrets = &(*keys)->secret_store;
     // The web page: read once now, so what is served is what was installed with this
     // handlerd; without it handlerd still runs, and GET / says why there is no page.

@@ -66,6 +66,8 @@ struct ContainerSpec {
     std::vector<EnvEntry> env;         // in order; a later entry of one name wins
     std::filesystem::path workdir;     // empty: the project folder
     std::filesystem::path project_path; // mounted read-write at the same absolute path
+    // Mounted read-only instead: a task that only reads the project (the Changes).
+    bool project_read_only = false;
     std::vector<ReadOnlyMount> read_only_mounts;
     // Folders handlerd provides for this session alone, mounted read-only at the fixed
     // places above: the session's control folder (where handlerd listens for the shim)
@@ -108,6 +110,17 @@ struct ExecResult {
     std::string stderr_text;
 };
 
+// A container that runs one task to its end (run_task): in the foreground, removed once
+// it ends, killed when it runs longer than `timeout_ms`.
+struct TaskOptions {
+    std::int64_t timeout_ms = 30'000;
+    std::size_t output_limit_bytes = std::size_t{16} << 20; // stdout or stderr; more fails
+};
+
+// The label on a task's container instead of kManagedLabel: start-up's list() never takes
+// one for a session's. Its value names the task ("changes").
+inline constexpr const char* kTaskLabel = "io.handler.task";
+
 struct ContainerInfo {
     std::string id;   // the full id
     std::string name; // handler-<session id>
@@ -126,6 +139,10 @@ public:
 
     // Creates and starts the session's container detached; returns its id.
     virtual Result<std::string> create_and_start(const ContainerSpec& spec) = 0;
+    // Runs `spec` to its end under a session's confinement (the same flags) and returns
+    // what it printed; the container is named handler-task-<spec.session_id>, labelled
+    // kTaskLabel (never kManagedLabel) and removed when it ends.
+    virtual Result<ExecResult> run_task(const ContainerSpec& spec, const TaskOptions& options) = 0;
     // Runs a command in a running container and waits for it.
     virtual Result<ExecResult> exec(const std::string& id, const ExecRequest& request) = 0;
     // SIGTERM to the init, then SIGKILL after `grace`. Stopping a stopped one is fine.

@@ -321,6 +321,16 @@ Result<fs::path> PodmanRuntime::check_mount_source(const fs::path& path,
 }
 
 Result<std::vector<std::string>> PodmanRuntime::run_command(const ContainerSpec& spec) const {
+    return command_for(spec, RunKind::session, nullptr);
+}
+
+Result<std::vector<std::string>> PodmanRuntime::task_command(const ContainerSpec& spec,
+                                                             const TaskOptions& options) const {
+    return command_for(spec, RunKind::task, &options);
+}
+
+Result<std::vector<std::string>> PodmanRuntime::command_for(const ContainerSpec& spec, RunKind kind,
+                                                            const TaskOptions* task) const {
     if (!valid_session_id(spec.session_id))
         return make_error(ErrorCode::invalid_argument,
                           "session id '" + spec.session_id +
@@ -345,13 +355,27 @@ Result<std::vector<std::string>> PodmanRuntime::run_command(const ContainerSpec&
         return make_error(ErrorCode::invalid_argument,
                           "working folder '" + spec.workdir.string() + "' must be absolute");
 
-    std::vector<std::string> argv = {
-        "run",
-        "--detach",
-        "--name", container_name(spec.session_id),
-        "--label", std::string(kManagedLabel) + "=1",
-        "--label", std::string(kSessionLabel) + "=" + spec.session_id,
-    };
+    std::vector<std::string> argv;
+    if (kind == RunKind::session) {
+        argv = {
+            "run",
+            "--detach",
+            "--name", container_name(spec.session_id),
+            "--label", std::string(kManagedLabel) + "=1",
+            "--label", std::string(kSessionLabel) + "=" + spec.session_id,
+        };
+    } else {
+        // In the foreground, removed at its end, and killed by conmon at its time limit
+        // even if handlerd (the podman client's parent) is gone by then.
+        const auto seconds = (std::max<std::int64_t>(task->timeout_ms, 1000) + 999) / 1000;
+        argv = {
+            "run",
+            "--rm",
+            "--name", "handler-task-" + spec.session_id,
+            "--label", std::string(kTaskLabel) + "=" + spec.session_id,
+            "--timeout=" + std::to_string(seconds),
+        };
+    }
     for (const auto& [key, value] : spec.labels) {
         if (key.empty() || key.starts_with("io.handler.") ||
             key.find_first_of("=\n") != std::string::npos)
@@ -377,7 +401,8 @@ Result<std::vector<std::string>> PodmanRuntime::run_command(const ContainerSpec&
     const auto confined = confinement_arguments(options_.limits, *host, options_.seccomp_profile,
                                                 options_.container_home);
     argv.insert(argv.end(), confined.begin(), confined.end());
-    argv.push_back("--volume=" + project->string() + ":" + project_inside.string() + ":rw");
+    argv.push_back("--volume=" + project->string() + ":" + project_inside.string() +
+                   (spec.project_read_only ? ":ro" : ":rw"));
     if (spec.init) argv.emplace_back("--init");
 
     std::set<fs::path> destinations = {project_inside};
@@ -516,6 +541,30 @@ Result<std::string> PodmanRuntime::create_and_start(const ContainerSpec& spec) {
         return make_error(ErrorCode::internal, "`podman run` for session " + spec.session_id +
                                                    " printed no container id: '" + id + "'");
     return id;
+}
+
+Result<ExecResult> PodmanRuntime::run_task(const ContainerSpec& spec, const TaskOptions& options) {
+    if (auto prepared = prepare_confinement(); !prepared) {
+        Error error = prepared.take_error();
+        error.message = "task " + spec.session_id + " not run: " + error.message;
+        return error;
+    }
+    auto arguments = task_command(spec, options);
+    if (!arguments) return arguments.take_error();
+    CommandRequest request;
+    request.argv = std::move(*arguments);
+    request.argv.insert(request.argv.begin(), options_.program);
+    // podman's own start and removal on top of the task's time (conmon kills it then).
+    request.timeout_ms = options.timeout_ms + options_.command_timeout_ms;
+    request.output_limit_bytes = options.output_limit_bytes;
+    // A stopping handlerd does not wait for it: nobody reads the answer, and podman removes
+    // the container when it ends (--rm, and conmon's --timeout ends it).
+    request.abandon_when_stopping = true;
+    auto result = run_request(request);
+    if (!result) return result.take_error();
+    // 125: podman itself failed (the image, a mount); 126, 127 and the rest are the task's.
+    if (result->exit_code == 125) return command_failed(request.argv, *result, "task " + spec.session_id);
+    return ExecResult{result->exit_code, std::move(result->stdout_text), std::move(result->stderr_text)};
 }
 
 Result<ExecResult> PodmanRuntime::exec(const std::string& id, const ExecRequest& request) {

@@ -51,6 +51,7 @@ public:
     PodmanRuntime(CommandRunner& runner, PodmanOptions options);
 
     Result<std::string> create_and_start(const ContainerSpec& spec) override;
+    Result<ExecResult> run_task(const ContainerSpec& spec, const TaskOptions& options) override;
     Result<ExecResult> exec(const std::string& id, const ExecRequest& request) override;
     Result<void> stop(const std::string& id, std::chrono::milliseconds grace) override;
     Result<void> remove(const std::string& id) override;
@@ -71,8 +72,13 @@ public:
     // `handler doctor`-style tools can show exactly what would run. Needs the machine's
     // confinement: options' host, or the one create_and_start asked podman for.
     Result<std::vector<std::string>> run_command(const ContainerSpec& spec) const;
+    // The `podman run` argv of run_task: the same confinement, in the foreground.
+    Result<std::vector<std::string>> task_command(const ContainerSpec& spec, const TaskOptions& options) const;
 
 private:
+    enum class RunKind { session = 1, task };
+    Result<std::vector<std::string>> command_for(const ContainerSpec& spec, RunKind kind,
+                                                 const TaskOptions* task) const;
     Result<CommandResult> podman(std::vector<std::string> arguments,
                                  std::int64_t timeout_ms = 0,
                                  std::optional<std::string> stdin_data = std::nullopt);

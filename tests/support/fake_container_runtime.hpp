@@ -56,6 +56,24 @@ public:
         return id;
     }
 
+    // Runs nothing: records the spec and answers with task_handler (unset: exit 0, no output).
+    Result<runtime::ExecResult> run_task(const runtime::ContainerSpec& spec,
+                                         const runtime::TaskOptions& options) override {
+        calls.push_back("run_task");
+        tasks.push_back({spec, options});
+        if (auto error = take_failure("run_task")) return *error;
+        if (!images.count(spec.image))
+            return make_error(ErrorCode::not_found, "image " + spec.image + " is not present");
+        if (task_handler) return task_handler(spec);
+        return runtime::ExecResult{};
+    }
+    struct Task {
+        runtime::ContainerSpec spec;
+        runtime::TaskOptions options;
+    };
+    std::vector<Task> tasks;
+    std::function<Result<runtime::ExecResult>(const runtime::ContainerSpec&)> task_handler;
+
     Result<runtime::ExecResult> exec(const std::string& id,
                                      const runtime::ExecRequest& request) override {
         calls.push_back("exec");

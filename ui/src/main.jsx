@@ -16,6 +16,9 @@ import { TerminalView } from './views/terminal.jsx';
 import { AgentNetworkView, SessionNetworkView } from './views/network.jsx';
 import { AccountsView } from './views/accounts.jsx';
 import { NewProjectView } from './views/new_project.jsx';
+import { ChangesView } from './views/changes.jsx';
+import { NotifyToggle } from './views/notify.jsx';
+import { start_notifications } from './notify.js';
 
 function LoginNeeded() {
   return (
@@ -78,6 +81,7 @@ function App({ startup }) {
           <a href="#/accounts" aria-current={tab === 'accounts' ? 'page' : undefined}>Model access</a>
         </nav>
         <ConnectionBadge />
+        <NotifyToggle />
       </header>
       <main class={`view view-${route.view}`}>
         {route.view === 'sessions' && <SessionsView />}
@@ -90,6 +94,7 @@ function App({ startup }) {
         {route.view === 'agent-network' && <AgentNetworkView key={route.id} id={route.id} />}
         {route.view === 'accounts' && <AccountsView />}
         {route.view === 'new-project' && <NewProjectView />}
+        {route.view === 'changes' && <ChangesView key={route.id} id={route.id} />}
       </main>
     </>
   );
@@ -107,6 +112,7 @@ async function startup() {
   if (!result.loggedOut && !result.error) {
     start_events();
     load_all();
+    start_notifications();
   }
   return result;
 }

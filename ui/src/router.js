@@ -11,6 +11,7 @@ export function parse_route(hash) {
   if (parts[0] === 'projects') return { view: 'projects' };
   if (parts[0] === 'sessions' && parts[1] && parts[2] === 'network') return { view: 'network', id: parts[1] };
   if (parts[0] === 'agents' && parts[1] && parts[2] === 'network') return { view: 'agent-network', id: Number(parts[1]) };
+  if (parts[0] === 'sessions' && parts[1] && parts[2] === 'changes') return { view: 'changes', id: parts[1] };
   if (parts[0] === 'sessions' && parts[1]) return { view: 'session', id: parts[1] };
   if (parts[0] === 'accounts') return { view: 'accounts' };
   if (parts[0] === 'new-project') return { view: 'new-project' };

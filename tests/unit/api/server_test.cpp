@@ -661,3 +661,66 @@ TEST(ApiServer, ALaterAnswerHoldsNothingAndArrivesOnItsConnection) {
 
 } // namespace
 } // namespace handler::api
+
+namespace handler::api {
+namespace {
+
+using testing::HttpReply;
+using testing::RawConnection;
+using testing::RunningServer;
+using testing::http_request;
+
+// A route that answers later (Response::later, a container run): the io thread serves other
+// requests meanwhile, the answer comes when the worker calls back from its own thread, and
+// the connection then carries the next request.
+TEST(ApiServer, AnAnswerGivenLaterDoesNotHoldUpTheIoThread) {
+    RunningServer server;
+    std::promise<std::function<void(Response)>> waiting;
+    server.handler().respond_with([&](const Request& request) {
+        if (request.target != "/api/v1/slow") return Response{200, R"({"fast":true})", "application/json", {}};
+        Response response;
+        response.later = [&](std::function<void(Response)> reply) { waiting.set_value(std::move(reply)); };
+        return response;
+    });
+    auto slow = RawConnection::unix_socket(server.socket());
+    ASSERT_TRUE(slow.send(http_request("GET", "/api/v1/slow", "x")));
+    auto reply = waiting.get_future().get();
+    // Meanwhile another client is answered at once.
+    auto other = RawConnection::unix_socket(server.socket());
+    const HttpReply fast = other.exchange(http_request("GET", "/api/v1/status", "x"));
+    EXPECT_EQ(fast.status, 200u);
+    EXPECT_EQ(fast.body, R"({"fast":true})");
+    EXPECT_EQ(slow.read_reply(200ms).status, 0u) << "nothing is sent before the answer";
+    std::thread worker([&] { reply(Response{200, R"({"late":true})", "application/json", {}}); });
+    worker.join();
+    const HttpReply late = slow.read_reply();
+    EXPECT_EQ(late.status, 200u);
+    EXPECT_EQ(late.body, R"({"late":true})");
+    EXPECT_NE(late.head.find("Content-Security-Policy"), std::string::npos) << "the usual headers";
+    const HttpReply again = slow.exchange(http_request("GET", "/api/v1/status", "x"));
+    EXPECT_EQ(again.body, R"({"fast":true})") << "keep-alive goes on after a late answer";
+}
+
+// handlerd stops before the answer: the stop is not held up, and the late reply, given
+// once the io thread has ended (the Changes service ends before the io_context does), is
+// dropped with its connection.
+TEST(ApiServer, ALateAnswerDoesNotHoldUpAStop) {
+    RunningServer server;
+    std::function<void(Response)> reply;
+    std::promise<void> asked;
+    server.handler().respond_with([&](const Request&) {
+        Response response;
+        response.later = [&](std::function<void(Response)> r) { reply = std::move(r); asked.set_value(); };
+        return response;
+    });
+    auto connection = RawConnection::unix_socket(server.socket());
+    ASSERT_TRUE(connection.send(http_request("GET", "/api/v1/slow", "x")));
+    asked.get_future().wait();
+    EXPECT_TRUE(server.stop_and_join()) << "a pending late answer does not hold up the stop";
+    ASSERT_TRUE(reply);
+    reply(Response{200, "{}", "application/json", {}});
+    EXPECT_TRUE(connection.closed_within(1000ms));
+}
+
+} // namespace
+} // namespace handler::api

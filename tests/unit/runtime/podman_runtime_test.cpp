@@ -650,3 +650,59 @@ TEST_F(PodmanRuntimeTest, AStreamedBuildIsNotQuietAndPassesItsOutputOn) {
 
 } // namespace
 } // namespace handler::runtime
+
+namespace handler::runtime {
+namespace {
+
+// A task (the Changes): the session's confinement flag for flag, in the foreground,
+// removed at its end, with the project read-only, and never labelled as a session's.
+TEST_F(PodmanRuntimeTest, RunsATaskUnderTheSessionsConfinementWithTheProjectReadOnly) {
+    ContainerSpec task = spec();
+    task.session_id = "changes-s_1-9-1";
+    task.project_read_only = true;
+    task.argv = {"sh", "-c", "true"};
+    const std::string p = fs::canonical(project_).string();
+    PodmanRuntime runtime(runner_, options_);
+    runner_.answer(0, "mode 5\nplain");
+    TaskOptions options;
+    options.timeout_ms = 12'500;
+    options.output_limit_bytes = 1234;
+    auto ran = runtime.run_task(task, options);
+    ASSERT_TRUE(ran) << ran.error().message;
+    EXPECT_EQ(ran->stdout_text, "mode 5\nplain");
+    const auto& request = runner_.requests.back();
+    const std::vector<std::string> expected = {
+        "podman", "run", "--rm", "--name", "handler-task-changes-s_1-9-1",
+        "--label", "io.handler.task=changes-s_1-9-1", "--timeout=13",
+        "--pull=never", "--userns=keep-id", "--cap-drop=all",
+        "--security-opt=no-new-privileges", "--network=none",
+        "--security-opt=seccomp=" + (paths_.data_dir / "session-seccomp.json").string(),
+        "--tmpfs=/tmp:rw,nosuid,nodev,mode=1777,size=1024m", "--tmpfs=/home/agent:rw,nosuid,nodev,U,size=2048m",
+        "--ulimit=nproc=4096:4096", "--ulimit=data=8589934592:8589934592", "--oom-score-adj=1000",
+        "--volume=" + p + ":" + project_.string() + ":ro", "--init",
+        "--workdir=" + project_.string(), "--env=HOME=/home/agent",
+        "localhost/handler-test-busybox:latest", "sh", "-c", "true"};
+    EXPECT_EQ(request.argv, expected);
+    EXPECT_FALSE(has(request.argv, "--detach"));
+    EXPECT_FALSE(has(request.argv, "io.handler.managed=1")) << "start-up must never adopt a task as a session";
+    EXPECT_EQ(request.output_limit_bytes, 1234u);
+    EXPECT_TRUE(request.abandon_when_stopping) << "a stopping handlerd does not wait for a Changes run";
+    EXPECT_GT(request.timeout_ms, 12'500) << "podman's own start and removal on top";
+
+    // The same checks as a session's: the home folder is never mounted.
+    ContainerSpec home = task;
+    home.project_path = home_;
+    EXPECT_FALSE(runtime.run_task(home, options));
+    // 125 is podman's own failure; another status is the task's.
+    runner_.answer(125, "", "Error: image not known");
+    auto failed = runtime.run_task(task, options);
+    ASSERT_FALSE(failed);
+    EXPECT_NE(failed.error().message.find("image not known"), std::string::npos) << failed.error().message;
+    runner_.answer(2, "", "sh: oops");
+    auto status = runtime.run_task(task, options);
+    ASSERT_TRUE(status);
+    EXPECT_EQ(status->exit_code, 2);
+}
+
+} // namespace
+} // namespace handler::runtime

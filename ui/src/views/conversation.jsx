@@ -93,7 +93,8 @@ export function ConversationView({ session }) {
   return (
     <section class="conversation" data-session={session.id} data-last-seq={model.lastSeq}>
       <header class="conversation-head">
-        <p class="crumbs"><a href="#/sessions">Sessions</a> › {session_label(session, store)}</p>
+        <p class="crumbs"><a href="#/sessions">Sessions</a> › {session_label(session, store)}
+          {' · '}<a class="changes-link" href={`#/sessions/${encodeURIComponent(session.id)}/changes`}>Changes</a></p>
         <h1>{model.title || session.title || `Conversation ${session.id}`}</h1>
         <p class="facts">
           <State state={session.state} />

@@ -136,7 +136,8 @@ export function TerminalView({ session }) {
   return (
     <section class="terminal-view" data-session={session.id}>
       <header class="terminal-head">
-        <p class="crumbs"><a href="#/sessions">Sessions</a> › {session_label(session, store)}</p>
+        <p class="crumbs"><a href="#/sessions">Sessions</a> › {session_label(session, store)}
+          {' · '}<a class="changes-link" href={`#/sessions/${encodeURIComponent(session.id)}/changes`}>Changes</a></p>
         <p class="facts">
           <b>{session.id}</b> <State state={session.state} /> <span class="muted" role="status">{status}</span>
           {live && <ActionButton action={async () => put_session(await post(`/sessions/${session.id}/stop`))}>Stop</ActionButton>}
