@@ -37,7 +37,7 @@ struct CommandRequest {
     // Called on the running thread with each piece of output as it arrives (stdout and
     // stderr alike), besides collecting it: a long build shows its progress. Pieces are
     // not lines; the callback must be quick.
-    std::function<void(std::string_view)> on_output;
+    std::function<void(std::string_view)> on_output = nullptr;
 };
 
 struct CommandResult {
