@@ -86,23 +86,11 @@ read -r model_port < "$dev/model.port" || fail "the fake model server did not st
 # (network.test.mjs): it answers every GET with "upstream <path>".
 stop_pid "$dev/upstream.pid"
 : > "$dev/upstream.port"
-python3 -c '
-import http.server
-class Upstream(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = ("upstream " + self.path + "\n").encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
-print(server.server_address[1], flush=True)
-server.serve_forever()' >"$dev/upstream.port" 2>"$dev/upstream.err" &
+python3 "$tests/http_upstream.py" --body 'upstream {path}' >"$dev/upstream.port" 2>"$dev/upstream.err" &
 echo $! > "$dev/upstream.pid"
 for _ in $(seq 1 50); do [ -s "$dev/upstream.port" ] && break; sleep 0.1; done
-read -r upstream_port < "$dev/upstream.port" || fail "the upstream did not start: $(cat "$dev/upstream.err")"
+upstream_port=$(sed -n 's/^port //p' "$dev/upstream.port")
+[ -n "$upstream_port" ] || fail "the upstream did not start: $(cat "$dev/upstream.err")"
 
 mkdir -p "$XDG_CONFIG_HOME/handler"
 cat > "$XDG_CONFIG_HOME/handler/config.toml" <<TOML

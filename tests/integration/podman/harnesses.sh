@@ -392,22 +392,7 @@ check_image_pruning() {
 #   no_tool_call (docs/network.md, "Who made a connection").
 check_bash_trace() {
   local upstream_port run id
-  cat > "$work/upstream.py" <<'PY'
-import http.server
-class Slow(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"upstream\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
-print("port", server.server_address[1], flush=True)
-server.serve_forever()
-PY
-  start_upstream "$work/upstream.log" python3 "$work/upstream.py"
+  start_upstream "$work/upstream.log" python3 "$here/http_upstream.py" --body upstream
   upstream_port=$port
   handler agent add claude-net --harness claude-code --account anthropic --allow "allowed.test:$upstream_port" >/dev/null
   # No quotes in the command: Claude Code quotes it again for its shell (docs/network.md).

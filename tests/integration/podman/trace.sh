@@ -20,23 +20,7 @@ source "$here/session_env.sh"
 # The upstream answers every GET after 0.3 s, as a server across a network would: on the
 # host's loopback a request could end before the shim had looked (the connections that
 # do are the killed ones below).
-cat > "$work/upstream.py" <<'PY'
-import http.server, sys, time
-class Slow(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        time.sleep(0.3)
-        body = b"hello-through-proxy\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
-print("port", server.server_address[1], flush=True)
-server.serve_forever()
-PY
-start_upstream "$work/http.log" python3 "$work/upstream.py"
+start_upstream "$work/http.log" python3 "$here/http_upstream.py" --delay 0.3 --body hello-through-proxy
 
 project="$work/projects/web"
 mkdir -p "$project"
