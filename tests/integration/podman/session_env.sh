@@ -136,10 +136,16 @@ start_model_server() { # HOST PLACEHOLDER [PORT]: PORT given, on that port (conf
     --answer "$model_answer" --hold "$work/hold" --tls "$pki/$1.crt" "$pki/$1.key" ${3:+--port "$3"} \
     ${model_command:+--command "$model_command"} \
     >"$work/$1.port" 2>"$work/$1.err" &
-  model_pids+=($!)
-  echo $! > "$work/$1.pid"
-  for _ in $(seq 1 50); do [ -s "$work/$1.port" ] && break; sleep 0.1; done
-  local port
+  local server=$! port
+  model_pids+=("$server")
+  echo "$server" > "$work/$1.pid"
+  # Up to 30 s while it lives: on a machine busy with a build (CI's sanitizer build runs
+  # meanwhile) Python with its ssl module can take more than a few seconds to listen.
+  for _ in $(seq 1 300); do
+    [ -s "$work/$1.port" ] && break
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.1
+  done
   read -r port < "$work/$1.port" || fail "the model server for $1 did not start: $(cat "$work/$1.err")"
   [ -n "${3:-}" ] || sed -i "s/$2/$port/" "$XDG_CONFIG_HOME/handler/config.toml"
 }
