@@ -11,7 +11,7 @@ import { put_session, useStore } from '../store.js';
 import { ActionButton, ErrorText, State } from './common.jsx';
 import { session_label } from './sessions.jsx';
 import { line_diff } from '../diff.js';
-import { TimelineRefusal, ToolRefusals, useTimelineRefusals, with_refusals } from './network.jsx';
+import { TimelineRefusal, ToolRefusals, useConversationRefusals, with_refusals } from './network.jsx';
 
 const pageLimit = 10000;
 const tailEvents = 500;    // what opening a conversation loads, from its end
@@ -125,7 +125,7 @@ export function ConversationView({ session }) {
   const first = Math.max(0, model.items.length - shown);
   const items = model.items.slice(first);
   const earlier = first > 0 || model.hasEarlier;
-  const refusals = useTimelineRefusals(session);
+  const { timeline: refusals, byTool } = useConversationRefusals(session);
 
   // More items above what is drawn: those already held first, else the page before them.
   // Either way what the reader looks at stays where it is.
@@ -200,7 +200,8 @@ export function ConversationView({ session }) {
         )}
         {with_refusals(items, earlier ? refusals.filter((r) => r.at >= (items[0]?.at ?? 0)) : refusals).map(({ item, refusal }) => (refusal
           ? <TimelineRefusal key={`refusal:${refusal.id}`} entry={refusal} session={session} />
-          : <Item key={item.key} item={item} version={item.version} session={session} />))}
+          : <Item key={item.key} item={item} version={item.version} session={session}
+              refusals={item.type === 'tool' ? byTool.get(item.toolCallId) ?? none : none} />))}
       </div>
       <ErrorText error={error} />
       <Queue session={session} queue={[...model.queue.values()]} />
@@ -283,7 +284,9 @@ function PromptBox({ session, turnRunning }) {
   );
 }
 
-const Item = memo(function Item({ item, session }) {
+const none = []; // no refusals: one array, so that the memo below sees no change
+
+const Item = memo(function Item({ item, session, refusals }) {
   switch (item.type) {
     case 'prompt':
       return (
@@ -303,7 +306,7 @@ const Item = memo(function Item({ item, session }) {
         </details>
       );
     case 'tool':
-      return <ToolCall item={item} session={session} />;
+      return <ToolCall item={item} session={session} refusals={refusals} />;
     case 'question':
       return <Question item={item} session={session} />;
     case 'result':
@@ -319,7 +322,13 @@ const Item = memo(function Item({ item, session }) {
     default:
       return null;
   }
-}, (before, after) => before.item === after.item && before.version === after.version && before.session.state === after.session.state);
+}, (before, after) => before.item === after.item && before.version === after.version && before.session.state === after.session.state
+  && same_refusals(before.refusals, after.refusals));
+
+// The refusals beside a tool call are made afresh each render; the same entries are no change.
+function same_refusals(a, b) {
+  return a === b || (a.length === b.length && a.every((entry, index) => entry === b[index]));
+}
 
 // Each segment a block: a new chunk changes the last one only (conversation_model.js).
 function Segments({ segments }) {
@@ -328,7 +337,7 @@ function Segments({ segments }) {
 
 const statusWords = { pending: 'pending', in_progress: 'running', completed: 'done', failed: 'failed' };
 
-function ToolCall({ item, session }) {
+function ToolCall({ item, session, refusals }) {
   const input = item.rawInput;
   const command = input && typeof input.command === 'string' ? input.command : null;
   return (
@@ -346,7 +355,7 @@ function ToolCall({ item, session }) {
         : input !== undefined && <pre class="input">{JSON.stringify(input, null, 2)}</pre>}
       {item.content.map((entry, index) => <ToolContent key={index} entry={entry} />)}
     </details>
-    <ToolRefusals session={session} toolCallId={item.toolCallId} />
+    {refusals.length > 0 && <ToolRefusals session={session} refusals={refusals} />}
     </>
   );
 }
