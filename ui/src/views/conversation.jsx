@@ -25,7 +25,7 @@ const topMargin = 400;     // px from the top at which the next earlier items ar
 function useConversation(sessionId) {
   // The model is replaced when an earlier page comes (ConversationModel.with_earlier), so it
   // lives in this holder rather than in a memo of its own.
-  const state = useMemo(() => ({ model: new ConversationModel(), loaded: false, earlier: null, alive: true }), [sessionId]);
+  const state = useMemo(() => ({ model: new ConversationModel(), loaded: false, earlier: null, ahead: null, alive: true }), [sessionId]);
   const [, setFrame] = useState(0);
   const [error, setError] = useState(null);
   const [loading, setLoading] = useState(true);
@@ -92,15 +92,26 @@ function useConversation(sessionId) {
 
   // The page before the first event held; resolves to how many items it added (0 when there
   // is nothing before, or a load is under way). The caller draws them, keeping its scroll.
+  // A reader who scrolled back once goes on: the page before that one is fetched at once
+  // (state.ahead), so reaching the top again does not wait for the network.
+  const fetch_before = (before) => {
+    const events = get(`/sessions/${encodeURIComponent(sessionId)}/events?before=${before}&limit=${earlierEvents}`)
+      .then((answer) => answer.events);
+    events.catch(() => {}); // a prefetch nobody waits for must not be an unhandled rejection
+    return events;
+  };
   const load_earlier = async () => {
     if (state.earlier || !state.loaded || !state.model.hasEarlier) return 0;
     const before = state.model.firstSeq;
+    const ahead = state.ahead?.before === before ? state.ahead.events : null;
+    state.ahead = null;
     state.earlier = before;
     try {
-      const { events } = await get(`/sessions/${encodeURIComponent(sessionId)}/events?before=${before}&limit=${earlierEvents}`);
+      const events = await (ahead ?? fetch_before(before));
       if (!state.alive || state.model.firstSeq !== before) return 0;
       const count = state.model.items.length;
       state.model = state.model.with_earlier(events);
+      if (state.model.hasEarlier) state.ahead = { before: state.model.firstSeq, events: fetch_before(state.model.firstSeq) };
       return state.model.items.length - count;
     } catch (e) {
       if (state.alive) setError(e);
