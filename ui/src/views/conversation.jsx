@@ -15,7 +15,7 @@ import { TimelineRefusal, ToolRefusals, useConversationRefusals, with_refusals }
 
 const pageLimit = 10000;
 const tailEvents = 500;    // what opening a conversation loads, from its end
-const earlierEvents = 500; // each page before that, when the reader scrolls to the top
+const earlierEvents = 1000; // each page before that, when the reader scrolls to the top
 const windowStep = 300;    // items drawn at first, and added each time the reader reaches the top
 const topMargin = 400;     // px from the top at which the next earlier items are drawn or fetched
 
