@@ -34,8 +34,9 @@
 #     a scroll brought nothing new, as a reader would). Median of REPEATS.
 #   event to paint: one tab shows the first of the CONVERSATIONS streaming ones while all
 #     are prompted at once, ROUNDS times; each chunk's delay is from the write in its text
-#     to the paint of the frame that first shows it (the page's wall clock and the
-#     container's are the host's). It is split at the `at` handlerd stored the event with
+#     to the paint of the frame that first shows it (a message posted from the DOM change,
+#     which the page makes in an animation frame, runs after that frame's paint; the page's
+#     wall clock and the container's are the host's). It is split at the `at` handlerd stored the event with
 #     (its wall-clock millisecond) and at the moment the page's events WebSocket got it (a
 #     listener of the bench's, added before the page's own by an init script).
 #

@@ -244,9 +244,10 @@ async function streaming(url) {
   await page.waitForSelector('.conversation .composer textarea', { timeout: 60000 });
   await page.evaluate(() => {
     // Each timed chunk's text carries the wall-clock nanoseconds of the harness's write
-    // (bench/timed-harness/timed_claude.py: "[rR cC/N t=MONO w=WALL] "). When the page
-    // draws it, the delay is measured after that frame's paint (a message posted from
-    // the frame's requestAnimationFrame runs after the frame is painted).
+    // (bench/timed-harness/timed_claude.py: "[rR cC/N t=MONO w=WALL] "). The page draws a
+    // conversation in an animation frame (conversation.jsx), so the DOM changes, and this
+    // observer runs, in that frame's rendering; a message posted from here runs once the
+    // frame is painted, which is when the delay is taken.
     window.benchPaint = [];
     window.benchSplit = []; // [harness write → handlerd's at, at → the socket's message, message → paint]
     window.benchLongTasks = [];
@@ -265,18 +266,16 @@ async function streaming(url) {
         found.push({ key, written: Number(BigInt(match[3]) / 1000n) / 1000 });
       }
       if (found.length === 0) return;
-      requestAnimationFrame(() => {
-        const channel = new MessageChannel();
-        channel.port1.onmessage = () => {
-          const now = performance.timeOrigin + performance.now();
-          for (const { key, written } of found) {
-            window.benchPaint.push(now - written);
-            const socket = window.benchReceived?.get(key);
-            if (socket) window.benchSplit.push([socket.at - written, socket.received - socket.at, now - socket.received]);
-          }
-        };
-        channel.port2.postMessage(0);
-      });
+      const channel = new MessageChannel();
+      channel.port1.onmessage = () => {
+        const now = performance.timeOrigin + performance.now();
+        for (const { key, written } of found) {
+          window.benchPaint.push(now - written);
+          const socket = window.benchReceived?.get(key);
+          if (socket) window.benchSplit.push([socket.at - written, socket.received - socket.at, now - socket.received]);
+        }
+      };
+      channel.port2.postMessage(0);
     }).observe(list, { subtree: true, childList: true, characterData: true });
     new PerformanceObserver((entries) => {
       for (const entry of entries.getEntries()) window.benchLongTasks.push(entry.duration);
