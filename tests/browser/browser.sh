@@ -45,11 +45,16 @@ echo "PASS ($test_name): the login and guard tests"
 # The feature tests, in a handlerd home of their own under $work (gone with it).
 page_dev="$work/page-dev"
 page_down() {
-  local code=$? pause
-  HANDLER_UI_DEV=$page_dev bash "$browser_dir/page/dev_env.sh" down >/dev/null 2>&1 || true
-  # dev_env.sh's podman keeps a pause process for its own XDG_RUNTIME_DIR.
-  pause=$(cat "$page_dev/run/libpod/tmp/pause.pid" 2>/dev/null || true)
-  [ -z "$pause" ] || kill "$pause" 2>/dev/null || true
+  local code=$? pause variant
+  for variant in --fresh ""; do
+    # shellcheck disable=SC2086 # the empty variant is no argument
+    HANDLER_UI_DEV=$page_dev bash "$browser_dir/page/dev_env.sh" down $variant >/dev/null 2>&1 || true
+  done
+  # dev_env.sh's podman keeps a pause process for each XDG_RUNTIME_DIR of its own.
+  for pause in "$page_dev/run/libpod/tmp/pause.pid" "$page_dev/fresh/run/libpod/tmp/pause.pid"; do
+    pause=$(cat "$pause" 2>/dev/null || true)
+    [ -z "$pause" ] || kill "$pause" 2>/dev/null || true
+  done
   (exit $code)
   cleanup
 }
@@ -57,15 +62,31 @@ trap page_down EXIT
 HANDLER_UI_DEV=$page_dev HANDLER_UI_DEV_CONTAINERS="$HOME/.config/containers" \
   bash "$browser_dir/page/dev_env.sh" up "$here" --served > "$work/page-env.out" 2>&1 ||
   fail "page/dev_env.sh up failed: $(tail -n 40 "$work/page-env.out")"
-# The feature tests that pass here. Not yet: agent_settings (it counts the console lines of
-# the refusals it causes as errors), first_session (it needs page/fresh_env.sh's new-user
-# home), network (its learn step timed out here) and terminal (its late tab's replay timed
-# out here); the page's logic without a browser (model, network_model, agent_form) runs
-# as ctest's ui.* tests from the source tree.
-page_tests=(changes conversation image_build questions queue shell)
-(# shellcheck source=/dev/null
- source "$page_dev/env.sh" && cd "$browser_dir/page" &&
- HANDLER_CHROMIUM=$chromium HANDLER_UI_SCREENSHOTS="$work/screenshots" node --test --test-concurrency=1 \
-   "${page_tests[@]/%/.test.mjs}") ||
-  fail "the page's feature tests failed (above)"
-echo "PASS ($test_name): the page's feature tests"
+# The feature tests; the page's logic without a browser (model, network_model, agent_form)
+# runs as ctest's ui.* tests from the source tree, where its imports resolve. first_session
+# runs last, against a new user's handlerd (dev_env.sh --fresh). Not yet: network (the
+# agent's panel does not list the learned host's entries here) and terminal (its late
+# tab's replay times out here).
+# HANDLER_PAGE_TESTS="terminal network" runs only those (for working on one).
+read -r -a page_tests <<<"${HANDLER_PAGE_TESTS:-agent_settings changes conversation image_build questions queue shell first_session}"
+run_page_tests() { # ENV_FILE TEST...
+  local env_file=$1
+  shift
+  (# shellcheck source=/dev/null
+   source "$env_file" && cd "$browser_dir/page" &&
+   HANDLER_CHROMIUM=$chromium HANDLER_UI_SCREENSHOTS="$work/screenshots" node --test --test-concurrency=1 \
+     "${@/%/.test.mjs}")
+}
+existing=() fresh=()
+for name in "${page_tests[@]}"; do
+  if [ "$name" = first_session ]; then fresh+=("$name"); else existing+=("$name"); fi
+done
+if [ ${#existing[@]} -gt 0 ]; then
+  run_page_tests "$page_dev/env.sh" "${existing[@]}" || fail "the page's feature tests failed (above)"
+fi
+if [ ${#fresh[@]} -gt 0 ]; then
+  HANDLER_UI_DEV=$page_dev bash "$browser_dir/page/dev_env.sh" up "$here" --served --fresh > "$work/page-fresh.out" 2>&1 ||
+    fail "page/dev_env.sh up --fresh failed: $(tail -n 40 "$work/page-fresh.out")"
+  run_page_tests "$page_dev/fresh/env.sh" "${fresh[@]}" || fail "the new user's page test failed (above)"
+fi
+echo "PASS ($test_name): the page's feature tests (${page_tests[*]})"

@@ -7,7 +7,10 @@
 #   dev_env.sh up PODMAN_TESTS_DIR   # start (or find running) handlerd, the fake model server, ui/dev/serve.mjs
 #   dev_env.sh up PODMAN_TESTS_DIR --served   # the same without the dev server: the page
 #                                    # handlerd serves (prefix/share/handler/ui), as CI runs it
-#   dev_env.sh down                  # stop what `up` started
+#   dev_env.sh up PODMAN_TESTS_DIR [--served] --fresh   # a NEW user's handlerd beside it
+#                                    # (first_session.test.mjs): no account, no project, a
+#                                    # home with one empty folder; wiped at every `up`
+#   dev_env.sh down [--fresh]        # stop what `up` started
 #
 # HANDLER_UI_DEV_CONTAINERS: the podman settings folder to copy (default the user's
 # ~/.config/containers); tests/browser/browser.sh passes one whose storage.conf names the
@@ -22,6 +25,10 @@
 # wait), HANDLER_TEST_SECRET_FILE (the account's real key), HANDLER_TEST_UPSTREAM_PORT (a plain
 # HTTP server reached as learn.test and refused.test; agent `claude-net` allows neither), and
 # the XDG folders and PATH. A prompt "$ CMD" makes the model's tool call a Bash CMD.
+# With --fresh it all lives in $HANDLER_UI_DEV/fresh instead, sharing the test CA and the
+# podman storage (so no image is built twice), and its env.sh sets HANDLER_FRESH_HOME (the
+# user's home) and HANDLER_FRESH_FOLDER (the folder to make a project of, where the fake
+# model's tool call writes hello.txt) instead of a project; its key is new every time.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -29,10 +36,16 @@ dev=${HANDLER_UI_DEV:-$HOME/handler-ui-dev}
 fail() { echo "dev_env.sh: $*" >&2; exit 1; }
 [ "$(id -u)" -ne 0 ] || fail "run as a non-root user with rootless podman"
 
-export HOME="$dev/home" XDG_CONFIG_HOME="$dev/home/.config" XDG_DATA_HOME="$dev/home/.local/share"
-export XDG_RUNTIME_DIR="$dev/run"
-project="$dev/projects/app"
+fresh=0
+for argument in "$@"; do [ "$argument" != --fresh ] || fresh=1; done
 pki="$dev/pki"
+containers_of_dev="$dev/home/.config/containers"
+root=$dev
+[ $fresh = 0 ] || root="$dev/fresh"
+export HOME="$root/home" XDG_CONFIG_HOME="$root/home/.config" XDG_DATA_HOME="$root/home/.local/share"
+export XDG_RUNTIME_DIR="$root/run"
+project="$dev/projects/app"
+[ $fresh = 0 ] || project="$HOME/projects/first"
 
 stop_pid() { # FILE
   local pid
@@ -41,23 +54,61 @@ stop_pid() { # FILE
   rm -f "$1"
 }
 
+stop_handlerd() {
+  local pid
+  pid=$(cat "$XDG_RUNTIME_DIR/handler/handlerd.pid" 2>/dev/null || true)
+  if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+}
+
+served=
 case ${1:-} in
 down)
-  stop_pid "$dev/serve.pid"
-  stop_pid "$dev/model.pid"
-  stop_pid "$dev/upstream.pid"
-  stop_pid "$XDG_RUNTIME_DIR/handler/handlerd.pid"
+  stop_pid "$root/serve.pid"
+  stop_pid "$root/model.pid"
+  stop_pid "$root/upstream.pid"
+  stop_handlerd
   exit 0 ;;
-up) tests=${2:?usage: dev_env.sh up PODMAN_TESTS_DIR [--served]}; served=${3:-} ;;
-*) fail "usage: dev_env.sh up PODMAN_TESTS_DIR [--served] | down" ;;
+up) tests=${2:?usage: dev_env.sh up PODMAN_TESTS_DIR [--served] [--fresh]}
+    for argument in "${@:3}"; do
+      case $argument in --served) served=--served ;; --fresh) ;; *) fail "unknown option $argument" ;; esac
+    done ;;
+*) fail "usage: dev_env.sh up PODMAN_TESTS_DIR [--served] [--fresh] | down [--fresh]" ;;
 esac
 
 tests=$(cd "$tests" && pwd)
 prefix="$tests/prefix"
 [ -x "$prefix/bin/handlerd" ] || fail "$prefix/bin/handlerd is missing: build the podman_test_prefix target and copy build/podman-tests"
 export PATH="$prefix/bin:$PATH"
+if [ $fresh = 1 ]; then
+  # A new user: the last one's sessions stopped (while its handlerd runs), its data and
+  # projects gone.
+  if [ -s "$XDG_RUNTIME_DIR/handler/handlerd.pid" ] && kill -0 "$(cat "$XDG_RUNTIME_DIR/handler/handlerd.pid")" 2>/dev/null; then
+    for id in $(handler session list --json | python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin) if s["state"] in ("running","starting")))'); do
+      handler session stop "$id" >/dev/null 2>&1 || true
+    done
+  fi
+  stop_pid "$root/serve.pid"
+  stop_handlerd
+  rm -rf "$XDG_DATA_HOME/handler" "$XDG_CONFIG_HOME/handler" "$HOME/projects" "$root/key"
+  [ -f "$pki/ca.crt" ] || fail "$pki/ca.crt is missing: run dev_env.sh up without --fresh first"
+fi
 mkdir -p "$HOME/.config" "$XDG_DATA_HOME" "$project" && install -d -m 0700 "$XDG_RUNTIME_DIR"
-[ -d "$HOME/.config/containers" ] || cp -r "${HANDLER_UI_DEV_CONTAINERS:-/home/$(id -un)/.config/containers}" "$HOME/.config/containers"
+if [ $fresh = 1 ]; then
+  # The dev handlerd's podman settings; when its storage.conf does not name its folders
+  # (podman's default storage in its home), one that does, so the images are shared.
+  mkdir -p "$HOME/.config/containers"
+  cp "$containers_of_dev/containers.conf" "$HOME/.config/containers/"
+  if grep -q '^graphroot' "$containers_of_dev/storage.conf" 2>/dev/null; then
+    cp "$containers_of_dev/storage.conf" "$HOME/.config/containers/storage.conf"
+  else
+    printf '[storage]\ndriver = "overlay"\ngraphroot = "%s"\nrunroot = "%s"\n' \
+      "$dev/home/.local/share/containers/storage" "$dev/run/containers" > "$HOME/.config/containers/storage.conf"
+  fi
+else
+  [ -d "$HOME/.config/containers" ] || cp -r "${HANDLER_UI_DEV_CONTAINERS:-/home/$(id -un)/.config/containers}" "$HOME/.config/containers"
+fi
 
 if [ ! -f "$pki/ca.crt" ]; then
   mkdir -p "$pki"
@@ -72,25 +123,25 @@ fi
 
 # The fake Anthropic API: every prompt gets a tool call that writes hello.txt, then the answer;
 # while $dev/hold exists its answers wait (a test holds a turn running).
-stop_pid "$dev/model.pid"
-: > "$dev/model.port"
+stop_pid "$root/model.pid"
+: > "$root/model.port"
 # A prompt "$ CMD" gets a Bash tool call of CMD instead (network.test.mjs).
-python3 "$tests/fake_model_server.py" --log "$dev/model.log" --file "$project/hello.txt" --content hi \
-  --answer "Done: wrote hello.txt" --every-turn --hold "$dev/hold" --tls "$pki/api.crt" "$pki/api.key" --command-prompts \
-  >"$dev/model.port" 2>"$dev/model.err" &
-echo $! > "$dev/model.pid"
-for _ in $(seq 1 50); do [ -s "$dev/model.port" ] && break; sleep 0.1; done
-read -r model_port < "$dev/model.port" || fail "the fake model server did not start: $(cat "$dev/model.err")"
+python3 "$tests/fake_model_server.py" --log "$root/model.log" --file "$project/hello.txt" --content hi \
+  --answer "Done: wrote hello.txt" --every-turn --hold "$root/hold" --tls "$pki/api.crt" "$pki/api.key" --command-prompts \
+  >"$root/model.port" 2>"$root/model.err" &
+echo $! > "$root/model.pid"
+for _ in $(seq 1 50); do [ -s "$root/model.port" ] && break; sleep 0.1; done
+read -r model_port < "$root/model.port" || fail "the fake model server did not start: $(cat "$root/model.err")"
 
 # A plain-HTTP upstream on the host's loopback, reached as learn.test and refused.test
 # (network.test.mjs): it answers every GET with "upstream <path>".
-stop_pid "$dev/upstream.pid"
-: > "$dev/upstream.port"
-python3 "$tests/http_upstream.py" --body 'upstream {path}' >"$dev/upstream.port" 2>"$dev/upstream.err" &
-echo $! > "$dev/upstream.pid"
-for _ in $(seq 1 50); do [ -s "$dev/upstream.port" ] && break; sleep 0.1; done
-upstream_port=$(sed -n 's/^port //p' "$dev/upstream.port")
-[ -n "$upstream_port" ] || fail "the upstream did not start: $(cat "$dev/upstream.err")"
+stop_pid "$root/upstream.pid"
+: > "$root/upstream.port"
+python3 "$tests/http_upstream.py" --body 'upstream {path}' >"$root/upstream.port" 2>"$root/upstream.err" &
+echo $! > "$root/upstream.pid"
+for _ in $(seq 1 50); do [ -s "$root/upstream.port" ] && break; sleep 0.1; done
+upstream_port=$(sed -n 's/^port //p' "$root/upstream.port")
+[ -n "$upstream_port" ] || fail "the upstream did not start: $(cat "$root/upstream.err")"
 
 mkdir -p "$XDG_CONFIG_HOME/handler"
 cat > "$XDG_CONFIG_HOME/handler/config.toml" <<TOML
@@ -103,13 +154,14 @@ resolve = { "api.anthropic.com:443" = "127.0.0.1:$model_port", "learn.test" = "1
 TOML
 
 # A restart reads the new port of the model server.
-pid=$(cat "$XDG_RUNTIME_DIR/handler/handlerd.pid" 2>/dev/null || true)
-if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-fi
+stop_handlerd
 SSL_CERT_FILE="$pki/ca.crt" handlerd --detach >/dev/null || fail "handlerd did not start: $(tail -20 "$XDG_DATA_HOME/handler/handlerd.log")"
 echo "handler setup (it builds the base image the first time: a few minutes)" >&2
-handler setup > "$dev/setup.out" 2>&1 || { cat "$dev/setup.out" >&2; fail "handler setup failed"; }
+handler setup > "$root/setup.out" 2>&1 || { cat "$root/setup.out" >&2; fail "handler setup failed"; }
+if [ $fresh = 1 ]; then
+  # The key the new user pastes.
+  (umask 077 && printf 'sk-ant-api03-%s-NEWUSERKEY\n' "$(openssl rand -hex 32)" > "$root/key")
+else
 # has FIELD VALUE: the JSON list on stdin has a record whose FIELD is VALUE.
 has() { python3 -c 'import json, sys; sys.exit(0 if any(r[sys.argv[1]] == sys.argv[2] for r in json.load(sys.stdin)) else 1)' "$@"; }
 # The account's key: kept in $dev/key so the tests can check it never reaches the page.
@@ -130,30 +182,35 @@ handler project list --json | has path "$project" || handler project add "$proje
   handler agent add claude-net --harness claude-code --account anthropic >/dev/null; })
 # A shell agent: the shell harness holds no conversations, so its "New conversation" gets the API's refusal.
 (cd "$project" && { handler agent list --json | has name sh || handler agent add sh --harness shell >/dev/null; })
+fi
 
-stop_pid "$dev/serve.pid"
+stop_pid "$root/serve.pid"
 if [ "$served" = --served ]; then
   # handlerd's one-time tokens work once: the tests ask for one per browser context.
   url_line="export HANDLER_UI_URL_COMMAND='handler ui --print-url'"
   url=$(handler ui --print-url) || fail "handler ui --print-url failed"
 else
-  : > "$dev/serve.out"
-  node "$repo/ui/dev/serve.mjs" --port 0 --out "$dev/dist" --watch >"$dev/serve.out" 2>&1 &
-  echo $! > "$dev/serve.pid"
-  for _ in $(seq 1 100); do grep -q '#login=' "$dev/serve.out" && break; sleep 0.1; done
-  url=$(grep -o 'http://127.0.0.1:[0-9]*/#login=[A-Za-z0-9_-]*' "$dev/serve.out") || fail "the dev server did not start: $(cat "$dev/serve.out")"
+  : > "$root/serve.out"
+  node "$repo/ui/dev/serve.mjs" --port 0 --out "$root/dist" --watch >"$root/serve.out" 2>&1 &
+  echo $! > "$root/serve.pid"
+  for _ in $(seq 1 100); do grep -q '#login=' "$root/serve.out" && break; sleep 0.1; done
+  url=$(grep -o 'http://127.0.0.1:[0-9]*/#login=[A-Za-z0-9_-]*' "$root/serve.out") || fail "the dev server did not start: $(cat "$root/serve.out")"
   url_line="export HANDLER_UI_URL='$url'"
 fi
 
-cat > "$dev/env.sh" <<ENV
+if [ $fresh = 1 ]; then
+  project_lines="export HANDLER_FRESH_HOME='$HOME' HANDLER_FRESH_FOLDER='$project'"
+else
+  project_lines="export HANDLER_TEST_PROJECT='$project' HANDLER_TEST_UPSTREAM_PORT='$upstream_port'"
+fi
+cat > "$root/env.sh" <<ENV
 export HOME='$HOME' XDG_CONFIG_HOME='$XDG_CONFIG_HOME' XDG_DATA_HOME='$XDG_DATA_HOME' XDG_RUNTIME_DIR='$XDG_RUNTIME_DIR'
 export PATH='$prefix/bin':\$PATH
 $url_line
-export HANDLER_TEST_PROJECT='$project'
-export HANDLER_TEST_MODEL_LOG='$dev/model.log'
-export HANDLER_TEST_MODEL_HOLD='$dev/hold'
-export HANDLER_TEST_SECRET_FILE='$dev/key'
-export HANDLER_TEST_UPSTREAM_PORT='$upstream_port'
+$project_lines
+export HANDLER_TEST_MODEL_LOG='$root/model.log'
+export HANDLER_TEST_MODEL_HOLD='$root/hold'
+export HANDLER_TEST_SECRET_FILE='$root/key'
 ENV
 echo "$url"
-echo "environment for tests: source $dev/env.sh" >&2
+echo "environment for tests: source $root/env.sh" >&2

@@ -1,5 +1,5 @@
 // Issue 17's browser test 2, the first session of a NEW user, all in the page: a handlerd with
-// no account and no project (tests/browser/page/fresh_env.sh). Connect an Anthropic key (a
+// no account and no project (tests/browser/page/dev_env.sh up … --fresh). Connect an Anthropic key (a
 // too-short one first: its message beside the field, no account left); test a local model
 // server that answers and one that does not; New project through the folder browser (which
 // refuses the home folder, with the reason), Guarded; a request typed; the real Claude Code

@@ -11,7 +11,7 @@
 //   and the XDG folders and PATH under which `handler` reaches the same handlerd.
 // tests/browser/page/dev_env.sh sets all of these up.
 import { execFile } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -81,6 +81,23 @@ export function watch(page) {
     socket.on('framereceived', (frame) => page.received.push(typeof frame.payload === 'string' ? frame.payload : frame.payload.toString('latin1')));
   });
   return page;
+}
+
+// page.problems without the console lines Chromium prints for each answer of these HTTP
+// statuses: a test that provokes refusals (a bad field's 400) expects those, and only those.
+export function problems_besides(page, statuses) {
+  const expected = new RegExp(`^console: Failed to load resource: the server responded with a status of (${statuses.join('|')}) `);
+  return page.problems.filter((problem) => !expected.test(problem));
+}
+
+// A file a server of the test appends to (the fake model's log), '' before it exists.
+export function read_log(path) {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    if (error.code === 'ENOENT') return '';
+    throw error;
+  }
 }
 
 // A new browser context (its own cookie jar), logged in through the login URL.
