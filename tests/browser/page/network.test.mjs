@@ -147,7 +147,8 @@ test('a refusal beside its tool call, and learn mode in the panel', { timeout: 3
 
   // The agent's panel: its sessions' entries and what they learned.
   await page.goto(`${origin}/#/agents/${agent.id}/network`);
-  await page.waitForSelector(`.network-view[data-agent="${agent.id}"] .net-log tr[data-host="learn.test"]`);
+  await page.waitForSelector(`.network-view[data-agent="${agent.id}"] .net-log tr[data-host="learn.test"]`, { timeout: 30000 })
+    .catch(async (error) => { throw new Error(`${error.message}\nthe agent's panel shows: ${(await page.textContent('#app')).slice(0, 3000)}`); });
   await page.waitForSelector('.learned .row[data-host="learn.test"] .allowed');
 
   assert.deepEqual(page.problems, [], 'no console error, CSP violation or exception');
