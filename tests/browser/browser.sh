@@ -60,8 +60,8 @@ HANDLER_UI_DEV=$page_dev HANDLER_UI_DEV_CONTAINERS="$HOME/.config/containers" \
 # The feature tests that pass here. Not yet: agent_settings (it counts the console lines of
 # the refusals it causes as errors), first_session (it needs page/fresh_env.sh's new-user
 # home), network (its learn step timed out here) and terminal (its late tab's replay timed
-# out here); the page's logic without a browser (model, network_model, agent_form) runs
-# as ctest's ui.* tests from the source tree.
+# out here); the page's logic without a browser (model, network_model, agent_form,
+# events_channels) runs as ctest's ui.* tests from the source tree.
 page_tests=(changes conversation image_build questions queue shell)
 (# shellcheck source=/dev/null
  source "$page_dev/env.sh" && cd "$browser_dir/page" &&
