@@ -59,10 +59,10 @@ HANDLER_UI_DEV=$page_dev HANDLER_UI_DEV_CONTAINERS="$HOME/.config/containers" \
   fail "page/dev_env.sh up failed: $(tail -n 40 "$work/page-env.out")"
 # The feature tests that pass here. Not yet: agent_settings (it counts the console lines of
 # the refusals it causes as errors), first_session (it needs page/fresh_env.sh's new-user
-# home), network (its learn step timed out here) and terminal (its late tab's replay timed
-# out here); the page's logic without a browser (model, network_model, agent_form,
-# events_channels) runs as ctest's ui.* tests from the source tree.
-page_tests=(changes conversation image_build questions queue shell)
+# home) and network (its learn step timed out here); the page's logic without a browser
+# (model, network_model, agent_form, events_channels) runs as ctest's ui.* tests from the
+# source tree. terminal runs again since its terminals are channels of the tab's one socket.
+page_tests=(changes conversation image_build questions queue shell terminal)
 (# shellcheck source=/dev/null
  source "$page_dev/env.sh" && cd "$browser_dir/page" &&
  HANDLER_CHROMIUM=$chromium HANDLER_UI_SCREENSHOTS="$work/screenshots" node --test --test-concurrency=1 \
