@@ -313,10 +313,10 @@ TEST(TerminalProtocol, ParsesChannelCommandsAndNamesTheChannelOfAnError) {
     ASSERT_TRUE(resize.command);
     EXPECT_EQ(resize.command->rows, 2);
     EXPECT_EQ(resize.command->cols, 3);
-    auto bad = parse_channel_command(R"({"type":"attach","channel":8,"session":"s_1","after":1.5})");
+    auto bad = parse_channel_command(R"({"type":"attach","channel":8,"session":"s_1","after":true})");
     EXPECT_EQ(bad.channel, 8u);
     ASSERT_FALSE(bad.command);
-    EXPECT_EQ(bad.command.error().message, "field 'after' must be an event's seq (a whole number), got '1.5'");
+    EXPECT_EQ(bad.command.error().message, "field 'after' must be an event's seq (a whole number), got 'true'");
     // The terminal route takes no channels and keeps its own two types.
     EXPECT_FALSE(parse_terminal_command(R"({"type":"attach","channel":1,"session":"s_1"})").command);
     EXPECT_TRUE(parse_terminal_command(R"({"type":"eof"})").command);
