@@ -12,7 +12,8 @@
 //                           terminal.exit, terminal.ended, terminal.detached and
 //                           terminal.error with their "channel"; error for a message
 //                           that names no channel
-//                    binary one byte of channel, one of stream, then output
+//                    binary one byte of channel, one of stream, the chunk's end
+//                           offset (8 bytes), then output
 #pragma once
 
 #include "api/terminal_channel.hpp"
