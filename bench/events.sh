@@ -118,19 +118,7 @@ model_pid=""
 cleanup() {
   local code=$?
   [ -z "$model_pid" ] || kill "$model_pid" 2>/dev/null || true
-  if [ -s "$work/run/handler/handlerd.pid" ]; then
-    kill "$(cat "$work/run/handler/handlerd.pid")" 2>/dev/null || true
-  fi
-  end_private_podman "$work" "$containers_before"
-  if [ $code -ne 0 ]; then
-    echo "--- handlerd.log (last lines)" >&2
-    tail -n 30 "$work/home/.local/share/handler/handlerd.log" >&2 2>/dev/null || true
-    echo "(logs kept in $work)" >&2
-  elif [ "${KEEP_WORK:-0}" = 1 ]; then
-    echo "(logs kept in $work)" >&2
-  else
-    rm -rf "$work"
-  fi
+  end_private_handler "$work" "$containers_before" "$code"
   exit $code
 }
 trap cleanup EXIT

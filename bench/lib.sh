@@ -1,5 +1,5 @@
 # Sourced by the benchmarks that run a handlerd of their own as a rootless podman user
-# (events.sh, soak.sh).
+# (events.sh, soak.sh, ui.sh).
 
 # The user's podman folders, read before use_private_handler_home changes the variables.
 remember_podman_folders() {
@@ -33,5 +33,26 @@ end_private_podman() {
   pause=$(cat "$work/run/libpod/tmp/pause.pid" 2>/dev/null || true)
   if [ -n "$pause" ] && [ "$pause" != "$(cat "$real_runtime/libpod/tmp/pause.pid" 2>/dev/null || true)" ]; then
     kill "$pause" 2>/dev/null || true
+  fi
+}
+
+# end_private_handler WORK BEFORE CODE: the end of a run in use_private_handler_home's
+# folders: stops its handlerd, removes what end_private_podman removes, and keeps WORK with
+# the last of handlerd.log shown when the run broke (CODE not 0) or KEEP_WORK=1; otherwise
+# removes it.
+end_private_handler() {
+  local work=$1 before=$2 code=$3
+  if [ -s "$work/run/handler/handlerd.pid" ]; then
+    kill "$(cat "$work/run/handler/handlerd.pid")" 2>/dev/null || true
+  fi
+  end_private_podman "$work" "$before"
+  if [ "$code" -ne 0 ]; then
+    echo "--- handlerd.log (last lines)" >&2
+    tail -n 30 "$work/home/.local/share/handler/handlerd.log" >&2 2>/dev/null || true
+    echo "(logs kept in $work)" >&2
+  elif [ "${KEEP_WORK:-0}" = 1 ]; then
+    echo "(logs kept in $work)" >&2
+  else
+    rm -rf "$work"
   fi
 }

@@ -20,7 +20,9 @@ harness does not) each block is the stream events Claude Code prints around it a
 delta first, all in that one write, as Claude Code prints them for a one-delta block.
 
 CHUNKS and CHUNK_INTERVAL_MS come from timed-claude.json in the working folder (the
-project, on both sides), {"chunks": 20, "interval_ms": 50}; those are the defaults.
+project, on both sides), {"chunks": 20, "interval_ms": 50}; those are the defaults. With
+"tools": N there (default 0; bench/ui.sh's long conversation), each turn first makes N Bash
+tool calls, each an `assistant` tool_use and its `user` tool_result, with no pause.
 `timed-claude auth status --json` answers as Claude Code does for an API key, which
 claude-agent-acp asks at start.
 """
@@ -70,7 +72,7 @@ def settings():
             config = json.load(file)
     except FileNotFoundError:
         config = {}
-    return int(config.get("chunks", 20)), float(config.get("interval_ms", 50)) / 1000
+    return int(config.get("chunks", 20)), float(config.get("interval_ms", 50)) / 1000, int(config.get("tools", 0))
 
 
 USAGE = {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -82,7 +84,7 @@ class Session:
         self.mode = option(argv, "--permission-mode", "default")
         self.partial = "--include-partial-messages" in argv
         self.replay = "--replay-user-messages" in argv
-        self.chunks, self.interval_s = settings()
+        self.chunks, self.interval_s, self.tools = settings()
         self.turns = 0
 
     def stamp(self, message):
@@ -140,6 +142,14 @@ class Session:
         if self.partial:
             head.append(self.stream_event({"type": "message_start", "message": body}))
         write(*head)
+        for index in range(self.tools):
+            tool_id = "toolu_timed_%d_%d" % (self.turns, index)
+            write(self.stamp({"type": "assistant", "message": dict(body, content=[
+                {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": "echo %d" % index}}]),
+                "parent_tool_use_id": None}),
+                  self.stamp({"type": "user", "message": {"role": "user", "content": [
+                      {"type": "tool_result", "tool_use_id": tool_id, "content": "%d\n" % index}]},
+                      "parent_tool_use_id": None}))
         text = ""
         for index in range(self.chunks):
             if index:

@@ -156,6 +156,70 @@ Result<std::map<std::string, std::string>> query_params(
     return params;
 }
 
+// A query parameter that is a whole number when given: `after`, `before`, `limit`, `tail`.
+Result<std::optional<std::int64_t>> whole_number_param(const std::map<std::string, std::string>& params,
+                                                       const std::string& key) {
+    const auto found = params.find(key);
+    if (found == params.end()) return std::optional<std::int64_t>();
+    const std::string& text = found->second;
+    std::int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || value < 0)
+        return make_error(ErrorCode::invalid_argument, "query parameter '" + key + "' must be a whole number");
+    return std::optional<std::int64_t>(value);
+}
+
+// A page's `limit`: 1000 when not given; clamped to 1..10000 (not refused), as it always was.
+constexpr std::int64_t kMaxPageLimit = 10000;
+std::int64_t page_limit(std::optional<std::int64_t> limit) {
+    return std::clamp<std::int64_t>(limit.value_or(1000), 1, kMaxPageLimit);
+}
+
+// Which events GET /api/v1/sessions/{id}/events asks for (docs/api.md): those after a seq
+// (the default, from the start), the `limit` just before a seq, or the last `limit`.
+struct EventPage {
+    enum class From { after = 1, before, end };
+    From from = From::after;
+    std::int64_t seq = 0;
+    std::int64_t limit = 1000;
+};
+
+Result<EventPage> event_page(const std::vector<std::pair<std::string, std::string>>& query) {
+    auto params = query_params(query, {"after", "before", "limit", "tail"});
+    if (!params) return params.error();
+    std::optional<std::int64_t> values[4];
+    const char* const names[4] = {"after", "before", "limit", "tail"};
+    for (int index = 0; index < 4; ++index) {
+        auto value = whole_number_param(*params, names[index]);
+        if (!value) return value.error();
+        values[index] = *value;
+    }
+    const auto& [after, before, limit, tail] = values;
+    if (after && before)
+        return make_error(ErrorCode::invalid_argument,
+                          "query parameters 'after' and 'before' do not go together: 'after' pages forward "
+                          "from a seq, 'before' back from one; give one of them");
+    if (tail && (after || before || limit))
+        return make_error(ErrorCode::invalid_argument,
+                          "query parameter 'tail' goes alone: it is the last N events; for the N before a "
+                          "seq use before=SEQ&limit=N");
+    if (tail) {
+        if (*tail < 1 || *tail > kMaxPageLimit)
+            return make_error(ErrorCode::invalid_argument, "query parameter 'tail' must be from 1 to " +
+                                                               std::to_string(kMaxPageLimit) + ", not " +
+                                                               std::to_string(*tail));
+        return EventPage{EventPage::From::end, 0, *tail};
+    }
+    if (before) {
+        // seq counts from 1, so nothing comes before 1: a client asking that has lost count.
+        if (*before < 1)
+            return make_error(ErrorCode::invalid_argument,
+                              "query parameter 'before' must be a seq, 1 or more (seq counts from 1)");
+        return EventPage{EventPage::From::before, *before, page_limit(limit)};
+    }
+    return EventPage{EventPage::From::after, after.value_or(0), page_limit(limit)};
+}
+
 template <class T, class ToJson>
 json::array json_list(const std::vector<T>& items, ToJson to_json_fn) {
     json::array out;
@@ -165,6 +229,21 @@ json::array json_list(const std::vector<T>& items, ToJson to_json_fn) {
 }
 
 } // namespace
+
+Response Routes::session_events(const std::string& id, const Call& call) {
+    auto page = event_page(call.query);
+    if (!page) return error_response(page.error());
+    auto events = page->from == EventPage::From::after
+                      ? store_.session_events(id, page->seq, page->limit)
+                      : store_.session_events_before(
+                            id, page->from == EventPage::From::before ? page->seq : store::Store::kSessionEventsEnd,
+                            page->limit);
+    if (!events) return error_response(events.error());
+    json::array list;
+    list.reserve(events->size());
+    for (const auto& event : *events) list.push_back(to_json(event));
+    return json_response(200, json::object{{"events", std::move(list)}});
+}
 
 Response Routes::dispatch(const Call& call) {
     const std::string& resource = call.segments[0];
@@ -997,28 +1076,14 @@ Response Routes::sessions(const Call& call) {
                                             {"last_seen", host.last_seen}});
             return json_response(200, json::object{{"learned", std::move(list)}});
         }
+        if (action == "events") return session_events(id, call);
         auto params = query_params(call.query, {"after", "limit"});
         if (!params) return error_response(params.error());
-        std::int64_t after = 0, limit = 1000;
-        for (auto& [key, target] : {std::pair<const char*, std::int64_t*>{"after", &after},
-                                    std::pair<const char*, std::int64_t*>{"limit", &limit}}) {
-            const auto found = params->find(key);
-            if (found == params->end()) continue;
-            auto [end, error] = std::from_chars(found->second.data(),
-                                                found->second.data() + found->second.size(), *target);
-            if (error != std::errc() || end != found->second.data() + found->second.size() || *target < 0)
-                return error_response(ErrorCode::invalid_argument,
-                                      std::string("query parameter '") + key + "' must be a whole number");
-        }
-        limit = std::clamp<std::int64_t>(limit, 1, 10000);
-        if (action == "events") {
-            auto events = store_.session_events(id, after, limit);
-            if (!events) return error_response(events.error());
-            json::array list;
-            for (const auto& event : *events) list.push_back(to_json(event));
-            return json_response(200, json::object{{"events", std::move(list)}});
-        }
-        auto entries = store_.network_log(id, after, limit);
+        auto after = whole_number_param(*params, "after");
+        if (!after) return error_response(after.error());
+        auto limit = whole_number_param(*params, "limit");
+        if (!limit) return error_response(limit.error());
+        auto entries = store_.network_log(id, after->value_or(0), page_limit(*limit));
         if (!entries) return error_response(entries.error());
         json::array list;
         for (const auto& entry : *entries) {

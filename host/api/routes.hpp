@@ -91,6 +91,7 @@ private:
     Response conversation(const Call& call, const std::string& id, const std::string& action);
     Response no_session_service();
     Response session_network(const std::string& id, std::string_view body); // routes_network.cpp
+    Response session_events(const std::string& id, const Call& call);
     Response ui(const Call& call);
     Response images(const Call& call); // routes_images.cpp
     // routes_setup.cpp: the folder browser and the model server test (docs/api.md, "Setup").

@@ -688,6 +688,15 @@ const Command kCommands[] = {
          command.add_flag("-f,--follow", options.follow, "Keep printing until the session ends");
      },
      command_session_events},
+    {"session changes",
+     "What a session changed in its project: files, and with --diff their diffs against git HEAD "
+     "(computed in a container that mounts the project read-only)",
+     [](CLI::App& command, Options& options) {
+         add_session_id(command, options);
+         command.add_flag("--diff", options.show_diff, "Print each file's diff after the list");
+         add_json_flag(command, options);
+     },
+     command_session_changes},
     {"session answer", "Answer a harness's permission request (a tool call it asks to make)",
      define_session_answer, command_session_answer},
     {"session prompt", "Send a prompt to a conversation (it waits while a turn runs)",

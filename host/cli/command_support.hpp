@@ -70,6 +70,7 @@ struct Options {
     std::string tool_call; // session answer --tool-call
     std::optional<std::int64_t> minutes; // network learn --minutes
     bool stop_learning = false;          // network learn --stop
+    bool show_diff = false;              // session changes --diff
 };
 
 // One conversation with handlerd: turns transport failures and error answers into the

@@ -630,4 +630,63 @@ int command_network_learn(Session& session, const Options& options) {
     return kExitOk;
 }
 
+// `session changes SESSION [--diff]`: the answer of GET .../changes, which handlerd
+// computes in a read-only container. Paths and diffs are the project's bytes, which the
+// agent wrote: everything goes through printable() so no escape sequence of theirs
+// reaches the terminal, with lines kept in diffs.
+int command_session_changes(Session& session, const Options& options) {
+    auto answer = session.call("GET", session_path(options.target) + "/changes");
+    if (!answer) return session.exit_code();
+    auto& changes = answer->as_object();
+    auto& out = session.context().out;
+    if (options.json_output) {
+        print_json(out, changes);
+        return kExitOk;
+    }
+    const auto& files = changes.at("files").as_array();
+    if (changes.at("git").as_bool()) {
+        const auto& head = changes.at("head");
+        out << "against git HEAD "
+            << (head.is_string() ? printable(std::string_view(head.as_string()).substr(0, 12))
+                                 : std::string("(none: the repository has no commit yet)"))
+            << '\n';
+    } else {
+        out << "not a git repository: the files modified since the session started\n";
+    }
+    json::array rows;
+    for (const auto& file_value : files) {
+        const auto& file = file_value.as_object();
+        std::string lines;
+        if (file.at("binary").as_bool()) {
+            lines = "binary";
+        } else if (file.at("added").is_int64() && file.at("removed").is_int64()) {
+            lines = "+" + std::to_string(file.at("added").as_int64()) + " -" +
+                    std::to_string(file.at("removed").as_int64());
+        } else if (const auto* size = file.if_contains("size"); size != nullptr && size->is_int64()) {
+            lines = std::to_string(size->as_int64()) + " bytes";
+        }
+        rows.push_back(json::object{{"status", file.at("status")}, {"lines", lines}, {"path", file.at("path")}});
+    }
+    if (rows.empty()) {
+        out << "no changes\n";
+    } else {
+        print_table(out, rows, {"status", "lines", "path"});
+    }
+    for (const auto& note : changes.at("notes").as_array()) out << "note: " << display(note) << '\n';
+    if (changes.at("truncated").as_bool() && changes.at("notes").as_array().empty())
+        out << "note: the list is truncated\n";
+    if (!options.show_diff) return kExitOk;
+    for (const auto& file_value : files) {
+        const auto& file = file_value.as_object();
+        if (const auto* diff = file.if_contains("diff"); diff != nullptr && diff->is_string()) {
+            std::string text = printable(diff->as_string(), true);
+            if (!text.empty() && text.back() != '\n') text.push_back('\n');
+            out << '\n' << text;
+        } else if (const auto* summary = file.if_contains("summary"); summary != nullptr && summary->is_string()) {
+            out << '\n' << display(file.at("path")) << ": " << display(*summary) << '\n';
+        }
+    }
+    return kExitOk;
+}
+
 } // namespace handler::cli

@@ -20,6 +20,7 @@ int command_session_events(Session& session, const Options& options);
 int command_session_answer(Session& session, const Options& options);
 int command_network_log(Session& session, const Options& options);
 int command_network_learned(Session& session, const Options& options);
+int command_session_changes(Session& session, const Options& options);
 int command_network_learn(Session& session, const Options& options);
 
 } // namespace handler::cli

@@ -523,6 +523,20 @@ private:
         upstream_.set_option(tcp::no_delay(true), ignored);
         early_.assign(static_cast<const char*>(buffer_.data().data()), buffer_.size());
         buffer_.consume(buffer_.size());
+        // The program gets nothing back (neither the tunnel's 200 nor a response) until the
+        // shim has said who holds the connection (ConnectionTracer::when_traced): a program
+        // done within milliseconds, as curl is, would otherwise have exited before the shim
+        // looked at /proc, and its entry could not name it or its tool call. The shim was
+        // asked when the connection came in, so its answer is usually there by now; the
+        // tracer bounds the wait (ChannelOptions::who_timeout).
+        if (owner_.services.tracer == nullptr || connection_ == 0) return proceed_connected();
+        owner_.services.tracer->when_traced(connection_, [self = shared_from_this()] {
+            if (self->closed_) return;
+            self->proceed_connected();
+        });
+    }
+
+    void proceed_connected() {
         if (parser_.get().method() == http::verb::connect) {
             static constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
             auto reply = std::make_shared<std::string>(kEstablished);

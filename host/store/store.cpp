@@ -1079,15 +1079,30 @@ Result<std::int64_t> Store::session_events_bytes(std::string_view session_id) {
     return statement->integer(0);
 }
 
+namespace {
+SessionEvent read_session_event(const sqlite::Statement& row) {
+    return SessionEvent{row.text(0), row.integer(1), row.integer(2), row.text(3), row.text(4)};
+}
+} // namespace
+
 Result<std::vector<SessionEvent>> Store::session_events(std::string_view session_id, std::int64_t after,
                                                         std::int64_t limit) {
     std::lock_guard lock(mutex_);
     return collect(db_.prepare("SELECT session_id, seq, at, kind, payload FROM session_events "
                                "WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
                                session_id, after, limit),
-                   [](const sqlite::Statement& row) {
-                       return SessionEvent{row.text(0), row.integer(1), row.integer(2), row.text(3), row.text(4)};
-                   });
+                   read_session_event);
+}
+
+Result<std::vector<SessionEvent>> Store::session_events_before(std::string_view session_id, std::int64_t before,
+                                                               std::int64_t limit) {
+    std::lock_guard lock(mutex_);
+    auto events = collect(db_.prepare("SELECT session_id, seq, at, kind, payload FROM session_events "
+                                      "WHERE session_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3",
+                                      session_id, before, limit),
+                          read_session_event);
+    if (events) std::reverse(events->begin(), events->end());
+    return events;
 }
 
 Result<std::int64_t> Store::last_network_entry_id() {

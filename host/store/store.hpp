@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -131,6 +132,12 @@ public:
     // Events with seq > `after`, oldest first, at most `limit`.
     Result<std::vector<SessionEvent>> session_events(std::string_view session_id, std::int64_t after,
                                                      std::int64_t limit);
+    // The `limit` events just before seq `before` (all of the last ones for
+    // kSessionEventsEnd), oldest first: a client that opens a long conversation at its end
+    // and pages back from there. One walk of the primary key (session_id, seq) backwards.
+    static constexpr std::int64_t kSessionEventsEnd = std::numeric_limits<std::int64_t>::max();
+    Result<std::vector<SessionEvent>> session_events_before(std::string_view session_id, std::int64_t before,
+                                                            std::int64_t limit);
     // The stand-ins a session holds (written once, at its start).
     Result<void> add_session_secret(const SessionSecret& secret);
     Result<std::vector<SessionSecret>> session_secrets(std::string_view session_id);

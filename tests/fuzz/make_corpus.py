@@ -276,6 +276,9 @@ def api_routes():
         "POST /api/v1/sessions/$SESSION/resume\n",
         'POST /api/v1/sessions/$SESSION/config\n{"name":"model","value":"opus"}',
         "GET /api/v1/sessions/$SESSION/events?after=0&limit=10\n", "GET /api/v1/sessions/$SESSION/network?after=3\n",
+        "GET /api/v1/sessions/$SESSION/events?before=501&limit=500\n", "GET /api/v1/sessions/$SESSION/events?tail=500\n",
+        "GET /api/v1/sessions/$SESSION/events?before=9&after=2\n", "GET /api/v1/sessions/$SESSION/events?tail=5&limit=3\n",
+        "GET /api/v1/sessions/$SESSION/events?tail=0\n", "GET /api/v1/sessions/$SESSION/events?before=0&before=-1\n",
         "GET /api/v1/sessions/$SESSION/learned\n", "GET /api/v1/sessions/$SESSION/log\n",
         "DELETE /api/v1/sessions/$SESSION\n", "GET /api/v1/events\n",
     ]

@@ -122,3 +122,98 @@ test('a long streamed text is kept in segments that join to the whole', async ()
   assert.equal(one_line.join('').length, 45000);
   assert.ok(one_line.every((segment) => segment.length <= 8 * segmentBytes + 9));
 });
+
+// A long conversation opens at its end and pages back (conversation.jsx): a model that
+// starts after a seq, then the page before it put in front.
+test('a model from the last events, then the page before it, is the model from the start', () => {
+  const events = [
+    ev(1, 'user_prompt', { promptId: 'p_1', ...text('list the files') }),
+    ev(2, 'tool_call', { toolCallId: 't1', title: 'ls', kind: 'execute', status: 'pending' }),
+    ev(3, 'agent_message_chunk', text('Here ')),
+    ev(4, 'agent_message_chunk', text('they ')),
+    ev(5, 'tool_call_update', { toolCallId: 't1', status: 'completed' }),
+    ev(6, 'agent_message_chunk', text('are')),
+    ev(7, 'result', { stopReason: 'end_turn' }),
+    ev(8, 'user_prompt', { promptId: 'p_2', ...text('again') }),
+    ev(9, 'agent_message_chunk', text('once ')),
+    ev(10, 'agent_message_chunk', text('more')),
+  ];
+  const whole = new ConversationModel();
+  whole.add(events);
+
+  const tail = new ConversationModel(3);
+  assert.equal(tail.add(events.slice(3)), false);
+  assert.equal(tail.firstSeq, 4);
+  assert.equal(tail.hasEarlier, true);
+  assert.equal(tail.lastSeq, 10);
+  // Its first text began before it, and the tool call it updates is not in it.
+  assert.equal(tail.items[0].text, 'they ');
+  assert.equal(tail.items[1].title, 't1');
+
+  const older = tail.with_earlier(events.slice(1, 3));
+  assert.equal(older.firstSeq, 2);
+  assert.equal(older.hasEarlier, true);
+  const all = older.with_earlier(events.slice(0, 1));
+  assert.equal(all.hasEarlier, false);
+  assert.deepEqual(all.items.map((i) => [i.type, i.text ?? i.title, i.status]),
+    whole.items.map((i) => [i.type, i.text ?? i.title, i.status]));
+  assert.equal(all.items[2].text, 'Here they are');
+  assert.equal(all.items[1].title, 'ls');
+  assert.equal(all.items[1].status, 'completed');
+  assert.equal(all.lastSeq, 10);
+  assert.equal(all.with_earlier([]), all, 'nothing before: the same model');
+  assert.equal(all.with_earlier(events.slice(0, 3)), all, 'events it holds already are not added again');
+});
+
+test('events the socket brought while the earlier page loaded are kept, and a turn under way is known', () => {
+  const tail = new ConversationModel(20);
+  assert.equal(tail.turnRunning, false);
+  tail.add([ev(21, 'agent_message_chunk', text('still '))]);
+  assert.equal(tail.turnRunning, true, 'a chunk comes only while a turn runs, whose prompt is before the page');
+  // 23 came before 22: it waits, and waits on in the model made with the earlier page.
+  assert.equal(tail.add([ev(23, 'result', { stopReason: 'end_turn' })]), true);
+  const older = tail.with_earlier([ev(19, 'user_prompt', { promptId: 'p_9', ...text('go') }),
+    ev(20, 'agent_message_chunk', text('going '))]);
+  assert.equal(older.lastSeq, 21);
+  assert.equal(older.add([ev(22, 'agent_message_chunk', text('on'))]), false);
+  assert.equal(older.lastSeq, 23);
+  assert.deepEqual(older.items.map((i) => i.type), ['prompt', 'message', 'result']);
+  assert.equal(older.items[1].text, 'going still on');
+  assert.equal(older.turnRunning, false);
+
+  const idle = new ConversationModel(40);
+  idle.add([ev(41, 'usage', { used: 1, size: 10 }), ev(42, 'agent_message_chunk', text('late'))]);
+  const ended = new ConversationModel(40);
+  ended.add([ev(41, 'result', { stopReason: 'end_turn' }), ev(42, 'tool_call_update', { toolCallId: 'x', status: 'completed' })]);
+  assert.equal(ended.turnRunning, false, 'after a result the state is known, whatever follows');
+});
+
+test('items the earlier page does not change stay the same objects, so the view does not redraw them', () => {
+  const events = [
+    ev(1, 'tool_call', { toolCallId: 't1', title: 'ls', kind: 'execute', status: 'pending' }),
+    ev(2, 'permission_request', { toolCallId: 't1', options: [{ optionId: 'allow', name: 'Allow', kind: 'allow_once' }] }),
+    ev(3, 'permission_answer', { toolCallId: 't1', optionId: 'allow', kind: 'allow_once' }),
+    ev(4, 'tool_call', { toolCallId: 't2', title: 'cat', kind: 'read', status: 'pending' }),
+    ev(5, 'tool_call_update', { toolCallId: 't2', status: 'completed' }),
+    ev(6, 'result', { stopReason: 'end_turn' }),
+    ev(7, 'user_prompt', { promptId: 'p_2', ...text('more') }),
+    ev(8, 'permission_request', { toolCallId: 't1', options: [] }),
+  ];
+  const tail = new ConversationModel(1);
+  tail.add(events.slice(1));
+  const [question, t2, result, prompt, late] = tail.items;
+  assert.equal(question.title, 't1', 'its tool call is before the page');
+  const all = tail.with_earlier(events.slice(0, 1));
+  assert.equal(all.items.length, 6);
+  assert.equal(all.items[1].title, 'ls');
+  assert.notEqual(all.items[1], question, 'a question whose title the earlier page gave is drawn again');
+  assert.equal(all.items[2], t2);
+  assert.equal(all.items[3], result);
+  assert.equal(all.items[4], prompt);
+  assert.notEqual(all.items[5], late);
+  // The maps point at the items shown: an update reaches the kept object.
+  assert.equal(all.tools.get('t2'), t2);
+  all.add([ev(9, 'tool_call_update', { toolCallId: 't2', status: 'failed' })]);
+  assert.equal(t2.status, 'failed');
+  assert.equal(all.questions.get('t1'), all.items[5]);
+});

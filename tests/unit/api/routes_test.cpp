@@ -818,6 +818,89 @@ TEST_F(RoutesTest, Sessions) {
     EXPECT_EQ(shown.at("addon_hosts"), (json::array{"cdn.example.com", "late.example.com:443"}));
 }
 
+// A conversation's events page forward from a seq (as before), back from one, or from the
+// end; each page oldest first.
+TEST_F(RoutesTest, SessionEventsPageForwardBackAndFromTheEnd) {
+    const auto project = make_project();
+    auto session = store_->create_session(session_of(std::nullopt, project, "claude-code"));
+    ASSERT_TRUE(session.ok());
+    std::vector<std::pair<std::string, std::string>> events;
+    for (int index = 1; index <= 30; ++index)
+        events.emplace_back("agent_message_chunk", R"({"content":{"type":"text","text":")" +
+                                                       std::to_string(index) + R"("}})");
+    ASSERT_TRUE(store_->add_session_events(session->id, 42, events).ok());
+    const std::string target = "/api/v1/sessions/" + session->id + "/events";
+    const auto seqs = [&](const std::string& query) {
+        const auto response = call("GET", target + query);
+        std::vector<std::int64_t> out;
+        if (response.status != 200u) {
+            ADD_FAILURE() << query << ": " << response.status << " " << message(response);
+            return out;
+        }
+        // The parsed body is kept: a range-for over parse(...).at(...) would walk a temporary
+        // that is gone before the loop starts.
+        const auto body = parse(response);
+        for (const auto& event : body.at("events").as_array()) out.push_back(event.at("seq").as_int64());
+        return out;
+    };
+    using Seqs = std::vector<std::int64_t>;
+    EXPECT_EQ(seqs("?after=27"), (Seqs{28, 29, 30}));
+    EXPECT_EQ(seqs("?after=3&limit=2"), (Seqs{4, 5}));
+    EXPECT_EQ(seqs("?before=11&limit=3"), (Seqs{8, 9, 10}));
+    EXPECT_EQ(seqs("?limit=2&before=3"), (Seqs{1, 2}));
+    EXPECT_EQ(seqs("?before=1"), Seqs{});
+    EXPECT_EQ(seqs("?before=5").size(), 4u) << "the default limit, 1000, is more than there are";
+    EXPECT_EQ(seqs("?tail=4"), (Seqs{27, 28, 29, 30}));
+    EXPECT_EQ(seqs("?tail=10000").size(), 30u);
+    EXPECT_EQ(seqs("?before=31&limit=0"), (Seqs{30})) << "limit is clamped to 1..10000, as with after";
+
+    const auto page = parse(call("GET", target + "?tail=1")).at("events").as_array();
+    ASSERT_EQ(page.size(), 1u);
+    EXPECT_EQ(page[0].at("session").as_string(), session->id);
+    EXPECT_EQ(page[0].at("at").as_int64(), 42);
+    EXPECT_EQ(page[0].at("kind").as_string(), "agent_message_chunk");
+    EXPECT_EQ(page[0].at("payload").at("content").at("text").as_string(), "30");
+    EXPECT_EQ(call("GET", "/api/v1/sessions/s_999999/events?tail=5").status, 404u);
+}
+
+TEST_F(RoutesTest, SessionEventsRefuseQueriesThatDoNotSayOnePage) {
+    const auto project = make_project();
+    auto session = store_->create_session(session_of(std::nullopt, project, "claude-code"));
+    ASSERT_TRUE(session.ok());
+    const std::string target = "/api/v1/sessions/" + session->id + "/events";
+    const std::vector<std::pair<std::string, std::string>> refused = {
+        {"?before=5&after=2", "query parameters 'after' and 'before' do not go together"},
+        {"?after=2&before=5", "query parameters 'after' and 'before' do not go together"},
+        {"?tail=5&limit=3", "query parameter 'tail' goes alone"},
+        {"?tail=5&before=9", "query parameter 'tail' goes alone"},
+        {"?after=1&tail=5", "query parameter 'tail' goes alone"},
+        {"?tail=0", "query parameter 'tail' must be from 1 to 10000, not 0"},
+        {"?tail=10001", "query parameter 'tail' must be from 1 to 10000, not 10001"},
+        {"?tail=-1", "query parameter 'tail' must be a whole number"},
+        {"?tail=", "query parameter 'tail' must be a whole number"},
+        {"?tail=5x", "query parameter 'tail' must be a whole number"},
+        {"?before=0", "query parameter 'before' must be a seq, 1 or more"},
+        {"?before=-3", "query parameter 'before' must be a whole number"},
+        {"?before=1.5", "query parameter 'before' must be a whole number"},
+        {"?before=99999999999999999999", "query parameter 'before' must be a whole number"},
+        {"?before=4&before=5", "query parameter 'before' is given twice"},
+        {"?tail=4&tail=4", "query parameter 'tail' is given twice"},
+        {"?limit=ten", "query parameter 'limit' must be a whole number"},
+        {"?from=3", "unknown query parameter 'from'; this route takes after, before, limit, tail"},
+    };
+    for (const auto& [query, expected] : refused) {
+        const auto response = call("GET", target + query);
+        EXPECT_EQ(response.status, 400u) << query;
+        EXPECT_EQ(code(response), "invalid_argument") << query;
+        EXPECT_NE(message(response).find(expected), std::string::npos) << query << ": " << message(response);
+    }
+    // The network log takes after and limit only, as before.
+    const auto network = call("GET", "/api/v1/sessions/" + session->id + "/network?before=3");
+    EXPECT_EQ(network.status, 400u);
+    EXPECT_EQ(message(network), "unknown query parameter 'before'; this route takes after, limit");
+    EXPECT_EQ(call("GET", "/api/v1/sessions/" + session->id + "/network?after=0&limit=5").status, 200u);
+}
+
 // Each network log entry says who made its connection: the process and its parents,
 // the tool call, or why neither is known.
 TEST_F(RoutesTest, NetworkEntriesCarryTheirConnectionsOrigin) {

@@ -1044,5 +1044,47 @@ TEST(CliUi, HandlerdDownOrRefusingIsReported) {
     EXPECT_EQ(run(daemon, {"ui"}).code, kExitUnavailable);
 }
 
+// `session changes`: the list, the notes, and with --diff each diff or the reason it is
+// not there; the project's bytes never bring an escape sequence to the terminal.
+TEST(Cli, SessionChangesListsFilesAndPrintsDiffsWithoutEscapes) {
+    FakeDaemon daemon;
+    const std::string changes = R"j({"git":true,"head":"0123456789abcdef0123","truncated":true,
+        "notes":["3 more files left out (over max_files)"],
+        "limits":{"max_files":500,"max_diff_bytes":1048576,"max_file_diff_bytes":262144},
+        "files":[
+          {"path":"hello.txt","status":"untracked","added":1,"removed":0,"binary":false,"size":3,
+           "diff":"--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+hi\u001b]52;c;cHduZWQ=\u0007\n"},
+          {"path":"logo.png","status":"modified","added":null,"removed":null,"binary":true,"size":2048,
+           "summary":"binary file, 2048 bytes"}]})j";
+    daemon.answer(200, changes);
+    auto result = run(daemon, {"session", "changes", "s_1"});
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_EQ(daemon.calls.at(0).target, "/api/v1/sessions/s_1/changes");
+    EXPECT_NE(result.out.find("against git HEAD 0123456789ab\n"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("untracked  +1 -0   hello.txt"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("modified   binary  logo.png"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("note: 3 more files left out"), std::string::npos) << result.out;
+    EXPECT_EQ(result.out.find("+++ b/hello.txt"), std::string::npos) << "no diff without --diff";
+
+    daemon.answer(200, changes);
+    auto with_diff = run(daemon, {"session", "changes", "s_1", "--diff"});
+    ASSERT_EQ(with_diff.code, kExitOk) << with_diff.err;
+    EXPECT_NE(with_diff.out.find("+++ b/hello.txt\n@@ -0,0 +1 @@\n+hi ]52;c;cHduZWQ= \n"), std::string::npos)
+        << with_diff.out;
+    EXPECT_NE(with_diff.out.find("logo.png: binary file, 2048 bytes"), std::string::npos) << with_diff.out;
+    EXPECT_EQ(with_diff.out.find('\x1b'), std::string::npos) << with_diff.out;
+    EXPECT_EQ(with_diff.out.find('\x07'), std::string::npos) << with_diff.out;
+
+    daemon.answer(200, R"({"git":false,"head":null,"truncated":false,"notes":[],"limits":{},"files":[]})");
+    auto none = run(daemon, {"session", "changes", "s_1"});
+    ASSERT_EQ(none.code, kExitOk) << none.err;
+    EXPECT_NE(none.out.find("not a git repository"), std::string::npos) << none.out;
+    EXPECT_NE(none.out.find("no changes"), std::string::npos) << none.out;
+
+    daemon.answer(200, changes);
+    auto as_json = run(daemon, {"session", "changes", "s_1", "--json"});
+    EXPECT_EQ(json::parse(as_json.out), json::parse(changes));
+}
+
 } // namespace
 } // namespace handler::cli

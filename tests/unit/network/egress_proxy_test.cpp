@@ -171,10 +171,10 @@ protected:
     std::thread thread_;
 };
 
-// A refused program that exits as soon as it has its 403 (curl) would be gone before the
-// shim looked: the refusal waits for the tracer, while the decision and its entry do not,
-// and an allowed connection never waits.
-TEST_F(EgressProxyTest, ARefusalIsSentOnceItsConnectionIsTracedAndNothingElseWaits) {
+// A program that exits as soon as it has its answer (curl) would be gone before the shim
+// looked: a refusal, and an allowed connection's first byte back, wait for the tracer,
+// while the decisions, their entries and the upstream connection do not.
+TEST_F(EgressProxyTest, NothingReachesTheProgramBeforeItsConnectionIsTraced) {
     tracer_.hold = true;
     const int refused = client();
     send_all(refused, "CONNECT blocked.test:443 HTTP/1.1\r\nHost: blocked.test:443\r\n\r\n");
@@ -188,12 +188,18 @@ TEST_F(EgressProxyTest, ARefusalIsSentOnceItsConnectionIsTracedAndNothingElseWai
     Upstream upstream(echo);
     const int allowed = client();
     send_all(allowed, "CONNECT upstream.test:" + std::to_string(upstream.port()) + " HTTP/1.1\r\nHost: x\r\n\r\n");
-    EXPECT_EQ(read_until(allowed, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n")
-        << "an allowed connection does not wait for the tracer";
-    ::close(allowed);
+    ASSERT_TRUE(eventually([&] { return tracer_.waiting() == 2; })) << "connected upstream, it waits for the tracer";
+    ASSERT_EQ(audit_.entries().size(), 2u);
+    EXPECT_EQ(audit_.entries().at(1).verdict, Verdict::allow) << "decided and logged at once";
+    EXPECT_EQ(tracer_.asked(), tracer_.traced());
 
     EXPECT_EQ(read_all(refused, 300ms), "") << "nothing reached the refused client before the tracer answered";
+    EXPECT_EQ(read_all(allowed, 300ms), "") << "nor the allowed one";
     tracer_.release(io_);
+    EXPECT_EQ(read_until(allowed, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
+    send_all(allowed, "ping");
+    EXPECT_EQ(read_until(allowed, "ping"), "ping") << "the tunnel works once traced";
+    ::close(allowed);
     const auto answer = read_all(refused);
     EXPECT_EQ(answer.rfind("HTTP/1.1 403 Forbidden\r\n", 0), 0u) << answer;
     EXPECT_NE(answer.find("blocked.test:443 is not allowed for agent reviewer"), std::string::npos) << answer;

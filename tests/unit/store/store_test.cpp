@@ -69,6 +69,17 @@ public:
         sqlite3_finalize(statement);
         return out;
     }
+    // EXPLAIN QUERY PLAN's details, one line each.
+    std::string plan(const std::string& sql) {
+        sqlite3_stmt* statement = nullptr;
+        if (sqlite3_prepare_v2(db_, ("EXPLAIN QUERY PLAN " + sql).c_str(), -1, &statement, nullptr) != SQLITE_OK)
+            return "?";
+        std::string out;
+        while (sqlite3_step(statement) == SQLITE_ROW)
+            out += std::string(reinterpret_cast<const char*>(sqlite3_column_text(statement, 3))) + "\n";
+        sqlite3_finalize(statement);
+        return out;
+    }
     long long count(const std::string& table) {
         return std::stoll(text("SELECT COUNT(*) FROM " + table));
     }
@@ -1214,6 +1225,51 @@ TEST_F(StoreTest, SessionEventsAreNumberedPerSessionAndDeletedWithIt) {
     ASSERT_TRUE(store_->delete_session(first->id).ok());
     EXPECT_TRUE(store_->session_events(first->id, 0, 100)->empty());
     EXPECT_EQ(store_->session_events(second->id, 0, 100)->size(), 1u);
+}
+
+// A long conversation is opened at its end and paged back: the events just before a seq,
+// oldest first, of that session only.
+TEST_F(StoreTest, SessionEventsPageBackFromASeqOrTheEnd) {
+    auto made = store_->create_project({"paging", "/tmp/paging-project", {}, {}});
+    ASSERT_TRUE(made.ok()) << made.error().message;
+    NewSession record;
+    record.project_id = made->id;
+    record.harness = "shell";
+    auto session = store_->create_session(record);
+    auto other = store_->create_session(record);
+    ASSERT_TRUE(session.ok() && other.ok());
+    std::vector<std::pair<std::string, std::string>> events;
+    for (int index = 1; index <= 25; ++index)
+        events.emplace_back("agent_message_chunk", R"({"n":)" + std::to_string(index) + "}");
+    ASSERT_TRUE(store_->add_session_events(session->id, 9, events).ok());
+    ASSERT_TRUE(store_->add_session_events(other->id, 9, {{"error", "{}"}, {"result", "{}"}}).ok());
+    const auto seqs = [](const Result<std::vector<SessionEvent>>& page) {
+        std::vector<std::int64_t> out;
+        if (page) for (const auto& event : *page) out.push_back(event.seq);
+        return out;
+    };
+
+    auto page = store_->session_events_before(session->id, 11, 4);
+    ASSERT_TRUE(page.ok()) << page.error().message;
+    EXPECT_EQ(seqs(page), (std::vector<std::int64_t>{7, 8, 9, 10}));
+    EXPECT_EQ(page->front().payload, R"({"n":7})");
+    EXPECT_EQ(page->front().session_id, session->id);
+    EXPECT_EQ(seqs(store_->session_events_before(session->id, Store::kSessionEventsEnd, 5)),
+              (std::vector<std::int64_t>{21, 22, 23, 24, 25}));
+    EXPECT_EQ(seqs(store_->session_events_before(session->id, 3, 10)), (std::vector<std::int64_t>{1, 2}))
+        << "fewer than asked at the start";
+    EXPECT_TRUE(store_->session_events_before(session->id, 1, 10)->empty());
+    EXPECT_EQ(store_->session_events_before(session->id, 1000, 100)->size(), 25u);
+    EXPECT_EQ(seqs(store_->session_events_before(other->id, Store::kSessionEventsEnd, 100)),
+              (std::vector<std::int64_t>{1, 2}))
+        << "another session's events are not in it";
+    EXPECT_TRUE(store_->session_events_before("s_none", Store::kSessionEventsEnd, 10)->empty());
+
+    // The page is a walk of the primary key backwards: no scan, no sort (store.cpp's query).
+    RawDb raw(file());
+    EXPECT_EQ(raw.plan("SELECT session_id, seq, at, kind, payload FROM session_events "
+                       "WHERE session_id = 's_1' AND seq < 11 ORDER BY seq DESC LIMIT 4"),
+              "SEARCH session_events USING PRIMARY KEY (session_id=? AND seq<?)\n");
 }
 
 } // namespace

@@ -11,87 +11,180 @@ import { put_session, useStore } from '../store.js';
 import { ActionButton, ErrorText, State } from './common.jsx';
 import { session_label } from './sessions.jsx';
 import { line_diff } from '../diff.js';
-import { TimelineRefusal, ToolRefusals, useTimelineRefusals, with_refusals } from './network.jsx';
+import { TimelineRefusal, ToolRefusals, useConversationRefusals, with_refusals } from './network.jsx';
 
 const pageLimit = 10000;
-const windowStep = 300; // items drawn at first, and added by "show earlier"
+const tailEvents = 500;    // what opening a conversation loads, from its end
+const earlierEvents = 1000; // each page before that, when the reader scrolls to the top
+const windowStep = 300;    // items drawn at first, and added each time the reader reaches the top
+const topMargin = 400;     // px from the top at which the next earlier items are drawn or fetched
 
-// Keeps a model of one session's events current: the stored events first, page by page,
-// then the socket's; after a reconnect or a gap, the events after the last seq seen.
+// Keeps a model of one session's events current: its last events first (a long conversation
+// opens at its end), then the socket's; after a reconnect or a gap, the events after the last
+// seq seen; and, when asked (load_earlier), the page before the first one it holds.
 function useConversation(sessionId) {
-  const model = useMemo(() => new ConversationModel(), [sessionId]);
+  // The model is replaced when an earlier page comes (ConversationModel.with_earlier), so it
+  // lives in this holder rather than in a memo of its own.
+  const state = useMemo(() => ({ model: new ConversationModel(), loaded: false, earlier: null, ahead: null, alive: true }), [sessionId]);
   const [, setFrame] = useState(0);
   const [error, setError] = useState(null);
   const [loading, setLoading] = useState(true);
   useEffect(() => {
-    let alive = true;
+    state.alive = true;
     let frame = 0;
     let fetching = false;
     let again = false;
+    let early = []; // socket events that came before the last events did
+    const path = `/sessions/${encodeURIComponent(sessionId)}/events`;
     const draw = () => {
       if (frame) return;
-      frame = requestAnimationFrame(() => { frame = 0; if (alive) setFrame((n) => n + 1); });
+      frame = requestAnimationFrame(() => { frame = 0; if (state.alive) setFrame((n) => n + 1); });
+    };
+    // The last events, once; true when a gap remains after them (events the socket brought
+    // meanwhile that do not follow on).
+    const load_tail = async () => {
+      const { events } = await get(`${path}?tail=${tailEvents}`);
+      if (!state.alive) return false;
+      const model = new ConversationModel(events.length > 0 ? events[0].seq - 1 : 0);
+      model.add(events);
+      const gap = model.add(early);
+      early = [];
+      state.model = model;
+      state.loaded = true;
+      draw();
+      return gap;
     };
     const catch_up = async () => {
       if (fetching) { again = true; return; }
       fetching = true;
       try {
-        do {
+        let more = true;
+        if (!state.loaded) more = (await load_tail()) || again;
+        while (more && state.alive) {
           again = false;
           for (;;) {
-            const { events } = await get(`/sessions/${encodeURIComponent(sessionId)}/events?after=${model.lastSeq}&limit=${pageLimit}`);
-            if (!alive) return;
-            model.add(events);
+            const { events } = await get(`${path}?after=${state.model.lastSeq}&limit=${pageLimit}`);
+            if (!state.alive) return;
+            state.model.add(events);
             draw();
             if (events.length < pageLimit) break;
           }
-        } while (again && alive);
+          more = again;
+        }
         setError(null);
       } catch (e) {
-        if (alive) setError(e);
+        if (state.alive) setError(e);
       } finally {
         fetching = false;
-        if (alive) setLoading(false);
+        if (state.alive) setLoading(false);
       }
     };
     const off_event = on_event((message) => {
       if (message.type !== 'session.event' || message.data?.session !== sessionId) return;
-      if (model.add([message.data])) catch_up();
+      if (!state.loaded) { early.push(message.data); return; }
+      if (state.model.add([message.data])) catch_up();
       draw();
     });
     const off_reconnect = on_reconnect(catch_up);
     catch_up();
-    return () => { alive = false; off_event(); off_reconnect(); if (frame) cancelAnimationFrame(frame); };
+    return () => { state.alive = false; off_event(); off_reconnect(); if (frame) cancelAnimationFrame(frame); };
   }, [sessionId]);
-  return { model, error, loading };
+
+  // The page before the first event held; resolves to how many items it added (0 when there
+  // is nothing before, or a load is under way). The caller draws them, keeping its scroll.
+  // A reader who scrolled back once goes on: the page before that one is fetched at once
+  // (state.ahead), so reaching the top again does not wait for the network.
+  const fetch_before = (before) => {
+    const events = get(`/sessions/${encodeURIComponent(sessionId)}/events?before=${before}&limit=${earlierEvents}`)
+      .then((answer) => answer.events);
+    events.catch(() => {}); // a prefetch nobody waits for must not be an unhandled rejection
+    return events;
+  };
+  const load_earlier = async () => {
+    if (state.earlier || !state.loaded || !state.model.hasEarlier) return 0;
+    const before = state.model.firstSeq;
+    const ahead = state.ahead?.before === before ? state.ahead.events : null;
+    state.ahead = null;
+    state.earlier = before;
+    try {
+      const events = await (ahead ?? fetch_before(before));
+      if (!state.alive || state.model.firstSeq !== before) return 0;
+      const count = state.model.items.length;
+      state.model = state.model.with_earlier(events);
+      if (state.model.hasEarlier) state.ahead = { before: state.model.firstSeq, events: fetch_before(state.model.firstSeq) };
+      return state.model.items.length - count;
+    } catch (e) {
+      if (state.alive) setError(e);
+      return 0;
+    } finally {
+      state.earlier = null;
+    }
+  };
+  const redraw = () => setFrame((n) => n + 1);
+  return { model: state.model, error, loading, load_earlier, redraw };
 }
 
 export function ConversationView({ session }) {
   const store = useStore();
-  const { model, error, loading } = useConversation(session.id);
+  const { model, error, loading, load_earlier, redraw } = useConversation(session.id);
   const [shown, setShown] = useState(windowStep);
   const list = useRef(null);
   const stick = useRef(true);
+  const anchor = useRef(null);  // the distance from the bottom to keep when items come in above
+  const revealing = useRef(false);
   const running = session.state === 'running';
   const first = Math.max(0, model.items.length - shown);
   const items = model.items.slice(first);
-  const refusals = useTimelineRefusals(session);
+  const earlier = first > 0 || model.hasEarlier;
+  const { timeline: refusals, byTool } = useConversationRefusals(session);
 
-  // Follow the end while the reader is at the end; leave them where they are otherwise.
+  // More items above what is drawn: those already held first, else the page before them.
+  // Either way what the reader looks at stays where it is.
+  const reveal_earlier = async () => {
+    if (revealing.current) return;
+    // A reader at the end stays at the end (the layout effect follows it); any other keeps
+    // their distance from the bottom, which the items coming in above do not change.
+    const keep = () => {
+      const element = list.current;
+      if (element && !stick.current) anchor.current = element.scrollHeight - element.scrollTop;
+    };
+    if (first > 0) { keep(); setShown(shown + windowStep); return; }
+    if (!model.hasEarlier) return;
+    revealing.current = true;
+    try {
+      const added = await load_earlier();
+      // Drawn here, in one render with the distance kept, so nothing above the reader jumps.
+      if (added > 0) { keep(); setShown((count) => count + added); } else redraw();
+    } finally {
+      revealing.current = false;
+    }
+  };
+
+  // Follow the end while the reader is at the end; leave them where they are otherwise; and
+  // when the content does not fill the list yet, bring what comes before it.
   useLayoutEffect(() => {
     const element = list.current;
-    if (element && stick.current) element.scrollTop = element.scrollHeight;
+    if (!element) return;
+    if (anchor.current != null) {
+      element.scrollTop = element.scrollHeight - anchor.current;
+      anchor.current = null;
+    } else if (stick.current) {
+      element.scrollTop = element.scrollHeight;
+    }
+    if (earlier && !loading && element.scrollHeight <= element.clientHeight) reveal_earlier();
   });
   const on_scroll = () => {
     const element = list.current;
     stick.current = element.scrollHeight - element.scrollTop - element.clientHeight < 40;
+    if (earlier && element.scrollTop < topMargin) reveal_earlier();
   };
 
   const mode = model.mode || {};
   const modelName = mode.model || session.model;
   const thinking = mode.thinkingLevel || session.thinking;
   return (
-    <section class="conversation" data-session={session.id} data-last-seq={model.lastSeq}>
+    <section class="conversation" data-session={session.id} data-first-seq={model.firstSeq}
+      data-last-seq={model.lastSeq}>
       <header class="conversation-head">
         <p class="crumbs"><a href="#/sessions">Sessions</a> › {session_label(session, store)}
           {' · '}<a class="changes-link" href={`#/sessions/${encodeURIComponent(session.id)}/changes`}>Changes</a></p>
@@ -111,14 +204,15 @@ export function ConversationView({ session }) {
       <div class="items" ref={list} onScroll={on_scroll} aria-live="polite">
         {loading && model.items.length === 0 && <p class="muted">Loading…</p>}
         {!loading && model.items.length === 0 && <p class="empty">Nothing yet: type a request below.</p>}
-        {first > 0 && (
-          <button type="button" class="earlier" onClick={() => { stick.current = false; setShown(shown + windowStep); }}>
-            Show {Math.min(first, windowStep)} earlier
+        {earlier && (
+          <button type="button" class="earlier" onClick={reveal_earlier}>
+            {first > 0 ? `Show ${Math.min(first, windowStep)} earlier` : 'Show earlier'}
           </button>
         )}
-        {with_refusals(items, first > 0 ? refusals.filter((r) => r.at >= (items[0]?.at ?? 0)) : refusals).map(({ item, refusal }) => (refusal
+        {with_refusals(items, earlier ? refusals.filter((r) => r.at >= (items[0]?.at ?? 0)) : refusals).map(({ item, refusal }) => (refusal
           ? <TimelineRefusal key={`refusal:${refusal.id}`} entry={refusal} session={session} />
-          : <Item key={item.key} item={item} version={item.version} session={session} />))}
+          : <Item key={item.key} item={item} version={item.version} session={session}
+              refusals={item.type === 'tool' ? byTool.get(item.toolCallId) ?? none : none} />))}
       </div>
       <ErrorText error={error} />
       <Queue session={session} queue={[...model.queue.values()]} />
@@ -201,7 +295,9 @@ function PromptBox({ session, turnRunning }) {
   );
 }
 
-const Item = memo(function Item({ item, session }) {
+const none = []; // no refusals: one array, so that the memo below sees no change
+
+const Item = memo(function Item({ item, session, refusals }) {
   switch (item.type) {
     case 'prompt':
       return (
@@ -221,7 +317,7 @@ const Item = memo(function Item({ item, session }) {
         </details>
       );
     case 'tool':
-      return <ToolCall item={item} session={session} />;
+      return <ToolCall item={item} session={session} refusals={refusals} />;
     case 'question':
       return <Question item={item} session={session} />;
     case 'result':
@@ -237,7 +333,13 @@ const Item = memo(function Item({ item, session }) {
     default:
       return null;
   }
-}, (before, after) => before.item === after.item && before.version === after.version && before.session.state === after.session.state);
+}, (before, after) => before.item === after.item && before.version === after.version && before.session.state === after.session.state
+  && same_refusals(before.refusals, after.refusals));
+
+// The refusals beside a tool call are made afresh each render; the same entries are no change.
+function same_refusals(a, b) {
+  return a === b || (a.length === b.length && a.every((entry, index) => entry === b[index]));
+}
 
 // Each segment a block: a new chunk changes the last one only (conversation_model.js).
 function Segments({ segments }) {
@@ -246,7 +348,7 @@ function Segments({ segments }) {
 
 const statusWords = { pending: 'pending', in_progress: 'running', completed: 'done', failed: 'failed' };
 
-function ToolCall({ item, session }) {
+function ToolCall({ item, session, refusals }) {
   const input = item.rawInput;
   const command = input && typeof input.command === 'string' ? input.command : null;
   return (
@@ -264,7 +366,7 @@ function ToolCall({ item, session }) {
         : input !== undefined && <pre class="input">{JSON.stringify(input, null, 2)}</pre>}
       {item.content.map((entry, index) => <ToolContent key={index} entry={entry} />)}
     </details>
-    <ToolRefusals session={session} toolCallId={item.toolCallId} />
+    {refusals.length > 0 && <ToolRefusals session={session} refusals={refusals} />}
     </>
   );
 }

@@ -250,19 +250,29 @@ function Refusal({ entry, agent }) {
   );
 }
 
-// Beside a tool call: the requests refused while it ran whose process it explains.
-export function ToolRefusals({ session, toolCallId }) {
+// Beside a tool call: the requests refused while it ran whose process it explains
+// (`refusals`, from useConversationRefusals). Drawn only for a call that has some.
+export function ToolRefusals({ session, refusals }) {
   const store = useStore();
-  const refusals = useRefusals(session).filter((e) => e.tool_call?.id === toolCallId);
-  if (refusals.length === 0) return null;
   const agent = session.agent != null ? store.agents.get(session.agent) : null;
   return <div class="refusals">{refusals.map((e) => <Refusal key={e.id} entry={e} agent={agent} />)}</div>;
 }
 
-// The refusals no tool call explains, for the conversation's timeline: each with the time
-// it happened, so the view can place it among the items (`at`).
-export function useTimelineRefusals(session) {
-  return useRefusals(session).filter((e) => !e.tool_call && e.origin !== 'pending');
+// A conversation's refusals, followed once for the whole view rather than once per tool
+// call (a conversation of 10,000 events has thousands): `timeline`, those no tool call
+// explains, each with the time it happened so the view can place it among the items
+// (`at`); `byTool`, toolCallId → the refusals whose process that call explains.
+export function useConversationRefusals(session) {
+  const refusals = useRefusals(session);
+  const timeline = refusals.filter((e) => !e.tool_call && e.origin !== 'pending');
+  const byTool = new Map();
+  for (const entry of refusals) {
+    const id = entry.tool_call?.id;
+    if (id == null) continue;
+    if (!byTool.has(id)) byTool.set(id, []);
+    byTool.get(id).push(entry);
+  }
+  return { timeline, byTool };
 }
 
 export function TimelineRefusal({ entry, session }) {
