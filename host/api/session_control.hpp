@@ -28,10 +28,11 @@ class TerminalClient {
 public:
     virtual ~TerminalClient() = default;
     // A chunk of output, in order; `offset` is that of its first byte in the session's
-    // output (replayed chunks first, then live ones). `bytes` is what may reach a terminal
-    // of it (sessions/terminal_filter.hpp), so it can be shorter than the output it stands
-    // for; offsets count the output as printed, as `from` and `produced` do.
-    virtual void output(OutputStream stream, std::uint64_t offset,
+    // output (replayed chunks first, then live ones) and `end` that just past its last.
+    // `bytes` is what may reach a terminal of it (sessions/terminal_filter.hpp), so it can
+    // be shorter than the output it stands for; offsets count the output as printed, as
+    // `from` and `produced` do, so `end` is where a client that has this chunk resumes.
+    virtual void output(OutputStream stream, std::uint64_t offset, std::uint64_t end,
                         const std::shared_ptr<const std::string>& bytes) = 0;
     // The program ended with `code` (its status, or 128 + signal number).
     virtual void exited(std::int64_t code) = 0;

@@ -1,8 +1,9 @@
 #include "api/terminal_target.hpp"
 
+#include "api/terminal_protocol.hpp"
+
 #include <boost/url/parse.hpp>
 
-#include <charconv>
 #include <vector>
 
 namespace handler::api {
@@ -20,36 +21,8 @@ std::optional<Result<TerminalTarget>> parse_terminal_target(std::string_view tar
     for (auto param : url->params()) {
         const std::string key(param.key);
         const std::string value(param.value);
-        if (key == "from") {
-            std::uint64_t from = 0;
-            auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), from);
-            if (error != std::errc() || end != value.data() + value.size() || value.empty())
-                return Result<TerminalTarget>(make_error(
-                    ErrorCode::invalid_argument,
-                    "query parameter 'from' must be a byte offset (a whole number), got '" + value + "'"));
-            parsed.options.from = from;
-        } else if (key == "after") {
-            std::int64_t after = 0;
-            auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), after);
-            if (error != std::errc() || end != value.data() + value.size() || value.empty() || after < 0)
-                return Result<TerminalTarget>(make_error(
-                    ErrorCode::invalid_argument,
-                    "query parameter 'after' must be an event's seq (a whole number), got '" + value + "'"));
-            parsed.options.events_after = after;
-        } else if (key == "read_only" || key == "events" || key == "output") {
-            if (value != "0" && value != "1" && value != "true" && value != "false")
-                return Result<TerminalTarget>(make_error(
-                    ErrorCode::invalid_argument,
-                    "query parameter '" + key + "' must be 1 or 0, got '" + value + "'"));
-            const bool on = value == "1" || value == "true";
-            if (key == "events") parsed.options.events = on;
-            else if (key == "output") parsed.options.output = on;
-            else parsed.options.read_only = on;
-        } else {
-            return Result<TerminalTarget>(make_error(
-                ErrorCode::invalid_argument, "unknown query parameter '" + key +
-                                                 "' (the terminal takes from, read_only, events, after and output)"));
-        }
+        if (auto set = set_attach_option(parsed.options, key, value, OptionSource::query); !set)
+            return Result<TerminalTarget>(set.take_error());
     }
     return Result<TerminalTarget>(std::move(parsed));
 }

@@ -221,7 +221,7 @@ api::Attached Channel::attach(std::uint64_t attach_id, std::weak_ptr<api::Termin
             const bool whole = chunk.offset >= from;
             const auto skip = whole ? std::size_t{0} : static_cast<std::size_t>(from - chunk.offset);
             auto bytes = for_terminal(filter, whole ? chunk.bytes : std::make_shared<const std::string>(chunk.bytes->substr(skip)));
-            if (!bytes->empty()) alive->output(chunk.stream, whole ? chunk.offset : from, bytes);
+            if (!bytes->empty()) alive->output(chunk.stream, whole ? chunk.offset : from, chunk.end(), bytes);
         }
     if (alive && options.events)
         owner_.for_each_event(id_, options.events_after,
@@ -487,7 +487,7 @@ void Channel::receive(const shim::Output& output) {
         }
         if (it->second.output)
             if (auto bytes = for_terminal(it->second.filter, chunk.bytes); !bytes->empty())
-                alive->output(chunk.stream, chunk.offset, bytes);
+                alive->output(chunk.stream, chunk.offset, chunk.end(), bytes);
         ++it;
     }
     if (parser_ && chunk.stream == api::OutputStream::stdout_) parse(data);

@@ -1042,7 +1042,7 @@ Result<api::Attached> SessionManager::attach(std::string_view id,
             }
             if (!text.empty())
                 alive->output(session->tty ? api::OutputStream::terminal : api::OutputStream::stdout_,
-                              offset, std::make_shared<const std::string>(std::move(text)));
+                              offset, attached.produced, std::make_shared<const std::string>(std::move(text)));
         }
         if (options.events)
             impl.for_each_event(session->id, options.events_after,

@@ -62,13 +62,12 @@ trap page_down EXIT
 HANDLER_UI_DEV=$page_dev HANDLER_UI_DEV_CONTAINERS="$HOME/.config/containers" \
   bash "$browser_dir/page/dev_env.sh" up "$here" --served > "$work/page-env.out" 2>&1 ||
   fail "page/dev_env.sh up failed: $(tail -n 40 "$work/page-env.out")"
-# The feature tests; the page's logic without a browser (model, network_model, agent_form)
-# runs as ctest's ui.* tests from the source tree, where its imports resolve. first_session
-# runs last, against a new user's handlerd (dev_env.sh --fresh). Not yet: network (the
-# agent's panel does not list the learned host's entries here) and terminal (its late
-# tab's replay times out here).
+# Every feature test; the page's logic without a browser (model, network_model, agent_form,
+# routes, events_channels) runs as ctest's ui.* tests from the source tree, where its
+# imports resolve. first_session runs last, against a new user's handlerd
+# (dev_env.sh --fresh).
 # HANDLER_PAGE_TESTS="terminal network" runs only those (for working on one).
-read -r -a page_tests <<<"${HANDLER_PAGE_TESTS:-agent_settings changes conversation image_build questions queue shell first_session}"
+read -r -a page_tests <<<"${HANDLER_PAGE_TESTS:-agent_settings changes conversation image_build network questions queue shell terminal first_session}"
 run_page_tests() { # ENV_FILE TEST...
   local env_file=$1
   shift

@@ -68,16 +68,19 @@ export async function launch() {
 }
 
 // A page that watches itself: console errors, CSP violations and uncaught exceptions are
-// collected in page.problems; every HTTP body and WebSocket frame it received in page.received.
+// collected in page.problems; every HTTP body and WebSocket frame it received in page.received;
+// the path of every WebSocket it opened in page.sockets.
 export function watch(page) {
   page.problems = [];
   page.received = [];
+  page.sockets = [];
   page.on('console', (message) => { if (message.type() === 'error') page.problems.push(`console: ${message.text()}`); });
   page.on('pageerror', (error) => page.problems.push(`page error: ${error.message}`));
   page.on('response', async (response) => {
     try { page.received.push(await response.text()); } catch { /* a body that is gone */ }
   });
   page.on('websocket', (socket) => {
+    page.sockets.push(new URL(socket.url()).pathname);
     socket.on('framereceived', (frame) => page.received.push(typeof frame.payload === 'string' ? frame.payload : frame.payload.toString('latin1')));
   });
   return page;

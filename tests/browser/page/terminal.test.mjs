@@ -1,6 +1,8 @@
-// A shell session in the page's terminal (xterm.js over the terminal WebSocket): typed input
-// and its echo, a resize the shell sees, the replay in a late tab, the key bar at phone width
-// (Ctrl latched + c interrupts, ↑ recalls history, Ctrl + u and Tab reach the shell), and a screenshot.
+// A shell session in the page's terminal (xterm.js on a channel of the tab's one socket):
+// one WebSocket for a conversation and a terminal shown in the tab, typed input and its echo,
+// a resize the shell sees, a lost socket that attaches again without repeating or losing
+// output, the replay in a late tab, the key bar at phone width (Ctrl latched + c interrupts,
+// ↑ recalls history, Ctrl + u and Tab reach the shell), and a screenshot.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -11,12 +13,20 @@ let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await stop_started(); await browser?.close(); });
 
-// The terminal's screen and scrollback as text, read from xterm.js's buffer.
+// The terminal's screen and scrollback as text, read from xterm.js's buffer, a line that
+// wrapped at the terminal's width joined again: where a command wraps depends on the
+// length of the prompt (the project's path), which differs from one machine to another.
 const screen = (page) => page.evaluate(() => {
   const term = document.querySelector('.terminal').handlerTerminal;
   const buffer = term.buffer.active;
   const lines = [];
-  for (let i = 0; i < buffer.length; i++) lines.push(buffer.getLine(i)?.translateToString(true) ?? '');
+  for (let i = 0; i < buffer.length; i++) {
+    const line = buffer.getLine(i);
+    // A line that goes on in the next keeps its trailing spaces: they are text.
+    const text = line?.translateToString(!buffer.getLine(i + 1)?.isWrapped) ?? '';
+    if (line?.isWrapped && lines.length) lines[lines.length - 1] += text;
+    else lines.push(text);
+  }
   return lines.join('\n');
 });
 const size = (page) => page.evaluate(() => {
@@ -28,8 +38,16 @@ const type = async (page, text) => {
   await page.keyboard.type(text);
 };
 
-test('a shell in the page: input, echo, resize, replay, key bar', { timeout: 10 * 60000 }, async () => {
+test('a shell in the page: one socket, input, echo, resize, reconnect, replay, key bar', { timeout: 15 * 60000 }, async () => {
   const { context, page, origin } = await logged_in(browser, { viewport: { width: 1100, height: 760 } });
+  // First a conversation, shown in this tab, then the shell's terminal, without a reload.
+  await page.click('a[href="#/projects"]');
+  await page.click('.row[data-project] a');
+  await page.waitForSelector('.agents .row[data-agent="claude"]');
+  await page.click('.agents .row[data-agent="claude"] button:text("New conversation")');
+  await page.waitForURL(/#\/sessions\/s_/);
+  started_session(decodeURIComponent(page.url().split('#/sessions/')[1]));
+  await page.waitForSelector('.composer textarea', { timeout: 15 * 60000 });
   await page.click('a[href="#/projects"]');
   await page.click('.row[data-project] a');
   await page.click('button:text("New shell")');
@@ -41,6 +59,24 @@ test('a shell in the page: input, echo, resize, replay, key bar', { timeout: 10 
   const marker = `hello-${process.pid}`;
   await type(page, `echo ${marker.toUpperCase()} | tr A-Z a-z\n`);
   await until('the echo', async () => (await screen(page)).includes(`\n${marker}`));
+  // The events (the conversation's and the notifications') and the terminal share one socket.
+  assert.deepEqual(page.sockets, ['/api/v1/events'], 'the tab opened one WebSocket, for events and its terminal');
+
+  // A lost socket: the terminal attaches again from the offset it had, so what it showed
+  // stays once, what the shell printed meanwhile follows, and typing goes on.
+  const lines_with = (text, what) => text.split('\n').filter((line) => line.includes(what)).length;
+  const shown = await screen(page);
+  await type(page, 'sleep 2; echo away-$((6*7))\n');
+  await page.evaluate(() => window.handlerDebug.pause_events());
+  await until('the terminal to say it lost the socket', async () => /disconnected/.test(await page.textContent('.terminal-head [role=status]')));
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  await page.evaluate(() => window.handlerDebug.resume_events());
+  await until('what the shell printed while the socket was away', async () => (await screen(page)).includes('away-42'));
+  await type(page, 'echo back-$((6*7))\n');
+  await until('input after the reconnect', async () => (await screen(page)).includes('\nback-42'));
+  const again = await screen(page);
+  assert.equal(lines_with(again, 'away-42'), 1, `the output made while away shows once:\n${again}`);
+  assert.equal(lines_with(again, marker), lines_with(shown, marker), `nothing shown before is repeated:\n${again}`);
 
   // 24-bit colour: xterm.js sets it as a style string, which csp_shims.js routes to the CSSOM.
   await type(page, "printf '\\033[38;2;255;100;0m%s\\033[0m\\n' orange-text\n");

@@ -341,22 +341,29 @@ public:
     // connection (the server waits for this before closing its own).
     void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
 
-    // A masked close frame, as a client must send it.
-    // A client text frame (masked with a zero key, which leaves the payload as it is).
-    bool send_text(std::string_view text) {
-        std::string frame = {'\x81'};
-        if (text.size() < 126) {
-            frame.push_back(static_cast<char>(0x80 | text.size()));
-        } else {
+    // A client frame (masked with a zero key, which leaves the payload as it is): opcode 1
+    // text, 2 binary.
+    bool send_frame(int opcode, std::string_view payload) {
+        std::string frame = {static_cast<char>(0x80 | opcode)};
+        if (payload.size() < 126) {
+            frame.push_back(static_cast<char>(0x80 | payload.size()));
+        } else if (payload.size() <= 0xffff) {
             frame.push_back(static_cast<char>(0x80 | 126));
-            frame.push_back(static_cast<char>(text.size() >> 8));
-            frame.push_back(static_cast<char>(text.size() & 0xff));
+            frame.push_back(static_cast<char>(payload.size() >> 8));
+            frame.push_back(static_cast<char>(payload.size() & 0xff));
+        } else {
+            frame.push_back(static_cast<char>(0x80 | 127));
+            for (int shift = 56; shift >= 0; shift -= 8)
+                frame.push_back(static_cast<char>((static_cast<std::uint64_t>(payload.size()) >> shift) & 0xff));
         }
         frame.append(4, '\0');
-        frame.append(text);
+        frame.append(payload);
         return send(frame);
     }
+    bool send_text(std::string_view text) { return send_frame(1, text); }
+    bool send_binary(std::string_view bytes) { return send_frame(2, bytes); }
 
+    // A masked close frame, as a client must send it.
     bool send_close(unsigned code) {
         const char frame[] = {'\x88', '\x82', 0, 0, 0, 0, static_cast<char>(code >> 8),
                               static_cast<char>(code & 0xff)};

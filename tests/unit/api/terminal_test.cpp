@@ -7,6 +7,7 @@
 #include "api/terminal_target.hpp"
 #include "cli/terminal.hpp"
 
+#include "unit/api/fake_sessions.hpp"
 #include "unit/api/server_test_fixture.hpp"
 
 #include <boost/json/parse.hpp>
@@ -17,66 +18,12 @@ namespace handler::api {
 namespace {
 
 using testing::eventually;
+using testing::FakeSessions;
 using testing::RawConnection;
 using testing::RunningServer;
 using testing::websocket_upgrade;
 using namespace std::chrono_literals;
 using Size = std::pair<std::uint16_t, std::uint16_t>;
-
-// Everything runs on the server's io thread; the test reads it through on_io().
-class FakeSessions final : public SessionControl {
-public:
-    Result<store::Session> start(const StartRequest&) override { return unavailable(); }
-    Result<store::Session> stop(std::string_view) override { return unavailable(); }
-    Result<void> remove(std::string_view) override { return make_error(ErrorCode::unavailable, "-"); }
-    Result<SessionLog> log(std::string_view) override { return unavailable(); }
-
-    Result<Attached> attach(std::string_view id, std::weak_ptr<TerminalClient> attaching,
-                            const AttachOptions& options) override {
-        if (id != "s_000001") return make_error(ErrorCode::not_found, "session '" + std::string(id) + "' does not exist");
-        last_options = options;
-        client = attaching;
-        if (auto alive = attaching.lock())
-            alive->output(OutputStream::terminal, 0, std::make_shared<const std::string>("replayed;"));
-        Attached attached;
-        attached.attach_id = 7;
-        attached.produced = 9;
-        attached.tty = true;
-        attached.state = store::SessionState::running;
-        attached.events = options.events ? "structured" : "none";
-        return attached;
-    }
-    void detach(std::uint64_t attach_id) override { detached.push_back(attach_id); }
-    void input(std::uint64_t, std::string_view bytes) override { typed += bytes; }
-    void input_eof(std::uint64_t) override { ++eofs; }
-    void resize(std::uint64_t, std::uint16_t rows, std::uint16_t cols) override {
-        sizes.emplace_back(rows, cols);
-    }
-    Result<void> answer(std::string_view, std::string_view, std::string_view) override {
-        return make_error(ErrorCode::unavailable, "not in this test");
-    }
-
-    // Called on the io thread by the test.
-    void say(OutputStream stream, const std::string& text) {
-        if (auto alive = client.lock()) alive->output(stream, 0, std::make_shared<const std::string>(text));
-    }
-    void exit(std::int64_t code) {
-        if (auto alive = client.lock()) alive->exited(code);
-    }
-    void event(std::int64_t seq, const std::string& kind, const std::string& payload) {
-        if (auto alive = client.lock()) alive->event(store::SessionEvent{"s_000001", seq, 1000 + seq, kind, payload});
-    }
-
-    std::weak_ptr<TerminalClient> client;
-    AttachOptions last_options;
-    std::string typed;
-    int eofs = 0;
-    std::vector<std::pair<std::uint16_t, std::uint16_t>> sizes;
-    std::vector<std::uint64_t> detached;
-
-private:
-    static Error unavailable() { return make_error(ErrorCode::unavailable, "not in this test"); }
-};
 
 struct Pipe {
     Pipe() { EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0); }

@@ -131,10 +131,11 @@ private:
 
 class RecordingClient final : public api::TerminalClient {
 public:
-    void output(api::OutputStream, std::uint64_t offset,
+    void output(api::OutputStream, std::uint64_t offset, std::uint64_t end,
                 const std::shared_ptr<const std::string>& bytes) override {
         if (offsets.empty() || offset >= next) text += *bytes;
         offsets.push_back(offset);
+        ends.push_back(end);
         next = offset + bytes->size();
     }
     void exited(std::int64_t code) override { exit_code = code; }
@@ -146,6 +147,7 @@ public:
     std::string text;
     std::vector<std::string> events; // "kind payload"
     std::vector<std::uint64_t> offsets;
+    std::vector<std::uint64_t> ends;
     std::uint64_t next = 0;
     std::optional<std::int64_t> exit_code;
     std::optional<std::string> reason;
@@ -1359,6 +1361,8 @@ TEST_F(SessionManagerTest, AHeadlessRunsOutputBecomesStoredAndStreamedEvents) {
     EXPECT_EQ(watcher->events[2], R"(result {"stopReason":"end_turn","result":"done"})");
     EXPECT_TRUE(plain->events.empty());
     EXPECT_EQ(plain->text, "hello\nENwarning: slow\nD\n");
+    // Each chunk says where it ends: where a client that has it attaches `from` again.
+    EXPECT_EQ(plain->ends, (std::vector<std::uint64_t>{3, 8, 22, 24}));
 
     auto stored = store_->session_events(id, 0, 100);
     ASSERT_TRUE(stored.ok());
@@ -1371,6 +1375,7 @@ TEST_F(SessionManagerTest, AHeadlessRunsOutputBecomesStoredAndStreamedEvents) {
     auto late = std::make_shared<RecordingClient>();
     ASSERT_TRUE(manager_->attach(id, late, with_events).ok());
     EXPECT_EQ(late->events, watcher->events);
+    EXPECT_EQ(late->ends, plain->ends); // the replay, chunk by chunk
 }
 
 // A harness whose stdin is its protocol (Claude Code's stream-json) gets its first message

@@ -1,11 +1,12 @@
-// A terminal session in xterm.js, over the terminal WebSocket (docs/api.md, "Terminal"):
-// binary messages whose first byte is the stream (1 terminal, 2 stdout, 3 stderr), the replay
-// first; typed input goes back as binary; the size as {"type":"resize"}. At phone width a key
-// bar gives the keys a phone keyboard lacks (Esc, Tab, Ctrl, arrows).
+// A terminal session in xterm.js, over a terminal channel of the tab's one socket (events.js;
+// docs/api.md, "Terminal channels"): the replay first, then live output; typed input and the
+// size go back on the channel. At phone width a key bar gives the keys a phone keyboard
+// lacks (Esc, Tab, Ctrl, arrows).
 import { FitAddon } from '@xterm/addon-fit';
 import { Terminal } from '@xterm/xterm';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { post } from '../api.js';
+import { open_terminal } from '../events.js';
 import { put_session, useStore } from '../store.js';
 import { ActionButton, State } from './common.jsx';
 import { session_label } from './sessions.jsx';
@@ -31,14 +32,10 @@ export function TerminalView({ session }) {
   const [status, setStatus] = useState('connecting');
   const [ctrl, setCtrl] = useState(false);
   const ctrlRef = useRef(false);
-  const socketRef = useRef(null);
+  const channelRef = useRef(null);
   const termRef = useRef(null);
-  const encoder = useRef(new TextEncoder());
 
-  const send_input = (text) => {
-    const socket = socketRef.current;
-    if (socket && socket.readyState === WebSocket.OPEN) socket.send(encoder.current.encode(text));
-  };
+  const send_input = (text) => channelRef.current?.input(text);
 
   useEffect(() => {
     const term = new Terminal({ convertEol: false, cursorBlink: true, scrollback: 5000, fontSize: 14 });
@@ -49,53 +46,34 @@ export function TerminalView({ session }) {
     // Tests and the developer's console read the screen from here.
     holder.current.handlerTerminal = term;
     let alive = true;
-    let socket = null;
     let retry = null;
-    let ended = false;
-    const send_size = () => {
-      if (socket && socket.readyState === WebSocket.OPEN)
-        socket.send(JSON.stringify({ type: 'resize', rows: term.rows, cols: term.cols }));
-    };
+    const send_size = () => channelRef.current?.resize(term.rows, term.cols);
     const refit = () => {
       try { fit.fit(); } catch { /* not laid out yet */ }
     };
-    const connect = () => {
-      const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api/v1/sessions/${encodeURIComponent(session.id)}/terminal`;
-      socket = new WebSocket(url);
-      socketRef.current = socket;
-      socket.binaryType = 'arraybuffer';
-      let attached = false;
-      socket.onmessage = (message) => {
-        if (typeof message.data === 'string') {
-          let control;
-          try { control = JSON.parse(message.data); } catch { return; }
+    // A channel of the tab's one socket (events.js), which attaches again by itself after
+    // the socket comes back; a refused attach is tried again here, a second later.
+    const open = () => {
+      channelRef.current = open_terminal(session.id, {
+        on_output: (bytes) => term.write(bytes),
+        on_message: (control) => {
           if (control.type === 'attached') {
-            attached = true;
-            // A reconnect replays the last MiB: start from a clean screen.
-            term.reset();
+            // Without a resume it replays the last MiB: start from a clean screen.
+            if (!control.resumed) term.reset();
             setStatus(control.tty ? 'attached' : 'attached (no terminal: output only)');
             send_size();
           } else if (control.type === 'exit') {
-            ended = true;
             setStatus(`exited with code ${control.code}`);
           } else if (control.type === 'ended') {
-            ended = true;
             setStatus(`ended: ${control.reason}`);
+          } else if (control.type === 'disconnected') {
+            setStatus('disconnected, reconnecting…');
           } else if (control.type === 'error') {
             setStatus(control.message || control.code);
-            if (control.code === 'not_found') ended = true;
+            if (control.closed && control.code !== 'not_found' && alive) retry = setTimeout(open, 1000);
           }
-          return;
-        }
-        const bytes = new Uint8Array(message.data);
-        if (bytes.length > 1) term.write(bytes.subarray(1));
-      };
-      socket.onclose = () => {
-        if (!alive) return;
-        if (ended) return;
-        setStatus(attached ? 'disconnected, reconnecting…' : 'could not attach, retrying…');
-        retry = setTimeout(connect, 1000);
-      };
+        },
+      });
     };
     const input = term.onData((data) => {
       if (ctrlRef.current) {
@@ -110,14 +88,15 @@ export function TerminalView({ session }) {
     const observer = new ResizeObserver(refit);
     observer.observe(holder.current);
     refit();
-    connect();
+    open();
     return () => {
       alive = false;
       clearTimeout(retry);
       observer.disconnect();
       input.dispose();
       resize.dispose();
-      socket?.close();
+      channelRef.current?.close();
+      channelRef.current = null;
       term.dispose();
     };
   }, [session.id]);
