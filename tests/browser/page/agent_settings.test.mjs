@@ -125,7 +125,11 @@ test('the project form: each bad field gets its message there, and nothing is ha
     await field_error(page, field).waitFor();
     assert.match(await field_error(page, field).textContent(), message);
     await page.reload();
-    await page.waitForSelector('.settings-form #field-name');
+    // Once in CI the form did not come back after this reload: say what the page showed.
+    await page.waitForSelector('.settings-form #field-name').catch(async (error) => {
+      throw new Error(`${error.message}\nafter the refused ${field}, the reloaded page shows: ` +
+        `${(await page.textContent('#app')).slice(0, 2000)}\n${page.problems.join('\n')}`);
+    });
     assert.equal(await page.inputValue('#field-name'), before_project.name);
     assert.deepEqual(await project_json(), before_project, `a refused ${field} saved nothing`);
   }
