@@ -101,7 +101,11 @@ test('a shell in the page: one socket, input, echo, resize, reconnect, replay, k
   await late.waitForSelector('.terminal .xterm').catch(async (error) => {
     throw new Error(`${error.message}\nthe late tab shows: ${await late.textContent('#app')}\n${late.problems.join('\n')}`);
   });
-  await until('the replay in the late tab', async () => (await screen(late)).includes(`${second.rows} ${second.cols}`));
+  await until('the replay in the late tab', async () => (await screen(late)).includes(`${second.rows} ${second.cols}`))
+    .catch(async (error) => {
+      throw new Error(`${error.message}\nthe late tab's terminal (${JSON.stringify(await size(late))}) holds:\n` +
+        `${(await screen(late)).slice(-3000)}\n${late.problems.join('\n')}`);
+    });
   await late.close();
 
   // Phone width: the key bar. Ctrl then c interrupts a running command; ↑ recalls the last line.
