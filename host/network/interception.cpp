@@ -385,6 +385,11 @@ private:
                 auto real = real_value(binding);
                 if (!real)
                     throw Refusal{502, "Bad Gateway", "the " + binding.name + " key cannot be read: " + real.error().message};
+                if (!KeyRedactor::can_mask(*real))
+                    throw Refusal{502, "Bad Gateway",
+                                  "the " + binding.name + " key holds a '" + std::string(1, KeyRedactor::kMaskByte) +
+                                      "', which Handler masks keys with, so it could not be kept out of the answer; "
+                                      "paste the key again"};
                 std::string swapped(value);
                 for (auto at = swapped.find(binding.stand_in); at != std::string::npos;
                      at = swapped.find(binding.stand_in, at + real->size()))

@@ -77,7 +77,7 @@ const SecretBinding* WebSocketScanner::feed(std::string_view chunk) {
 
 void KeyRedactor::add(std::string real, const std::string& stand_in) {
     if (real.empty()) return;
-    std::string mask = stand_in.size() == real.size() ? stand_in : std::string(real.size(), '*');
+    std::string mask = stand_in.size() == real.size() ? stand_in : std::string(real.size(), kMaskByte);
     keep_ = std::max(keep_, real.size() - 1);
     keys_.emplace_back(std::move(real), std::move(mask));
 }
@@ -96,8 +96,8 @@ void KeyRedactor::replace_in(std::string& text) const {
             for (auto at = text.find(real); at != std::string::npos; at = text.find(real, at + 1)) {
                 auto begin = text.begin() + static_cast<std::ptrdiff_t>(at);
                 auto end = begin + static_cast<std::ptrdiff_t>(real.size());
-                if (std::all_of(begin, end, [](char c) { return c == '*'; })) continue; // a key of '*'s only
-                std::fill(begin, end, '*');
+                if (std::all_of(begin, end, [](char c) { return c == kMaskByte; })) continue; // a key of masks only
+                std::fill(begin, end, kMaskByte);
                 again = true;
             }
         }

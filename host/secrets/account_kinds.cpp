@@ -1,5 +1,7 @@
 #include "secrets/account_kinds.hpp"
 
+#include "network/secret_binding.hpp"
+
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -108,6 +110,11 @@ Result<std::string> normalize_secret(std::string_view value) {
     if (!printable)
         return make_error(ErrorCode::invalid_argument,
                           "the key holds spaces, control characters or non-ASCII bytes; paste only the key");
+    if (!network::KeyRedactor::can_mask(value))
+        return make_error(ErrorCode::invalid_argument,
+                          std::string("the key holds a '") + network::KeyRedactor::kMaskByte +
+                              "', which no provider's keys do and which Handler masks keys with on their way back "
+                              "to the agent; check that the whole key was copied and nothing else");
     return std::string(value);
 }
 

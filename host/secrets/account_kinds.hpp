@@ -60,7 +60,7 @@ bool is_local_server(std::string_view kind);
 // for ollama); empty for every other kind.
 std::string_view default_base_url(std::string_view kind);
 
-// A key as pasted: printable ASCII without spaces, 8 to 4096 bytes, surrounding
+// A key as pasted: printable ASCII without spaces or '*', 8 to 4096 bytes, surrounding
 // whitespace (the newline of `echo KEY |`) removed. The message never quotes the value.
 Result<std::string> normalize_secret(std::string_view value);
 

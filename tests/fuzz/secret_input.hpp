@@ -27,15 +27,14 @@ struct SecretInput {
     std::vector<Key> keys;
     std::string_view bytes;
 
-    // No mask can read as (part of) a real key: every mask is '*'s and no real key has one.
-    // Then the output holds no real key at all, and a stream is redacted the same way
-    // however it is cut; otherwise (a stand-in as the mask) a mask may complete a key
-    // with bytes that went out before it, and only where the input held a key must it be
-    // masked.
+    // No mask can read as (part of) a real key: every mask is '*'s, and no real key holds
+    // one (read_secret_input). Then the output holds no real key at all, and a stream is
+    // redacted the same way however it is cut; otherwise (a stand-in as the mask) a mask
+    // may complete a key with bytes that went out before it, and only where the input
+    // held a key must it be masked.
     bool masks_are_stars() const {
-        return std::all_of(keys.begin(), keys.end(), [](const Key& key) {
-            return key.stand_in.size() != key.real.size() && key.real.find('*') == std::string::npos;
-        });
+        return std::all_of(keys.begin(), keys.end(),
+                           [](const Key& key) { return key.stand_in.size() != key.real.size(); });
     }
 
     network::KeyRedactor redactor() const {
@@ -77,10 +76,10 @@ inline SecretInput read_secret_input(std::string_view data) {
             header = true;
         }
     }
-    // A stand-in holding a real key would be masked with that key, and a key of '*'s only
-    // is what every mask of its length is: no session has either.
+    // A stand-in holding a real key would be masked with that key, and a key holding the
+    // mask byte is refused where keys come in (KeyRedactor::can_mask): no session has either.
     const bool sound = std::none_of(input.keys.begin(), input.keys.end(), [&](const SecretInput::Key& key) {
-        return key.real.find_first_not_of('*') == std::string::npos ||
+        return !network::KeyRedactor::can_mask(key.real) ||
                std::any_of(input.keys.begin(), input.keys.end(), [&](const SecretInput::Key& other) {
                    return key.stand_in.find(other.real) != std::string::npos;
                });

@@ -44,8 +44,9 @@ public:
         return {a, b};
     }
     Result<std::string> real_value(const SecretBinding& binding) override {
-        return binding.account_id == 1 ? kRealA : kRealB;
+        return binding.account_id == 1 ? real_a : kRealB;
     }
+    std::string real_a = kRealA;
 };
 
 template <auto Free>
@@ -483,6 +484,23 @@ TEST_F(InterceptionTest, AnotherKeysStandInInAHeaderIsRefusedAndLogged) {
     const auto entries = audit_.entries();
     EXPECT_EQ(entries.at(1).verdict, Verdict::deny);
     EXPECT_TRUE(contains(entries.at(1).reason, "exfiltration attempt")) << entries.at(1).reason;
+}
+
+// A key stored before '*' was refused at intake: the redactor could not promise to keep
+// it out of the answer, so it is not sent at all.
+TEST_F(InterceptionTest, AKeyHoldingTheMaskByteIsNeverSent) {
+    secrets_.real_a = "sk-ant-api03-REAL*KEYaaaaaaaaaaaaaaaaaaaaaaa";
+    auto upstream = https_upstream("api.test", *public_ca_);
+    const int fd = connect_through("api.test", upstream->port());
+    TlsStream tls(client_context_.get(), fd, false, "api.test");
+    ASSERT_TRUE(tls.ok());
+    tls.write("GET /v1/models HTTP/1.1\r\nHost: api.test\r\nx-api-key: " + kStandInA + "\r\n\r\n");
+    const auto reply = tls.read_message();
+    ::close(fd);
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 502")) << reply;
+    EXPECT_TRUE(contains(reply, "anthropic-api-key key holds a '*'")) << reply;
+    EXPECT_FALSE(contains(reply, secrets_.real_a)) << reply;
+    EXPECT_TRUE(seen().empty()) << "nothing reached the upstream";
 }
 
 TEST_F(InterceptionTest, AnotherKeysStandInInAnInterceptedBodyIsCut) {

@@ -94,7 +94,7 @@ TEST(SecretProviders, AStandInNeverEqualsTheRealValueEvenWithAStuckRandomSource)
 
 TEST(SecretProviders, PastedKeysAreTrimmedAndCheckedWithoutBeingQuoted) {
     EXPECT_EQ(*normalize_secret("  sk-test-12345678\n"), "sk-test-12345678");
-    for (const char* bad : {"", " \n", "short", "has space inside", "tab\there-12345"}) {
+    for (const char* bad : {"", " \n", "short", "has space inside", "tab\there-12345", "sk-ant-api03-ab*cdefgh"}) {
         auto refused = normalize_secret(bad);
         ASSERT_FALSE(refused.ok()) << bad;
         if (std::string_view(bad).size() > 8) {
