@@ -4,6 +4,7 @@
 #include "secrets/account_kinds.hpp"
 #include "secrets/secret_store.hpp"
 
+#include "api/event_follow.hpp"
 #include "api/prompt_images.hpp"
 #include "api/routes_call.hpp"
 #include "api/routes_changes.hpp"
@@ -1001,10 +1002,7 @@ Response Routes::sessions(const Call& call) {
     const std::string& id = segments[1];
     // The store makes ids of "s_" and hex digits: anything else names no session, and is
     // never handed on, so no answer can quote bytes of a path that are not text.
-    const bool id_shape = id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-    });
-    if (!id_shape) return error_response(ErrorCode::not_found, "no such session (session ids look like s_7f3a2c)");
+    if (!is_session_id_shape(id)) return error_response(ErrorCode::not_found, "no such session (session ids look like s_7f3a2c)");
     if (segments.size() == 2) {
         if (call.method == "DELETE") {
             if (info_.sessions == nullptr) return no_session_service();

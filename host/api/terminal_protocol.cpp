@@ -134,7 +134,7 @@ ParsedCommand parse_channel_command(std::string_view text) {
     const auto& type = object->at("type").as_string();
     if (type != "attach" && type != "detach" && type != "resize" && type != "eof")
         return failed(kNoChannel, "unknown message type " + json::serialize(type) +
-                                      " (this socket takes \"attach\", \"detach\", \"resize\" and \"eof\")");
+                                      " (this socket takes \"attach\", \"detach\", \"resize\", \"eof\" and \"follow\")");
     const auto* channel_value = object->if_contains("channel");
     if (channel_value == nullptr || !channel_value->is_int64() || channel_value->as_int64() < 1 ||
         channel_value->as_int64() > kMaxChannel)

@@ -7,15 +7,18 @@
 //                           {"type":"detach","channel":N}
 //                           {"type":"resize","channel":N,"rows":R,"cols":C}
 //                           {"type":"eof","channel":N}
+//                           {"type":"follow","sessions":[...]|"*","kinds":[...]}
 //                    binary one byte of channel + input for its program
 //   server → client  text   the hub's messages; terminal.attached, terminal.event,
 //                           terminal.exit, terminal.ended, terminal.detached and
-//                           terminal.error with their "channel"; error for a message
-//                           that names no channel
+//                           terminal.error with their "channel"; following, the
+//                           answer to a follow; error for a message that names no
+//                           channel
 //                    binary one byte of channel, one of stream, the chunk's end
 //                           offset (8 bytes), then output
 #pragma once
 
+#include "api/event_follow.hpp"
 #include "api/terminal_channel.hpp"
 #include "api/websocket_connection.hpp"
 
@@ -62,12 +65,14 @@ private:
         if (state().stopping || state().events == nullptr)
             return begin_close(websocket::close_code::going_away, "handlerd is stopping");
         // Weak: the hub must not keep a finished session alive.
-        subscription_ = state().events->subscribe([weak = weak_from_this()](const EventHub::Message& message) {
-            if (auto self = weak.lock()) static_cast<WebSocketSession&>(*self).publish(message);
-        });
+        subscription_ = state().events->subscribe(
+            [weak = weak_from_this()](const EventHub::Message& message, const Topic& topic) {
+                if (auto self = weak.lock()) static_cast<WebSocketSession&>(*self).publish(message, topic);
+            });
     }
 
-    void publish(const EventHub::Message& message) {
+    void publish(const EventHub::Message& message, const Topic& topic) {
+        if (!filter_.wants(topic)) return;
         if (send(message, false, Counted::yes) != Queued::over_limit) return;
         spdlog::warn("api: events client fell {} messages behind; disconnecting it", queued_counted());
         begin_close(websocket::close_code::policy_error,
@@ -76,6 +81,13 @@ private:
 
     void on_message(std::string_view bytes, bool binary) override {
         if (binary) return on_input(bytes);
+        if (auto follow = parse_follow(bytes)) {
+            if (!*follow) return refuse(kNoChannel, follow->error());
+            // Every message published from here on is judged by the new filter, and the
+            // answer is queued behind what the old one let through.
+            filter_ = std::move(**follow);
+            return channel_send(kNoChannel, following_message(filter_), false);
+        }
         auto parsed = parse_channel_command(bytes);
         if (!parsed.command) return refuse(parsed.channel, parsed.command.error());
         const auto& command = *parsed.command;
@@ -146,6 +158,7 @@ private:
 
     std::map<unsigned, std::shared_ptr<TerminalChannel>> channels_;
     std::uint64_t subscription_ = 0;
+    EventFilter filter_;
 };
 
 } // namespace handler::api::detail

@@ -530,7 +530,7 @@ std::vector<store::SessionEvent> SessionManager::Impl::store_events(
         return {};
     }
     for (const auto& event : *stored) {
-        events.publish(api::event_json("session.event", api::to_json(event), event.at));
+        events.publish(api::event_json("session.event", api::to_json(event), event.at), {id, event.kind});
         if (event.kind == "user_prompt") name_conversation(id, event.payload);
     }
     return std::move(*stored);
@@ -567,9 +567,10 @@ SessionManager::SessionManager(net::io_context& io, store::Store& store,
     : impl_(std::make_shared<Impl>(io, store, runtime, harnesses, events, clock, std::move(options))) {
     // An agent's mode or hosts, or a project's hosts, changed: every open tunnel is
     // decided again at once.
-    impl_->agent_events = events.subscribe([weak = std::weak_ptr<Impl>(impl_)](const api::EventHub::Message& message) {
+    impl_->agent_events = events.subscribe([weak = std::weak_ptr<Impl>(impl_)](const api::EventHub::Message& message,
+                                                                                const api::Topic& topic) {
         auto impl = weak.lock();
-        if (!impl || (message->find("\"type\":\"agent.") == std::string::npos &&
+        if (!impl || !topic.session.empty() || (message->find("\"type\":\"agent.") == std::string::npos &&
                       message->find("\"type\":\"project.updated\"") == std::string::npos))
             return;
         impl->policies.clear();

@@ -1,6 +1,7 @@
-// The page's one WebSocket (`GET /api/v1/events`, docs/api.md): every event of handlerd, and
-// the terminals the tab shows as channels on it ("Terminal channels"), so a tab holds one
-// socket however many views it has. It reconnects by itself; after each reconnect its
+// The page's one WebSocket (`GET /api/v1/events`, docs/api.md): handlerd's events, and the
+// terminals the tab shows as channels on it ("Terminal channels"), so a tab holds one socket
+// however many views it has. Of the sessions' own events it follows only those it shows
+// ("Following"): the conversations open in it, and the kinds its notifications tell of. It reconnects by itself; after each reconnect its
 // `reconnected` listeners run, so that every open view catches up with what it missed (a
 // conversation asks for `events?after=LASTSEQ`), and each open terminal attaches again
 // from the output offset it had reached, so its output goes on without a gap or a repeat.
@@ -33,6 +34,7 @@ function connect() {
   ws.onopen = () => {
     retryMs = 500;
     set_state('open');
+    send_follow();
     for (const channel of channels.values()) send_attach(channel);
     if (opened) for (const listener of reconnectListeners) listener();
     opened = true;
@@ -42,6 +44,7 @@ function connect() {
     let parsed;
     try { parsed = JSON.parse(message.data); } catch { return; }
     if (typeof parsed.type === 'string' && parsed.type.startsWith('terminal.')) return channel_message(parsed);
+    if (parsed.type === 'following') return followed_now(parsed);
     if (parsed.type === 'error') return console.warn(`handlerd refused a message: ${parsed.message}`);
     for (const listener of listeners) listener(parsed);
   };
@@ -93,6 +96,62 @@ export function on_events_state(listener) {
 export function on_reconnect(listener) {
   reconnectListeners.add(listener);
   return () => reconnectListeners.delete(listener);
+}
+
+// ---- Following -----------------------------------------------------------------------
+
+// Each followed session, with how many views show it and what to call once handlerd says it
+// follows it: events published before that were not sent, so a view reads them then
+// (events?after=LASTSEQ).
+const followed = new Map();  // session id → Set of on_following callbacks
+const followedKinds = new Set();
+let followQueued = false;
+
+function send_follow() {
+  followQueued = false;
+  if (!socket || socket.readyState !== WebSocket.OPEN) return;
+  socket.send(JSON.stringify({ type: 'follow', sessions: [...followed.keys()], kinds: [...followedKinds] }));
+}
+
+// Views come and go together (a route change): one follow message for all of them.
+function follow_changed() {
+  if (followQueued) return;
+  followQueued = true;
+  queueMicrotask(send_follow);
+}
+
+function followed_now(message) {
+  const sessions = Array.isArray(message.sessions) ? message.sessions : [];
+  for (const id of sessions) for (const callback of followed.get(id) ?? []) callback();
+}
+
+// This tab shows SESSION: its events come on the socket from now on, and ON_FOLLOWING runs
+// each time handlerd confirms it (after this call and after every reconnect). Returns the
+// function that stops it.
+export function follow_session(session, on_following = () => {}) {
+  const callbacks = followed.get(session) ?? new Set();
+  const callback = () => on_following();
+  callbacks.add(callback);
+  if (!followed.has(session)) {
+    followed.set(session, callbacks);
+    follow_changed();
+  }
+  start_events();
+  return () => {
+    callbacks.delete(callback);
+    if (callbacks.size === 0 && followed.get(session) === callbacks) {
+      followed.delete(session);
+      follow_changed();
+    }
+  };
+}
+
+// Events of these kinds come from every session (the notifications': a question waits, a
+// turn ended).
+export function follow_kinds(kinds) {
+  let added = false;
+  for (const kind of kinds) if (!followedKinds.has(kind)) { followedKinds.add(kind); added = true; }
+  if (added) follow_changed();
 }
 
 // ---- Terminal channels ---------------------------------------------------------------

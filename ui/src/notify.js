@@ -3,7 +3,7 @@
 // a turn has finished in a conversation, when the page's tab is not in front. Clicking it
 // brings the tab forward and opens that conversation. The choice is kept in localStorage;
 // the permission itself is the browser's.
-import { on_event } from './events.js';
+import { follow_kinds, on_event } from './events.js';
 import { go } from './router.js';
 
 const key = 'handler.notify';
@@ -48,6 +48,8 @@ let started = false;
 export function start_notifications() {
   if (started) return;
   started = true;
+  // From every session, not only the ones this tab shows (events.js, "Following").
+  follow_kinds(['permission_request', 'result']);
   on_event((message) => {
     if (message.type !== 'session.event' || !notify_wanted()) return;
     if (document.visibilityState === 'visible') return;

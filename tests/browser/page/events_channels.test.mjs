@@ -3,7 +3,11 @@
 // opens, output before a channel's terminal.attached is a previous attach's and dropped,
 // each chunk's end offset is where the channel attaches `from` after a reconnect, input and
 // resizes carry the channel, a refused attach closes the channel, numbers count up, and the
-// hub's events still reach their listeners. The real socket is tested by terminal.test.mjs.
+// hub's events still reach their listeners. And following: the tab asks for the events of
+// the sessions its views show and of the kinds its notifications need, once for views that
+// come together, again on every new socket, and a view hears when handlerd follows its
+// session (it reads what came before then). The real socket is tested by terminal.test.mjs
+// and conversation.test.mjs.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
@@ -13,10 +17,15 @@ class FakeSocket {
   constructor(url) {
     this.url = url;
     this.sent = [];
+    this.follows = []; // the follow messages, apart: every socket sends one on opening
     this.readyState = 0;
     sockets.push(this);
   }
-  send(data) { this.sent.push(typeof data === 'string' ? JSON.parse(data) : [...data]); }
+  send(data) {
+    const message = typeof data === 'string' ? JSON.parse(data) : [...data];
+    if (message.type === 'follow') this.follows.push(message);
+    else this.sent.push(message);
+  }
   close() {
     this.readyState = 3;
     this.onclose?.();
@@ -40,7 +49,8 @@ globalThis.WebSocket = FakeSocket;
 globalThis.location = { protocol: 'http:', host: '127.0.0.1:7420' };
 globalThis.fetch = async () => ({ status: 200 });
 
-const { on_event, open_terminal, pause_events, resume_events, start_events } = await import('../../../ui/src/events.js');
+const { follow_kinds, follow_session, on_event, open_terminal, pause_events, resume_events, start_events } =
+  await import('../../../ui/src/events.js');
 const decoder = new TextDecoder();
 
 test('a terminal channel: attach, output, input, reconnect from its offset, detach', () => {
@@ -124,4 +134,46 @@ test('a refused attach closes the channel, and channel numbers count up', () => 
   assert.deepEqual(socket.sent.at(-1), { type: 'resize', channel: 4, rows: 5, cols: 5 });
   next.close();
   third.close();
+});
+
+test('following: the shown sessions and the notified kinds, once per change, again on a new socket', async () => {
+  const socket = sockets.at(-1);
+  const settled = () => new Promise((resolve) => queueMicrotask(resolve));
+  const before = socket.follows.length;
+  const heard = [];
+  const off_a = follow_session('s_a', () => heard.push('a'));
+  const off_b = follow_session('s_b', () => heard.push('b'));
+  follow_kinds(['result', 'permission_request']);
+  await settled();
+  assert.deepEqual(socket.follows.slice(before),
+    [{ type: 'follow', sessions: ['s_a', 's_b'], kinds: ['result', 'permission_request'] }],
+    'views that come together send one follow');
+  socket.text({ type: 'following', sessions: ['s_a', 's_b'], kinds: ['permission_request', 'result'] });
+  assert.deepEqual(heard, ['a', 'b'], 'each view hears that its session is followed');
+  const events = [];
+  const off = on_event((event) => events.push(event));
+  socket.text({ type: 'following', sessions: [], kinds: [] });
+  assert.deepEqual(events, [], 'a following answer is not an event');
+  off();
+
+  // A second view of s_a: nothing to send; the first one going keeps s_a followed.
+  const off_a2 = follow_session('s_a', () => heard.push('a2'));
+  off_a();
+  await settled();
+  assert.equal(socket.follows.length, before + 1);
+  off_b();
+  await settled();
+  assert.deepEqual(socket.follows.at(-1), { type: 'follow', sessions: ['s_a'], kinds: ['result', 'permission_request'] });
+
+  // A new socket starts with every event: it is told again at once, before anything else.
+  pause_events();
+  resume_events();
+  const next = sockets.at(-1);
+  next.open();
+  assert.deepEqual(next.follows, [{ type: 'follow', sessions: ['s_a'], kinds: ['result', 'permission_request'] }]);
+  next.text({ type: 'following', sessions: ['s_a'], kinds: ['permission_request', 'result'] });
+  assert.deepEqual(heard, ['a', 'b', 'a2'], 'the view still open catches up after the reconnect');
+  off_a2();
+  await settled();
+  assert.deepEqual(next.follows.at(-1), { type: 'follow', sessions: [], kinds: ['result', 'permission_request'] });
 });

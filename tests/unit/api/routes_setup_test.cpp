@@ -47,7 +47,7 @@ protected:
         auto opened = store::Store::open(dir_ / "db/handler.db", clock_);
         ASSERT_TRUE(opened.ok()) << opened.error().message;
         store_ = std::move(*opened);
-        subscription_ = hub_.subscribe([this](const EventHub::Message& m) { events_.push_back(json::parse(*m).as_object()); });
+        subscription_ = hub_.subscribe([this](const EventHub::Message& m, const Topic&) { events_.push_back(json::parse(*m).as_object()); });
         DaemonInfo info;
         info.home_dir = dir_ / "home/u";
         info.handler_dirs = {dir_ / "home/u/.local/share/handler", dir_ / "home/u/.config/handler", dir_ / "run/handler"};

@@ -34,7 +34,7 @@ protected:
         auto opened = store::Store::open(database(), clock_);
         ASSERT_TRUE(opened.ok()) << opened.error().message;
         store_ = std::move(*opened);
-        subscription_ = hub_.subscribe([this](const EventHub::Message& m) {
+        subscription_ = hub_.subscribe([this](const EventHub::Message& m, const Topic&) {
             events_.push_back(json::parse(*m).as_object());
         });
         routes_ = std::make_unique<Routes>(*store_, hub_, clock_, info());
@@ -980,7 +980,7 @@ TEST_F(RoutesTest, ExceptionsBecome500) {
 }
 
 TEST_F(RoutesTest, AFailingSubscriberDoesNotFailTheWrite) {
-    hub_.subscribe([](const EventHub::Message&) { throw std::runtime_error("slow client"); });
+    hub_.subscribe([](const EventHub::Message&, const Topic&) { throw std::runtime_error("slow client"); });
     auto response = call("POST", "/api/v1/contexts", R"({"name":"Work"})");
     EXPECT_EQ(response.status, 201u);
     EXPECT_EQ(rows("contexts"), 1);

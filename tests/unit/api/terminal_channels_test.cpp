@@ -1,9 +1,11 @@
-// The events socket's terminal channels end to end over a real server, with the fake session
-// service behind it: a client that says nothing still gets every event; channels to two
+// The events socket's terminal channels and its follow end to end over a real server, with
+// the fake session service behind it: a client that says nothing still gets every event; one
+// that follows gets the session events it named and every other message; channels to two
 // sessions on one socket each get their own output, and input, resizes and end of input
 // reach the right attach; the limits (how many channels, which ids, bad JSON, an unknown
 // session, a typo in an option) answer with an error and leave the socket working; a
 // detach, an exit and the socket's end let go of the attaches.
+#include "api/event_follow.hpp"
 #include "api/terminal_protocol.hpp"
 
 #include "unit/api/fake_sessions.hpp"
@@ -93,8 +95,17 @@ protected:
                 message && message->is_string() ? std::string(message->as_string()) : std::string()};
     }
 
-    void publish(const std::string& json) {
-        server_.on_io([&] { server_.hub().publish(json); });
+    void publish(const std::string& json, const Topic& topic = {}) {
+        server_.on_io([&] { server_.hub().publish(json, topic); });
+    }
+
+    // A session.event of `session`, as the session service publishes it.
+    void publish_event(const std::string& session, const std::string& kind, int seq) {
+        publish(event_text(session, kind, seq), {session, kind});
+    }
+    static std::string event_text(const std::string& session, const std::string& kind, int seq) {
+        return R"({"type":"session.event","data":{"session":")" + session + R"(","seq":)" + std::to_string(seq) +
+               R"(,"kind":")" + kind + R"("}})";
     }
 
     FakeSessions sessions_;
@@ -108,6 +119,79 @@ TEST_F(TerminalChannelsTest, AClientThatSaysNothingGetsEveryEventAsBefore) {
     EXPECT_EQ(connection.read_frame().payload, R"({"type":"session.updated","data":{"id":"s_000001"}})");
     EXPECT_EQ(connection.read_frame().payload, R"({"type":"agent.created","data":{"id":3}})");
     server_.on_io([&] { EXPECT_TRUE(sessions_.attaches.empty()); });
+}
+
+TEST_F(TerminalChannelsTest, AFollowerGetsItsSessionsEventsItsKindsFromEveryOneAndAllTheRest) {
+    auto connection = open_events();
+    ASSERT_TRUE(connection.send_text(R"({"type":"follow","sessions":["s_000002"],"kinds":["result","permission_request"]})"));
+    EXPECT_EQ(connection.read_frame().payload,
+              R"({"type":"following","sessions":["s_000002"],"kinds":["permission_request","result"]})");
+    publish_event("s_000001", "agent_message_chunk", 7); // another session's chunk: not sent
+    publish_event("s_000002", "agent_message_chunk", 3);
+    publish_event("s_000001", "result", 8);               // a kind it follows everywhere
+    publish(R"({"type":"session.updated","data":{"id":"s_000001"}})");
+    publish_event("s_000003", "tool_call", 1);            // not sent
+    publish(R"({"type":"agent.created","data":{"id":3}})");
+    EXPECT_EQ(connection.read_frame().payload, event_text("s_000002", "agent_message_chunk", 3));
+    EXPECT_EQ(connection.read_frame().payload, event_text("s_000001", "result", 8));
+    EXPECT_EQ(connection.read_frame().payload, R"({"type":"session.updated","data":{"id":"s_000001"}})");
+    EXPECT_EQ(connection.read_frame().payload, R"({"type":"agent.created","data":{"id":3}})");
+
+    // Following "*" is the default again; an empty list follows no session's events.
+    ASSERT_TRUE(connection.send_text(R"({"type":"follow","sessions":"*"})"));
+    EXPECT_EQ(connection.read_frame().payload, R"({"type":"following","sessions":"*","kinds":[]})");
+    publish_event("s_000003", "tool_call", 2);
+    EXPECT_EQ(connection.read_frame().payload, event_text("s_000003", "tool_call", 2));
+    ASSERT_TRUE(connection.send_text(R"({"type":"follow","sessions":[]})"));
+    EXPECT_EQ(connection.read_frame().payload, R"({"type":"following","sessions":[],"kinds":[]})");
+    publish_event("s_000003", "tool_call", 3);
+    publish(R"({"type":"session.removed","data":{"id":"s_000003"}})");
+    EXPECT_EQ(connection.read_frame().payload, R"({"type":"session.removed","data":{"id":"s_000003"}})");
+}
+
+TEST_F(TerminalChannelsTest, AFollowThatIsWrongSaysWhereAndKeepsTheFilterItHad) {
+    auto connection = open_events();
+    ASSERT_TRUE(connection.send_text(R"({"type":"follow","sessions":["s_000001"]})"));
+    EXPECT_EQ(field(json_of(connection.read_frame()), "type"), "following");
+    const std::string many = [] {
+        std::string list;
+        for (int i = 0; i < 257; ++i) list += std::string(i ? "," : "") + "\"s_" + std::to_string(i) + "\"";
+        return R"({"type":"follow","sessions":[)" + list + "]}";
+    }();
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {R"({"type":"follow"})", "follow: needs \"sessions\""},
+        {R"({"type":"follow","sessions":"s_000001"})", "follow: \"sessions\" must be an array of session ids"},
+        {R"({"type":"follow","sessions":["s_000001",7]})", "follow: \"sessions\"[1] is not a session id"},
+        {R"({"type":"follow","sessions":["../etc"]})", "follow: \"sessions\"[0] is not a session id (\"../etc\")"},
+        {R"({"type":"follow","sessions":[],"kinds":["chunk"]})", "follow: \"kinds\"[0] is not an event kind (\"chunk\")"},
+        {R"({"type":"follow","sessions":[],"kind":["result"]})", "follow: unknown field \"kind\""},
+        {many, "follow: \"sessions\" names 257; at most 256"},
+    };
+    for (const auto& [message, says] : cases) {
+        ASSERT_TRUE(connection.send_text(message));
+        auto [channel, said] = error_of(connection);
+        EXPECT_EQ(channel, 0u) << message;
+        EXPECT_NE(said.find(says), std::string::npos) << message << " → " << said;
+    }
+    publish_event("s_000002", "agent_message_chunk", 1);
+    publish_event("s_000001", "agent_message_chunk", 1);
+    EXPECT_EQ(connection.read_frame().payload, event_text("s_000001", "agent_message_chunk", 1))
+        << "the filter is still the last one that was taken";
+}
+
+TEST(EventFollow, OnlyAFollowMessageIsTaken) {
+    EXPECT_FALSE(parse_follow("not json").has_value());
+    EXPECT_FALSE(parse_follow(R"({"type":"attach","channel":1})").has_value());
+    EXPECT_FALSE(parse_follow(R"(["follow"])").has_value());
+    auto taken = parse_follow(R"({"type":"follow","sessions":["s_00000a","s_00000a"],"kinds":["tool_call"]})");
+    ASSERT_TRUE(taken.has_value() && taken->ok());
+    const EventFilter& filter = **taken;
+    EXPECT_FALSE(filter.everything);
+    EXPECT_TRUE(filter.wants({"s_00000a", "plan"}));
+    EXPECT_TRUE(filter.wants({"s_00000b", "tool_call"}));
+    EXPECT_FALSE(filter.wants({"s_00000b", "plan"}));
+    EXPECT_TRUE(filter.wants({}));
+    EXPECT_TRUE(EventFilter{}.wants({"s_00000b", "plan"})) << "a client that never followed gets everything";
 }
 
 TEST_F(TerminalChannelsTest, TwoChannelsToTwoSessionsGetTheirOwnOutputBetweenTheEvents) {

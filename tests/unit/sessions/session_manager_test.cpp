@@ -837,7 +837,7 @@ TEST_F(SessionManagerTest, TheProjectsAllowListAppliesToItsSessionsLive) {
 // and going back to filtered refuses again. open and a session that has ended are refused.
 TEST_F(SessionManagerTest, ARunningSessionLearnsAtOnceAndIsFilteredAgainAfter) {
     std::vector<std::string> updates;
-    events_.subscribe([&updates](const api::EventHub::Message& message) {
+    events_.subscribe([&updates](const api::EventHub::Message& message, const api::Topic&) {
         if (message->find("\"type\":\"session.updated\"") != std::string::npos) updates.push_back(*message);
     });
     Listener upstream; // cdn.test is pinned to 127.0.0.1 in the settings
@@ -1327,8 +1327,10 @@ namespace {
 // replayed whole to one that attaches later, and published on the events stream.
 TEST_F(SessionManagerTest, AHeadlessRunsOutputBecomesStoredAndStreamedEvents) {
     std::vector<std::string> published;
-    events_.subscribe([&published](const api::EventHub::Message& message) {
+    std::vector<std::string> topics; // "session kind", as a follower's filter reads them
+    events_.subscribe([&](const api::EventHub::Message& message, const api::Topic& topic) {
         if (message->find("session.event") != std::string::npos) published.push_back(*message);
+        if (!topic.session.empty()) topics.push_back(topic.session + " " + topic.kind);
     });
     api::StartRequest request;
     request.harness = "shell";
@@ -1371,6 +1373,9 @@ TEST_F(SessionManagerTest, AHeadlessRunsOutputBecomesStoredAndStreamedEvents) {
     EXPECT_EQ((*stored)[2].seq, 3);
     EXPECT_EQ((*stored)[2].kind, "result");
     EXPECT_EQ(published.size(), 3u);
+    ASSERT_EQ(topics.size(), published.size()) << "every session.event, and nothing else, names its session";
+    EXPECT_EQ(topics[0], id + " user_prompt");
+    EXPECT_EQ(topics[2], id + " result");
 
     auto late = std::make_shared<RecordingClient>();
     ASSERT_TRUE(manager_->attach(id, late, with_events).ok());
@@ -1592,7 +1597,7 @@ TEST_F(SessionManagerTest, AnImageBuildIsRecordedWithItsLinesAndPublished) {
     ASSERT_TRUE(account.ok());
     ASSERT_TRUE(secrets_.put(account->id, "sk-ant-api03-" + std::string(40, 'R')).ok());
     std::vector<json::object> published;
-    events_.subscribe([&published](const api::EventHub::Message& message) {
+    events_.subscribe([&published](const api::EventHub::Message& message, const api::Topic&) {
         auto parsed = json::parse(*message).as_object();
         if (parsed.at("type") == "image.build") published.push_back(parsed);
     });

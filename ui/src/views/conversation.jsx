@@ -6,7 +6,7 @@ import { memo } from 'preact/compat';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { del, get, post } from '../api.js';
 import { ConversationModel } from '../conversation_model.js';
-import { on_event, on_reconnect } from '../events.js';
+import { follow_session, on_event } from '../events.js';
 import { put_session, useStore } from '../store.js';
 import { ActionButton, ErrorText, State } from './common.jsx';
 import { session_label } from './sessions.jsx';
@@ -85,9 +85,11 @@ function useConversation(sessionId) {
       if (state.model.add([message.data])) catch_up();
       draw();
     });
-    const off_reconnect = on_reconnect(catch_up);
+    // What was published before handlerd followed this session for the tab did not come
+    // on the socket: read it once handlerd says it follows (and after each reconnect).
+    const off_follow = follow_session(sessionId, catch_up);
     catch_up();
-    return () => { state.alive = false; off_event(); off_reconnect(); if (frame) cancelAnimationFrame(frame); };
+    return () => { state.alive = false; off_event(); off_follow(); if (frame) cancelAnimationFrame(frame); };
   }, [sessionId]);
 
   // The page before the first event held; resolves to how many items it added (0 when there
