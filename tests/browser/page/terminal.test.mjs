@@ -96,7 +96,23 @@ test('a shell in the page: one socket, input, echo, resize, reconnect, replay, k
   await type(page, 'clear; stty size\n');
   await until('the new size in the shell', async () => (await screen(page)).includes(`${second.rows} ${second.cols}`));
 
-  // A late tab gets the replay.
+  // A late tab gets the replay. What its socket brings is kept, to say on a failure.
+  await context.addInitScript(() => {
+    const Native = window.WebSocket;
+    window.handlerSocketLog = [];
+    window.WebSocket = class extends Native {
+      constructor(...args) {
+        super(...args);
+        this.addEventListener('message', (message) => {
+          const data = message.data;
+          window.handlerSocketLog.push(typeof data === 'string' ? data.slice(0, 300)
+            : `binary ${data.byteLength ?? data.size} bytes, channel ${new Uint8Array(data)[0]}`);
+        });
+        const send = this.send.bind(this);
+        this.send = (data) => { window.handlerSocketLog.push(`sent ${typeof data === 'string' ? data : 'binary'}`); send(data); };
+      }
+    };
+  });
   const late = await open_tab(context, origin, `#/sessions/${id}`);
   await late.waitForSelector('.terminal .xterm').catch(async (error) => {
     throw new Error(`${error.message}\nthe late tab shows: ${await late.textContent('#app')}\n${late.problems.join('\n')}`);
@@ -104,7 +120,8 @@ test('a shell in the page: one socket, input, echo, resize, reconnect, replay, k
   await until('the replay in the late tab', async () => (await screen(late)).includes(`${second.rows} ${second.cols}`))
     .catch(async (error) => {
       throw new Error(`${error.message}\nthe late tab's terminal (${JSON.stringify(await size(late))}) holds:\n` +
-        `${(await screen(late)).slice(-3000)}\n${late.problems.join('\n')}`);
+        `${(await screen(late)).slice(-3000)}\n${late.problems.join('\n')}\nits socket:\n` +
+        `${(await late.evaluate(() => window.handlerSocketLog)).filter((m) => !m.includes('session.event')).join('\n')}`);
     });
   await late.close();
 
