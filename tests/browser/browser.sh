@@ -65,12 +65,9 @@ HANDLER_UI_DEV=$page_dev HANDLER_UI_DEV_CONTAINERS="$HOME/.config/containers" \
 # The feature tests; the page's logic without a browser (model, network_model, agent_form,
 # routes, events_channels) runs as ctest's ui.* tests from the source tree, where its
 # imports resolve. first_session runs last, against a new user's handlerd
-# (dev_env.sh --fresh). Not yet: terminal, whose late tab's replay timed out after the
-# other tests here (it passes alone, and after the six that came before it), and
-# agent_settings, whose project form once did not come back after a reload in CI (it
-# passed in the runs by hand; it now says what the page showed).
+# (dev_env.sh --fresh).
 # HANDLER_PAGE_TESTS="terminal network" runs only those (for working on one).
-read -r -a page_tests <<<"${HANDLER_PAGE_TESTS:-changes conversation image_build network questions queue shell first_session}"
+read -r -a page_tests <<<"${HANDLER_PAGE_TESTS:-agent_settings changes conversation image_build network questions queue shell terminal first_session}"
 run_page_tests() { # ENV_FILE TEST...
   local env_file=$1
   shift

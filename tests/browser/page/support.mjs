@@ -113,8 +113,10 @@ export async function logged_in(browser, options = {}) {
 }
 
 // Another tab of a logged-in context (the cookie is shared), at #HASH.
-export async function open_tab(context, origin, hash) {
+// VIEWPORT ({width, height}), when given, is the tab's size from its first paint on.
+export async function open_tab(context, origin, hash, viewport = null) {
   const page = watch(await context.newPage());
+  if (viewport) await page.setViewportSize(viewport);
   await page.goto(`${origin}/${hash}`);
   await page.waitForSelector('header.top nav');
   return page;
