@@ -423,6 +423,35 @@ def redactor():
     ])
 
 
+def events_socket():
+    """What a page sends on its events socket: attaches with each option, resizes, eofs,
+    detaches, follows of every shape, and the mistakes of terminal_channels_test.cpp."""
+    def message(**fields):
+        return json.dumps(fields, separators=(",", ":"))
+    write("events_socket", [
+        message(type="attach", channel=1, session="s_7f3a2c"),
+        message(type="attach", channel=2, session="s_7f3a2c", **{"from": 1139}, read_only=True),
+        message(type="attach", channel=255, session="s_000001", events=True, after=12, output=False),
+        message(type="attach", channel=3, session="s_000001", read_only=1, events=0),
+        message(type="resize", channel=1, rows=38, cols=112),
+        message(type="resize", channel=1, rows=0, cols=80),
+        message(type="eof", channel=4),
+        message(type="detach", channel=6),
+        message(type="follow", sessions=["s_7f3a2c", "s_000002"], kinds=["permission_request", "result"]),
+        message(type="follow", sessions="*"),
+        message(type="follow", sessions=[], kinds=["tool_call"]),
+        message(type="follow", sessions=["../etc"]),
+        message(type="follow", sessions=[], kind=["result"]),
+        message(type="dance", channel=1),
+        '{"type":"attach","channel":"2","session":"s_000001"}',
+        '{"type":"attach","channel":2,"session":"s_000001","readonly":true}',
+        "not json",
+        "[1,2]",
+        # Output headers: channel, stream, 8 bytes of offset, then bytes.
+        bytes([1, 1, 0, 0, 0, 0, 0, 0, 4, 0x73]) + b"\x1b[?2004hprompt$ ",
+    ])
+
+
 if __name__ == "__main__":
     harnesses()
     settings()
@@ -433,3 +462,4 @@ if __name__ == "__main__":
     shim_frames()
     websocket()
     redactor()
+    events_socket()
