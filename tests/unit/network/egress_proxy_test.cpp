@@ -174,9 +174,21 @@ protected:
 // A program that exits as soon as it has its answer (curl) would be gone before the shim
 // looked: a refusal, and an allowed connection's first byte back, wait for the tracer,
 // while the decisions, their entries and the upstream connection do not.
+// A client's socket closed however the test ends: an upstream that echoes until its
+// tunnel ends must not hang the test when an assertion returns early.
+struct ClientSocket {
+    int fd;
+    ~ClientSocket() { close(); }
+    void close() {
+        if (fd >= 0) ::close(fd);
+        fd = -1;
+    }
+};
+
 TEST_F(EgressProxyTest, NothingReachesTheProgramBeforeItsConnectionIsTraced) {
     tracer_.hold = true;
-    const int refused = client();
+    ClientSocket refused_socket{client()};
+    const int refused = refused_socket.fd;
     send_all(refused, "CONNECT blocked.test:443 HTTP/1.1\r\nHost: blocked.test:443\r\n\r\n");
     ASSERT_TRUE(eventually([&] { return tracer_.waiting() == 1; }));
     ASSERT_EQ(audit_.entries().size(), 1u) << "decided and logged at once";
@@ -186,7 +198,8 @@ TEST_F(EgressProxyTest, NothingReachesTheProgramBeforeItsConnectionIsTraced) {
     EXPECT_EQ(audit_.entries().at(0).connection, tracer_.traced().at(0));
 
     Upstream upstream(echo);
-    const int allowed = client();
+    ClientSocket allowed_socket{client()};
+    const int allowed = allowed_socket.fd;
     send_all(allowed, "CONNECT upstream.test:" + std::to_string(upstream.port()) + " HTTP/1.1\r\nHost: x\r\n\r\n");
     ASSERT_TRUE(eventually([&] { return tracer_.waiting() == 2; })) << "connected upstream, it waits for the tracer";
     ASSERT_EQ(audit_.entries().size(), 2u);
@@ -199,11 +212,10 @@ TEST_F(EgressProxyTest, NothingReachesTheProgramBeforeItsConnectionIsTraced) {
     EXPECT_EQ(read_until(allowed, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
     send_all(allowed, "ping");
     EXPECT_EQ(read_until(allowed, "ping"), "ping") << "the tunnel works once traced";
-    ::close(allowed);
+    allowed_socket.close();
     const auto answer = read_all(refused);
     EXPECT_EQ(answer.rfind("HTTP/1.1 403 Forbidden\r\n", 0), 0u) << answer;
     EXPECT_NE(answer.find("blocked.test:443 is not allowed for agent reviewer"), std::string::npos) << answer;
-    ::close(refused);
 }
 
 TEST_F(EgressProxyTest, ConnectToAnAllowedHostTunnelsBothWaysAndIsAudited) {
