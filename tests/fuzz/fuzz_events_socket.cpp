@@ -15,6 +15,7 @@
 #include "api/terminal_protocol.hpp"
 
 #include "fuzz/fuzz_support.hpp"
+#include "fuzz/terminal_commands.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -25,6 +26,8 @@ namespace {
 
 namespace json = boost::json;
 using handler::fuzz::check;
+using handler::fuzz::same;
+using handler::fuzz::written_back;
 using namespace handler::api;
 
 bool is_follow_object(std::string_view text) {
@@ -59,36 +62,6 @@ void check_follow(std::string_view text, const std::optional<handler::Result<Eve
     const auto again = parse_follow(json::serialize(answer));
     check(again.has_value() && again->ok() && same(**again, filter), "the answer, sent back, is the same filter",
           json::serialize(answer));
-}
-
-std::string written_back(const TerminalCommand& command) {
-    json::object message{{"channel", command.channel}};
-    switch (command.kind) {
-    case TerminalCommand::Kind::resize:
-        message["type"] = "resize";
-        message["rows"] = command.rows;
-        message["cols"] = command.cols;
-        break;
-    case TerminalCommand::Kind::eof: message["type"] = "eof"; break;
-    case TerminalCommand::Kind::detach: message["type"] = "detach"; break;
-    case TerminalCommand::Kind::attach:
-        message["type"] = "attach";
-        message["session"] = command.session;
-        if (command.options.from) message["from"] = *command.options.from;
-        message["read_only"] = command.options.read_only;
-        message["events"] = command.options.events;
-        message["output"] = command.options.output;
-        if (command.options.events_after != 0) message["after"] = command.options.events_after;
-        break;
-    }
-    return json::serialize(message);
-}
-
-bool same(const TerminalCommand& a, const TerminalCommand& b) {
-    return a.kind == b.kind && a.channel == b.channel && a.rows == b.rows && a.cols == b.cols &&
-           a.session == b.session && a.options.from == b.options.from && a.options.read_only == b.options.read_only &&
-           a.options.events == b.options.events && a.options.output == b.options.output &&
-           a.options.events_after == b.options.events_after;
 }
 
 void check_channel_command(std::string_view text) {
