@@ -10,6 +10,7 @@ where each came from and makes them again after a test's fixtures change. They a
   - API requests from tests/unit/api/routes_test.cpp, and one per route;
   - proxy heads as curl, git, apt, npm and Node send them, and smuggling shapes;
   - ACP transcripts as an editor sends them (tests/unit/acp);
+  - scripts of a page's terminal channels and the sessions behind them;
   - shim frames, WebSocket frames and key streams, made with the formats' own rules.
 Each file is one input; names are the sha1 of the content, as libFuzzer names its own.
 """
@@ -452,6 +453,53 @@ def events_socket():
     ])
 
 
+def terminal_channels():
+    """Scripts of a page's socket and the sessions behind it (fuzz_terminal_channels.cpp):
+    attaches with each option, output on every stream, events, exits and ends before,
+    during and after an attach, input, resizes, eofs and detaches, the terminal route's
+    socket, options as a query gives them, and the mistakes of terminal_channels_test.cpp."""
+    def message(**fields):
+        return json.dumps(fields, separators=(",", ":"))
+    def script(*lines):
+        return "\n".join(lines)
+    attach = message(type="attach", channel=1, session="s_7f3a2c")
+    write("terminal_channels", [
+        script("@replay s_7f3a2c \x1b[?2004hprompt$ ", attach,
+               "@output s_7f3a2c 1 ls\r", "@binary \x01ls\r",
+               message(type="resize", channel=1, rows=38, cols=112), "@event s_7f3a2c tool_call",
+               message(type="eof", channel=1), "@exit s_7f3a2c 0", "@ended s_7f3a2c removed"),
+        script("@replay s_000001 replayed;", "@replay s_000002 second;",
+               message(type="attach", channel=1, session="s_000001", events=True, after=3),
+               message(type="attach", channel=2, session="s_000002", **{"from": 4}, read_only=True),
+               "@output s_000002 2 out", "@output s_000001 3 err",
+               message(type="detach", channel=1), message(type="resize", channel=1, rows=3, cols=4),
+               "@binary \x02typed", message(type="detach", channel=2)),
+        script("@replay s_000001 done", "@exit s_000001 3",
+               message(type="attach", channel=9, session="s_000001"),
+               message(type="attach", channel=9, session="s_000001", output=False)),
+        script("@replay s_000001 gone", "@ended s_000001 session s_000001 is failed: no image",
+               message(type="attach", channel=255, session="s_000001")),
+        script("@replay s_000001 x", message(type="attach", channel=1, session="s_000001"),
+               message(type="attach", channel=1, session="s_000001"),
+               message(type="attach", channel=2, session="s_missing")),
+        script("@replay s_000001 x", *[message(type="attach", channel=n, session="s_000001") for n in range(1, 18)]),
+        script("@replay s_000001 $ ", "@route s_000001", '{"type":"resize","rows":24,"cols":80}',
+               "@binary echo hi\r", '{"type":"eof"}', "@exit s_000001 1", "@binary late"),
+        script("@option from 1139", "@option after 12", "@option read_only 1", "@option events true",
+               "@option output 0", "@option readonly 1", "@option from -1", "@option after x"),
+        message(type="resize", channel=1, rows=0, cols=80),
+        message(type="resize", channel=1, rows=10001, cols=80),
+        message(type="dance", channel=1),
+        '{"type":"attach","channel":"2","session":"s_000001"}',
+        '{"type":"attach","channel":2,"session":"s_000001","readonly":true}',
+        '{"type":"attach","channel":2,"session":""}',
+        '{"type":"eof","channel":0}',
+        '{"type":"resize","rows":24,"cols":80}',
+        "not json",
+        "[1,2]",
+    ])
+
+
 if __name__ == "__main__":
     harnesses()
     settings()
@@ -463,3 +511,4 @@ if __name__ == "__main__":
     websocket()
     redactor()
     events_socket()
+    terminal_channels()
