@@ -21,6 +21,7 @@
 #include "secrets/secret_store.hpp"
 #include "tls/ca.hpp"
 #include "sessions/changes_service.hpp"
+#include "sessions/launch.hpp"
 #include "sessions/session_manager.hpp"
 #include "settings/settings.hpp"
 #include "store/store.hpp"
@@ -136,6 +137,7 @@ Result<sessions::SessionManagerOptions> session_options(const Paths& paths, cons
     options.secret_store = &keys.secret_store;
     options.tls = keys.tls.get();
     options.ca_certificate_pem = keys.authority->certificate_pem();
+    options.system_ca_bundle = sessions::system_trust_bundle([](const char* name) { return std::getenv(name); });
     options.control_root = paths.runtime_dir / "sessions";
     options.output_root = paths.data_dir / "sessions";
     options.helper_dir = builtin_helper_dir();

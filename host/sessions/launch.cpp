@@ -1,5 +1,7 @@
 #include "sessions/launch.hpp"
 
+#include <openssl/x509.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -133,6 +135,13 @@ Result<void> merge_addon(std::string_view addon, const plugins::LaunchSpec& cont
             addon_hosts.push_back(std::move(rule));
     }
     return {};
+}
+
+std::filesystem::path system_trust_bundle(const GetEnv& getenv) {
+    // The variable's name as OpenSSL reads it.
+    const char* chosen = getenv(X509_get_default_cert_file_env());
+    if (chosen != nullptr && *chosen != '\0') return chosen;
+    return "/etc/ssl/certs/ca-certificates.crt";
 }
 
 Result<void> write_trust_files(const std::filesystem::path& control_dir, const std::string& ca_certificate_pem,

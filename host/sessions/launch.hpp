@@ -4,6 +4,7 @@
 // working folder. Pure, so the exact container a session gets is unit-tested.
 #pragma once
 
+#include "core/paths.hpp"
 #include "core/result.hpp"
 #include "plugins/launch_spec.hpp"
 #include "runtime/container_runtime.hpp"
@@ -54,6 +55,12 @@ inline constexpr const char* kTrustBundleName = "ca-bundle.crt";
 
 Result<runtime::ContainerSpec> container_spec(const plugins::LaunchSpec& launch,
                                               const LaunchContext& context);
+
+// The CAs a session trusts besides handler's, for the hosts it reaches through a tunnel
+// (no key of it goes there): those handlerd itself verifies upstreams with, OpenSSL's
+// SSL_CERT_FILE when set, else the system's bundle. So what the session trusts is what
+// handlerd trusts, however the machine's owner chose it.
+std::filesystem::path system_trust_bundle(const GetEnv& getenv);
 
 // Writes handler's CA (kCaCertificateName) and the system's CAs from `system_bundle` plus
 // it (kTrustBundleName) into the session's control folder, for the container to trust.

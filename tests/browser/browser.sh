@@ -67,7 +67,7 @@ HANDLER_UI_DEV=$page_dev HANDLER_UI_DEV_CONTAINERS="$HOME/.config/containers" \
 # imports resolve. first_session runs last, against a new user's handlerd
 # (dev_env.sh --fresh).
 # HANDLER_PAGE_TESTS="terminal network" runs only those (for working on one).
-read -r -a page_tests <<<"${HANDLER_PAGE_TESTS:-agent_settings changes conversation image_build network questions queue shell terminal first_session}"
+read -r -a page_tests <<<"${HANDLER_PAGE_TESTS:-agent_settings changes chatgpt_login conversation image_build network questions queue shell terminal first_session}"
 run_page_tests() { # ENV_FILE TEST...
   local env_file=$1
   shift

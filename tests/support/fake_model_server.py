@@ -386,6 +386,24 @@ def user_images(body):
     return found
 
 
+def chatgpt_accounts(handler):
+    """ChatGPT's account check: Codex signed in with ChatGPT asks it which workspaces its token
+    may act as, and where each one's backend is, and runs only when the account its login
+    names is there. The account is the one the token's claims name (fake_openai_signin.py
+    issued it), served from this host."""
+    token = (handler.headers.get("Authorization") or "").removeprefix("Bearer ")
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        account = claims["https://api.openai.com/auth"]["chatgpt_account_id"]
+    except (IndexError, KeyError, TypeError, ValueError):
+        return {"accounts": [], "account_ordering": []}
+    origin = "https://" + (handler.headers.get("Host") or "chatgpt.com").removesuffix(":443")
+    return {"accounts": [{"id": account, "plan_type": "plus", "structure": "personal", "workspace_backend_origin": origin,
+                          "account_routing_override": "NO_CONSTRAINT"}],
+            "account_ordering": [account], "default_account_id": account}
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Each streamed event leaves at once (no Nagle wait for the previous one's ACK).
@@ -441,6 +459,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.record({})
+        if self.path.split("?", 1)[0].endswith("/wham/accounts/check"):
+            return self.plain(payload=json.dumps(chatgpt_accounts(self)).encode())
         # Codex tries the Responses API over a WebSocket first; refusing the upgrade
         # sends it to plain HTTPS.
         self.plain(404 if self.headers.get("Upgrade") else 200)

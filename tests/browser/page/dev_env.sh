@@ -25,6 +25,9 @@
 # wait), HANDLER_TEST_SECRET_FILE (the account's real key), HANDLER_TEST_UPSTREAM_PORT (a plain
 # HTTP server reached as learn.test and refused.test; agent `claude-net` allows neither), and
 # the XDG folders and PATH. A prompt "$ CMD" makes the model's tool call a Bash CMD.
+# For a ChatGPT login: HANDLER_TEST_CA (the test CA), HANDLER_TEST_SIGNIN_PORT and
+# HANDLER_TEST_SIGNIN_LOG (the fake OpenAI sign-in, auth.openai.com to sessions) and
+# HANDLER_TEST_CHATGPT_LOG (the fake ChatGPT backend, chatgpt.com, writing chatgpt.txt).
 # With --fresh it all lives in $HANDLER_UI_DEV/fresh instead, sharing the test CA and the
 # podman storage (so no image is built twice), and its env.sh sets HANDLER_FRESH_HOME (the
 # user's home) and HANDLER_FRESH_FOLDER (the folder to make a project of, where the fake
@@ -68,6 +71,8 @@ down)
   stop_pid "$root/serve.pid"
   stop_pid "$root/model.pid"
   stop_pid "$root/upstream.pid"
+  stop_pid "$root/signin.pid"
+  stop_pid "$root/chatgpt.pid"
   stop_handlerd
   exit 0 ;;
 up) tests=${2:?usage: dev_env.sh up PODMAN_TESTS_DIR [--served] [--fresh]}
@@ -120,6 +125,17 @@ if [ ! -f "$pki/ca.crt" ]; then
   openssl x509 -req -in "$pki/api.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 30 \
     -extfile "$pki/api.ext" -out "$pki/api.crt" 2>/dev/null
 fi
+# OpenAI's sign-in and ChatGPT's backend, for a ChatGPT login (chatgpt_login.test.mjs). Codex
+# reaches them through a tunnel, so it checks their certificates itself: sessions trust the
+# test CA because handlerd does (SSL_CERT_FILE below).
+for host in auth.openai.com chatgpt.com; do
+  [ -f "$pki/$host.crt" ] && continue
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$host" \
+    -keyout "$pki/$host.key" -out "$pki/$host.csr" 2>/dev/null
+  printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n' "$host" > "$pki/$host.ext"
+  openssl x509 -req -in "$pki/$host.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 30 \
+    -extfile "$pki/$host.ext" -out "$pki/$host.crt" 2>/dev/null
+done
 
 # The fake Anthropic API: every prompt gets a tool call that writes hello.txt, then the answer;
 # while $dev/hold exists its answers wait (a test holds a turn running).
@@ -143,6 +159,22 @@ for _ in $(seq 1 50); do [ -s "$root/upstream.port" ] && break; sleep 0.1; done
 upstream_port=$(sed -n 's/^port //p' "$root/upstream.port")
 [ -n "$upstream_port" ] || fail "the upstream did not start: $(cat "$root/upstream.err")"
 
+# A ChatGPT login's two hosts: OpenAI's sign-in (the device code Codex asks for, entered by
+# the test as a user would in a browser) and ChatGPT's backend, the fake model for the
+# signed-in Codex, whose tool call writes chatgpt.txt.
+start_server() { # NAME COMMAND...: its port, once it prints it
+  stop_pid "$root/$1.pid"
+  : > "$root/$1.port"
+  "${@:2}" >"$root/$1.port" 2>"$root/$1.err" &
+  echo $! > "$root/$1.pid"
+  for _ in $(seq 1 50); do [ -s "$root/$1.port" ] && break; sleep 0.1; done
+  read -r "${1}_port" < "$root/$1.port" || fail "the $1 server did not start: $(cat "$root/$1.err")"
+}
+start_server signin python3 "$tests/fake_openai_signin.py" --log "$root/signin.log" \
+  --tls "$pki/auth.openai.com.crt" "$pki/auth.openai.com.key"
+start_server chatgpt python3 "$tests/fake_model_server.py" --log "$root/chatgpt.log" --file "$project/chatgpt.txt" \
+  --content hi --answer "Done: wrote chatgpt.txt" --tls "$pki/chatgpt.com.crt" "$pki/chatgpt.com.key"
+
 mkdir -p "$XDG_CONFIG_HOME/handler"
 cat > "$XDG_CONFIG_HOME/handler/config.toml" <<TOML
 format = 2
@@ -150,7 +182,7 @@ format = 2
 tcp = true
 port = 0
 [network]
-resolve = { "api.anthropic.com:443" = "127.0.0.1:$model_port", "learn.test" = "127.0.0.1", "refused.test" = "127.0.0.1" }
+resolve = { "api.anthropic.com:443" = "127.0.0.1:$model_port", "auth.openai.com:443" = "127.0.0.1:$signin_port", "chatgpt.com:443" = "127.0.0.1:$chatgpt_port", "learn.test" = "127.0.0.1", "refused.test" = "127.0.0.1" }
 TOML
 
 # A restart reads the new port of the model server.
@@ -211,6 +243,8 @@ $project_lines
 export HANDLER_TEST_MODEL_LOG='$root/model.log'
 export HANDLER_TEST_MODEL_HOLD='$root/hold'
 export HANDLER_TEST_SECRET_FILE='$root/key'
+export HANDLER_TEST_CA='$pki/ca.crt' HANDLER_TEST_SIGNIN_PORT='$signin_port' HANDLER_TEST_SIGNIN_LOG='$root/signin.log'
+export HANDLER_TEST_CHATGPT_LOG='$root/chatgpt.log'
 ENV
 echo "$url"
 echo "environment for tests: source $root/env.sh" >&2

@@ -122,6 +122,22 @@ export async function open_tab(context, origin, hash, viewport = null) {
   return page;
 }
 
+// The terminal's screen and scrollback as text, read from xterm.js's buffer, a line that
+// wrapped at the terminal's width joined again: where a command wraps depends on the
+// length of the prompt (the project's path), which differs from one machine to another.
+export const terminal_text = (page) => page.evaluate(() => {
+  const term = document.querySelector('.terminal').handlerTerminal;
+  const buffer = term.buffer.active;
+  const lines = [];
+  for (let i = 0; i < buffer.length; i++) {
+    const line = buffer.getLine(i);
+    // A line that goes on in the next keeps its trailing spaces: they are text.
+    const text = line?.translateToString(!buffer.getLine(i + 1)?.isWrapped) ?? '';
+    if (line?.isWrapped && lines.length) lines[lines.length - 1] += text;
+    else lines.push(text);
+  }
+  return lines.join('\n');
+});
 export async function until(what, check, timeout_ms = 60000) {
   const end = Date.now() + timeout_ms;
   let last;

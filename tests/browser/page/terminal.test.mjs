@@ -6,29 +6,13 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { handler, launch, logged_in, open_tab, require_env, session_of, shots, started_session, stop_started, until } from './support.mjs';
+import { handler, launch, logged_in, open_tab, require_env, session_of, shots, started_session, stop_started, terminal_text, until } from './support.mjs';
 
 require_env(['HANDLER_TEST_PROJECT']);
 let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await stop_started(); await browser?.close(); });
 
-// The terminal's screen and scrollback as text, read from xterm.js's buffer, a line that
-// wrapped at the terminal's width joined again: where a command wraps depends on the
-// length of the prompt (the project's path), which differs from one machine to another.
-const screen = (page) => page.evaluate(() => {
-  const term = document.querySelector('.terminal').handlerTerminal;
-  const buffer = term.buffer.active;
-  const lines = [];
-  for (let i = 0; i < buffer.length; i++) {
-    const line = buffer.getLine(i);
-    // A line that goes on in the next keeps its trailing spaces: they are text.
-    const text = line?.translateToString(!buffer.getLine(i + 1)?.isWrapped) ?? '';
-    if (line?.isWrapped && lines.length) lines[lines.length - 1] += text;
-    else lines.push(text);
-  }
-  return lines.join('\n');
-});
 const size = (page) => page.evaluate(() => {
   const term = document.querySelector('.terminal').handlerTerminal;
   return { rows: term.rows, cols: term.cols };
@@ -58,23 +42,23 @@ test('a shell in the page: one socket, input, echo, resize, reconnect, replay, k
 
   const marker = `hello-${process.pid}`;
   await type(page, `echo ${marker.toUpperCase()} | tr A-Z a-z\n`);
-  await until('the echo', async () => (await screen(page)).includes(`\n${marker}`));
+  await until('the echo', async () => (await terminal_text(page)).includes(`\n${marker}`));
   // The events (the conversation's and the notifications') and the terminal share one socket.
   assert.deepEqual(page.sockets, ['/api/v1/events'], 'the tab opened one WebSocket, for events and its terminal');
 
   // A lost socket: the terminal attaches again from the offset it had, so what it showed
   // stays once, what the shell printed meanwhile follows, and typing goes on.
   const lines_with = (text, what) => text.split('\n').filter((line) => line.includes(what)).length;
-  const shown = await screen(page);
+  const shown = await terminal_text(page);
   await type(page, 'sleep 2; echo away-$((6*7))\n');
   await page.evaluate(() => window.handlerDebug.pause_events());
   await until('the terminal to say it lost the socket', async () => /disconnected/.test(await page.textContent('.terminal-head [role=status]')));
   await new Promise((resolve) => setTimeout(resolve, 3000));
   await page.evaluate(() => window.handlerDebug.resume_events());
-  await until('what the shell printed while the socket was away', async () => (await screen(page)).includes('away-42'));
+  await until('what the shell printed while the socket was away', async () => (await terminal_text(page)).includes('away-42'));
   await type(page, 'echo back-$((6*7))\n');
-  await until('input after the reconnect', async () => (await screen(page)).includes('\nback-42'));
-  const again = await screen(page);
+  await until('input after the reconnect', async () => (await terminal_text(page)).includes('\nback-42'));
+  const again = await terminal_text(page);
   assert.equal(lines_with(again, 'away-42'), 1, `the output made while away shows once:\n${again}`);
   assert.equal(lines_with(again, marker), lines_with(shown, marker), `nothing shown before is repeated:\n${again}`);
 
@@ -89,12 +73,12 @@ test('a shell in the page: one socket, input, echo, resize, reconnect, replay, k
   // The shell sees the page's size, and a new size when the window changes.
   const first = await size(page);
   await type(page, 'stty size\n');
-  await until('stty size', async () => (await screen(page)).includes(`${first.rows} ${first.cols}`));
+  await until('stty size', async () => (await terminal_text(page)).includes(`${first.rows} ${first.cols}`));
   await page.setViewportSize({ width: 820, height: 520 });
   await until('a smaller terminal', async () => (await size(page)).cols < first.cols);
   const second = await size(page);
   await type(page, 'clear; stty size\n');
-  await until('the new size in the shell', async () => (await screen(page)).includes(`${second.rows} ${second.cols}`));
+  await until('the new size in the shell', async () => (await terminal_text(page)).includes(`${second.rows} ${second.cols}`));
 
   // A late tab gets the replay. What its socket brings is kept, to say on a failure.
   await context.addInitScript(() => {
@@ -121,10 +105,10 @@ test('a shell in the page: one socket, input, echo, resize, reconnect, replay, k
   await late.waitForSelector('.terminal .xterm').catch(async (error) => {
     throw new Error(`${error.message}\nthe late tab shows: ${await late.textContent('#app')}\n${late.problems.join('\n')}`);
   });
-  await until('the replay in the late tab', async () => (await screen(late)).includes(`${second.rows} ${second.cols}`))
+  await until('the replay in the late tab', async () => (await terminal_text(late)).includes(`${second.rows} ${second.cols}`))
     .catch(async (error) => {
       throw new Error(`${error.message}\nthe late tab's terminal (${JSON.stringify(await size(late))}) holds:\n` +
-        `${(await screen(late)).slice(-3000)}\n${late.problems.join('\n')}\nits socket:\n` +
+        `${(await terminal_text(late)).slice(-3000)}\n${late.problems.join('\n')}\nits socket:\n` +
         `${(await late.evaluate(() => window.handlerSocketLog)).filter((m) => !m.includes('session.event')).slice(-60).join('\n')}`);
     });
   await late.close();
@@ -143,15 +127,15 @@ test('a shell in the page: one socket, input, echo, resize, reconnect, replay, k
   assert.equal(await small.getAttribute('.keybar button:text("Ctrl")', 'aria-pressed'), 'true');
   await small.keyboard.type('c');
   await small.click('.keybar button:text("↑")');
-  await until('the recalled line', async () => (await screen(small)).split('\n').filter((l) => l.includes('sleep 300')).length >= 2);
+  await until('the recalled line', async () => (await terminal_text(small)).split('\n').filter((l) => l.includes('sleep 300')).length >= 2);
   // Ctrl then u clears the recalled line (bash's kill-line); Tab completes `ech` to `echo`.
   await small.click('.keybar button:text("Ctrl")');
   await small.keyboard.type('u');
   await type(small, 'ech');
   await small.click('.keybar button:text("Tab")');
   await type(small, ' keys-$((6*7))\n');
-  await until('the command after the key bar', async () => (await screen(small)).includes('keys-42'));
-  assert.ok(!(await screen(small)).includes('\nnot-interrupted'), 'Ctrl+c interrupted the sleep');
+  await until('the command after the key bar', async () => (await terminal_text(small)).includes('keys-42'));
+  assert.ok(!(await terminal_text(small)).includes('\nnot-interrupted'), 'Ctrl+c interrupted the sleep');
   const width = await small.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(width <= 390, `the page is ${width}px wide at phone width`);
   await small.screenshot({ path: join(shots, 'terminal-phone.png') });

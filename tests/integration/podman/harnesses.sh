@@ -334,7 +334,13 @@ ask_run() {
   rm -f "$project/hello.txt"
   timeout 300 handler run "$agent" --network none "$@" -p "create hello.txt containing hi" --json > "$work/ask.jsonl" 2> "$work/ask.err" &
   run=$!
-  for _ in $(seq 1 900); do grep -q '"kind":"permission_request"' "$work/ask.jsonl" && break; sleep 0.1; done
+  # Until the question comes or the run ends: under CI's load (the sanitizer build beside
+  # it) a session has taken over a minute just to start, so no shorter bound of its own.
+  for _ in $(seq 1 2900); do
+    grep -q '"kind":"permission_request"' "$work/ask.jsonl" && break
+    kill -0 "$run" 2>/dev/null || break
+    sleep 0.1
+  done
   grep -q '"kind":"permission_request"' "$work/ask.jsonl" || fail "$agent locked down asked nothing: $(cat "$work/ask.jsonl" "$work/ask.err")"
   id=$(last_session)
   sleep 1

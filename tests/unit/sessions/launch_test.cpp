@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 namespace handler::sessions {
 namespace {
@@ -23,6 +25,21 @@ LaunchContext context(bool tty) {
     c.rows = 40;
     c.cols = 100;
     return c;
+}
+
+// A tunnelled host's certificate is the upstream's own: the session trusts the CAs handlerd
+// verifies upstreams with, so a machine whose owner points OpenSSL elsewhere gets the same.
+TEST(TrustBundle, IsTheOneOpenSslReadsWhenSetElseTheSystems) {
+    std::map<std::string, std::string> env;
+    const auto getenv = [&](const char* name) -> const char* {
+        auto found = env.find(name);
+        return found == env.end() ? nullptr : found->second.c_str();
+    };
+    EXPECT_EQ(system_trust_bundle(getenv), "/etc/ssl/certs/ca-certificates.crt");
+    env["SSL_CERT_FILE"] = "";
+    EXPECT_EQ(system_trust_bundle(getenv), "/etc/ssl/certs/ca-certificates.crt");
+    env["SSL_CERT_FILE"] = "/home/alice/corporate-ca.pem";
+    EXPECT_EQ(system_trust_bundle(getenv), "/home/alice/corporate-ca.pem");
 }
 
 TEST(LaunchSpec, WrapsTheProgramInTheShimWithATerminal) {
