@@ -52,6 +52,7 @@ import time
 args = None
 log_lock = threading.Lock()
 overloaded_left = [0]
+expired_tokens = set()
 message_numbers = itertools.count(1)
 timed_answers = itertools.count(1)
 
@@ -85,6 +86,28 @@ def overloaded(handler):
         overloaded_left[0] -= 1
     payload = json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}).encode()
     handler.send_response(529)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+    return True
+
+
+def expired(handler):
+    """With --expire-tokens, the first bearer token that reaches the Responses API has
+    expired, as a login's access token does after a while: its every request is answered
+    401, as ChatGPT's backend does, until Codex refreshes its login at OpenAI's sign-in and
+    sends the new token, which works. Whether it answered 401."""
+    token = handler.headers.get("Authorization") or ""
+    with log_lock:
+        if not args.expire_tokens or not token:
+            return False
+        if not expired_tokens:
+            expired_tokens.add(token)
+        if token not in expired_tokens:
+            return False
+    payload = json.dumps({"error": {"message": "Your access token has expired.", "code": "token_expired"}}).encode()
+    handler.send_response(401)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(payload)))
     handler.end_headers()
@@ -448,6 +471,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if overloaded(self):
             return
+        if path.endswith("/responses") and expired(self):
+            return
         if path.endswith("/messages"):
             anthropic(self, body)
         elif path.endswith("/responses"):
@@ -488,6 +513,8 @@ def main():
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--hold", help="while this file exists, model requests wait")
     parser.add_argument("--overloaded", type=int, default=0, help="answer the first N model requests 529")
+    parser.add_argument("--expire-tokens", action="store_true",
+                        help="the first bearer token is expired: 401 for its Responses requests (ChatGPT's backend)")
     parser.add_argument("--every-turn", action="store_true", help="a tool call for every new prompt (Anthropic)")
     parser.add_argument("--stream-delay", type=float, default=0, help="seconds between streamed events (Anthropic)")
     parser.add_argument("--command", help="the tool call is Bash running this command (Anthropic, Claude Code)")

@@ -2,7 +2,8 @@
 // the account and a Codex agent and opens Codex's own sign-in in a terminal in the page; the
 // user enters the code it shows at OpenAI (the fake sign-in, as a browser would); Codex keeps
 // the tokens in the account's folder; a conversation with the agent then goes to ChatGPT's
-// backend (the fake one) with the token that sign-in issued, and its tool call writes the file.
+// backend (the fake one) with the token that sign-in issued, refreshes it when the backend
+// says it has expired (the account keeps the new one), and its tool call writes the file.
 // Codex reaches both hosts through a tunnel of the egress proxy, checking their certificates
 // itself (the test CA, which sessions trust because handlerd does).
 import assert from 'node:assert/strict';
@@ -105,15 +106,27 @@ test('a ChatGPT login in the page signs the real Codex in, and its conversation 
   assert.match(await page.locator('.item.tool').first().locator('summary').textContent(), /done/);
   await until('the file on the host', async () => existsSync(join(project, 'chatgpt.txt')));
   assert.equal(readFileSync(join(project, 'chatgpt.txt'), 'utf8'), 'hi');
+  // The backend took the login's token for expired (401); Codex refreshed the login at
+  // OpenAI's sign-in with the refresh token it was given, and sent the turn again with the
+  // new one, which it wrote through the conversation's link into the account's folder.
+  const refreshed = entries(process.env.HANDLER_TEST_SIGNIN_LOG, signin_from)
+    .filter((e) => e.path === '/oauth/token' && e.grant_type === 'refresh_token' && e.status === 200);
+  assert.equal(refreshed.length, 1, 'Codex refreshed its login once');
+  assert.equal(refreshed[0].host, 'auth.openai.com');
   const turns = entries(process.env.HANDLER_TEST_CHATGPT_LOG, chatgpt_from).filter((e) => e.method === 'POST' && e.path === '/backend-api/codex/responses');
-  assert.ok(turns.length >= 1, 'the turn went to ChatGPT\'s backend');
+  assert.ok(turns.length >= 2, 'the turn went to ChatGPT\'s backend');
+  assert.equal(turns[0].authorization, `Bearer ${access_token}`, 'first with the token of the login made in the page');
+  assert.equal(turns.at(-1).authorization, `Bearer ${refreshed[0].access_token}`, 'then with the refreshed one');
   for (const turn of turns) {
     assert.equal(turn.host, 'chatgpt.com');
-    assert.equal(turn.authorization, `Bearer ${access_token}`, 'with the token of the login made in the page');
+    assert.ok([access_token, refreshed[0].access_token].some((token) => turn.authorization === `Bearer ${token}`), turn.authorization);
   }
+  const kept = JSON.parse(readFileSync(join(folder, 'auth.json'), 'utf8'));
+  assert.equal(kept.tokens?.access_token, refreshed[0].access_token, 'the account keeps the refreshed token');
+  assert.equal(kept.tokens?.refresh_token, refreshed[0].refresh_token);
 
-  // Neither token reached the page: not its terminal, not its conversation, not the API.
-  for (const token of [access_token, refresh_token]) {
+  // No token reached the page: not its terminal, not its conversation, not the API.
+  for (const token of [access_token, refresh_token, refreshed[0].access_token, refreshed[0].refresh_token]) {
     assert.ok(token.length > 20);
     assert.ok(!page.received.some((body) => body.includes(token)), 'a token of the login reached the page');
   }

@@ -161,7 +161,8 @@ upstream_port=$(sed -n 's/^port //p' "$root/upstream.port")
 
 # A ChatGPT login's two hosts: OpenAI's sign-in (the device code Codex asks for, entered by
 # the test as a user would in a browser) and ChatGPT's backend, the fake model for the
-# signed-in Codex, whose tool call writes chatgpt.txt.
+# signed-in Codex, whose tool call writes chatgpt.txt. The first token it sees has expired
+# (401), so Codex refreshes its login.
 start_server() { # NAME COMMAND...: its port, once it prints it
   stop_pid "$root/$1.pid"
   : > "$root/$1.port"
@@ -173,7 +174,7 @@ start_server() { # NAME COMMAND...: its port, once it prints it
 start_server signin python3 "$tests/fake_openai_signin.py" --log "$root/signin.log" \
   --tls "$pki/auth.openai.com.crt" "$pki/auth.openai.com.key"
 start_server chatgpt python3 "$tests/fake_model_server.py" --log "$root/chatgpt.log" --file "$project/chatgpt.txt" \
-  --content hi --answer "Done: wrote chatgpt.txt" --tls "$pki/chatgpt.com.crt" "$pki/chatgpt.com.key"
+  --content hi --answer "Done: wrote chatgpt.txt" --expire-tokens --tls "$pki/chatgpt.com.crt" "$pki/chatgpt.com.key"
 
 mkdir -p "$XDG_CONFIG_HOME/handler"
 cat > "$XDG_CONFIG_HOME/handler/config.toml" <<TOML
