@@ -13,7 +13,7 @@ namespace json = boost::json;
 
 namespace {
 
-Result<EventFilter> invalid(std::string message) {
+Result<EventFilter> refused_follow(std::string message) {
     return make_error(ErrorCode::invalid_argument, "follow: " + std::move(message));
 }
 
@@ -67,10 +67,10 @@ std::optional<Result<EventFilter>> parse_follow(std::string_view text) {
     if (type == nullptr || !type->is_string() || type->as_string() != "follow") return std::nullopt;
     for (const auto& field : *object)
         if (field.key() != "type" && field.key() != "sessions" && field.key() != "kinds")
-            return invalid("unknown field " + json::serialize(json::string_view(field.key())) +
+            return refused_follow("unknown field " + json::serialize(json::string_view(field.key())) +
                            " (it takes \"sessions\" and \"kinds\")");
     const auto* sessions = object->if_contains("sessions");
-    if (sessions == nullptr) return invalid("needs \"sessions\": an array of session ids, or \"*\" for every session");
+    if (sessions == nullptr) return refused_follow("needs \"sessions\": an array of session ids, or \"*\" for every session");
     EventFilter filter;
     filter.everything = sessions->is_string() && sessions->as_string() == "*";
     if (!filter.everything) {

@@ -1,5 +1,6 @@
 #include "api/server_guards.hpp"
 
+#include "core/text.hpp"
 #include "api/token.hpp"
 #include "api/ui_login.hpp"
 #include "core/utf8.hpp"
@@ -14,20 +15,8 @@ namespace handler::api {
 
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-        if (lower(a[i]) != lower(b[i])) return false;
-    }
-    return true;
-}
-
-std::string_view trim(std::string_view text) {
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-    return text;
-}
+using text::iequals;
+using text::trim;
 
 // Shown in an error message: cut long values and anything that is not printable ASCII,
 // so a hostile header cannot fill a log or forge lines in it.

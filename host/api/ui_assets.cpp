@@ -1,5 +1,6 @@
 #include "api/ui_assets.hpp"
 
+#include "core/text.hpp"
 #include "api/server_guards.hpp"
 #include "core/paths.hpp"
 
@@ -28,18 +29,8 @@ bool ends_with(std::string_view text, std::string_view suffix) {
     return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-std::string_view trim(std::string_view text) {
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-    return text;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-               return lower(x) == lower(y);
-           });
-}
+using text::iequals;
+using text::trim;
 
 // A regular file (not a link: lstat) of at most the limit, read whole.
 Result<std::string> read_plain_file(const fs::path& path) {

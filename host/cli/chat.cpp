@@ -23,11 +23,6 @@ namespace json = boost::json;
 
 namespace {
 
-std::string text_of(const json::object& object, std::string_view field) {
-    const auto* value = object.if_contains(field);
-    return value != nullptr && value->is_string() ? std::string(value->as_string()) : std::string();
-}
-
 // The conversation as the person at the terminal reads it. Called on the attach loop's
 // thread; the prompts it sent come from the input thread, hence the lock.
 class ChatPrinter {

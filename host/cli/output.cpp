@@ -64,6 +64,11 @@ std::string printable(std::string_view text, bool keep_lines) {
     return out;
 }
 
+std::string text_of(const json::object& object, std::string_view field) {
+    const auto* value = object.if_contains(field);
+    return value != nullptr && value->is_string() ? std::string(value->as_string()) : std::string();
+}
+
 std::string display(const json::value& value) {
     if (value.is_null()) return "-";
     if (value.is_string()) return printable(value.as_string());

@@ -39,6 +39,10 @@ void show_name(boost::json::object& record, std::string_view field,
 // A JSON scalar as a person reads it: strings unquoted, null as "-", arrays joined.
 std::string display(const boost::json::value& value);
 
+// OBJECT's string FIELD, or "" when it is missing or not a string (an event's payload,
+// written by a harness, may lack any field).
+std::string text_of(const boost::json::object& object, std::string_view field);
+
 // `text` with every control character shown as a space: C0, DEL, and C1 (U+0080 to
 // U+009F, two bytes in UTF-8), which some terminals also act on. Hosts, paths, titles and
 // messages may come from inside a container, and the terminal is no place for their

@@ -482,11 +482,6 @@ std::string shortened(std::string_view text, std::size_t limit) {
     return std::string(text.substr(0, cut)) + "…";
 }
 
-std::string text_of(const json::object& object, std::string_view field) {
-    const auto* value = object.if_contains(field);
-    return value != nullptr && value->is_string() ? std::string(value->as_string()) : std::string();
-}
-
 // Who made the entry's connection: "PID COMMAND", or why that is not known. The command
 // line is the process's own to write; the table prints it through printable().
 std::string process_column(const json::object& entry) {

@@ -1,5 +1,6 @@
 #include "runtime/image_builder.hpp"
 
+#include "core/text.hpp"
 #include "core/utf8.hpp"
 
 #include <boost/json.hpp>
@@ -387,12 +388,7 @@ bool valid_layer_name(std::string_view name) {
     }) && name.front() != '-' && name.front() != '.';
 }
 
-bool valid_env_name(std::string_view name) {
-    if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
-    return std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-    });
-}
+using text::valid_env_name;
 
 } // namespace
 

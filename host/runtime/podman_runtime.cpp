@@ -1,5 +1,6 @@
 #include "runtime/podman_runtime.hpp"
 
+#include "core/text.hpp"
 #include "runtime/seccomp_profile.hpp"
 
 #include <boost/json.hpp>
@@ -26,12 +27,7 @@ bool valid_session_id(std::string_view id) {
     });
 }
 
-bool valid_env_name(std::string_view name) {
-    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-    return std::all_of(name.begin(), name.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-    });
-}
+using text::valid_env_name;
 
 // A container id or name as podman prints them. Refusing a leading '-' keeps a value
 // from being read as an option.

@@ -1,5 +1,6 @@
 #include "setup/user_config.hpp"
 
+#include "core/text.hpp"
 #include "core/paths.hpp"
 
 #include <toml++/toml.h>
@@ -21,12 +22,8 @@ std::string quote(std::string_view text) {
     return out + "\"";
 }
 
-std::string trim(std::string_view text) {
-    const auto first = text.find_first_not_of(" \t\r");
-    if (first == std::string_view::npos) return {};
-    const auto last = text.find_last_not_of(" \t\r");
-    return std::string(text.substr(first, last - first + 1));
-}
+// A line of the file without its blanks at either end (a CR of a CRLF file too).
+std::string trimmed_line(std::string_view line) { return std::string(text::trim(line, " \t\r")); }
 
 std::vector<std::string> split_lines(const std::string& text) {
     std::vector<std::string> lines;
@@ -42,14 +39,14 @@ std::string join_lines(const std::vector<std::string>& lines) {
 }
 
 bool is_table_header(const std::string& line) {
-    const std::string trimmed = trim(line);
+    const std::string trimmed = trimmed_line(line);
     return !trimmed.empty() && trimmed.front() == '[';
 }
 
 bool is_assignment_of(const std::string& line, const std::string& key) {
-    const std::string trimmed = trim(line);
+    const std::string trimmed = trimmed_line(line);
     if (trimmed.rfind(key, 0) != 0) return false;
-    return trim(trimmed.substr(key.size())).rfind('=', 0) == 0;
+    return trimmed_line(trimmed.substr(key.size())).rfind('=', 0) == 0;
 }
 
 // The text edit: replace the key's line in the table, or add it under the table's
@@ -70,7 +67,7 @@ std::optional<std::string> edit_text(const std::string& text, const toml::table&
     const std::string header = "[" + table + "]";
     std::size_t at = lines.size();
     for (std::size_t i = 0; i < lines.size(); ++i) {
-        const std::string trimmed = trim(lines[i]);
+        const std::string trimmed = trimmed_line(lines[i]);
         if (trimmed == header || trimmed.rfind(header + " ", 0) == 0 ||
             trimmed.rfind(header + "#", 0) == 0) {
             at = i;

@@ -14,7 +14,7 @@ TEST(Utf8, WellFormedSequencesAreValid) {
 
 TEST(Utf8, StrayCutOverlongAndSurrogateBytesAreNot) {
     for (const std::string_view bad : {"\xff", "\x80", "\xc3", "\xe2\x82", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80"})
-        EXPECT_FALSE(is_valid_utf8(bad)) << testing::PrintToString(std::string(bad));
+        EXPECT_FALSE(is_valid_utf8(bad)) << ::testing::PrintToString(std::string(bad));
 }
 
 TEST(Utf8, EachBadByteBecomesOneReplacementCharacter) {

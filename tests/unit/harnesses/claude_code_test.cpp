@@ -19,6 +19,9 @@
 #include <string>
 #include <vector>
 
+// Named as well, for unity builds (scripts/test.sh): helpers of the same name in
+// other test files then do not meet.
+namespace claude_code_test {
 namespace {
 
 namespace json = boost::json;
@@ -1125,8 +1128,6 @@ TEST_F(ClaudeCodePlugin, ItsEventStreamParsesAcrossFeeds) {
     expect_plugin_events(kTranscript, parse_all(kTranscript));
 }
 
-} // namespace
-
 TEST(ClaudeCodeStreamJson, APromptsImagesAreImageBlocksBeforeItsText) {
     StreamJsonParser parser;
     parser.prompt(R"({"promptId":"p_1","content":{"type":"text","text":"what is it?"},)"
@@ -1141,3 +1142,6 @@ TEST(ClaudeCodeStreamJson, APromptsImagesAreImageBlocksBeforeItsText) {
               "\n")
         << "an image alone has no empty text block";
 }
+
+} // namespace
+} // namespace claude_code_test

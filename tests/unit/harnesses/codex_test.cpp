@@ -14,6 +14,9 @@
 #include <cstdlib>
 #include <stdexcept>
 
+// Named as well, for unity builds (scripts/test.sh): helpers of the same name in
+// other test files then do not meet.
+namespace codex_test {
 namespace {
 
 namespace json = boost::json;
@@ -999,3 +1002,4 @@ TEST_F(CodexPlugin, AReopenedParserGoesOnInTheThreadItIsTold) {
 }
 
 } // namespace
+} // namespace codex_test

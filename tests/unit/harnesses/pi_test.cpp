@@ -16,6 +16,9 @@
 #include <iterator>
 #include <stdexcept>
 
+// Named as well, for unity builds (scripts/test.sh): helpers of the same name in
+// other test files then do not meet.
+namespace pi_test {
 namespace {
 
 namespace json = boost::json;
@@ -782,3 +785,4 @@ TEST_F(PiPlugin, ItsEventStreamTakesPromptsCancelsAndSettings) {
 }
 
 } // namespace
+} // namespace pi_test

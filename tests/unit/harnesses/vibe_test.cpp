@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+// Named as well, for unity builds (scripts/test.sh): helpers of the same name in
+// other test files then do not meet.
+namespace vibe_test {
 namespace {
 
 namespace json = boost::json;
@@ -468,3 +471,4 @@ TEST_F(VibePlugin, ItsEventStreamParsesAcrossFeeds) {
 }
 
 } // namespace
+} // namespace vibe_test

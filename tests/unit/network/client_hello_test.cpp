@@ -12,6 +12,9 @@
 #include <utility>
 
 namespace handler::network {
+// Named as well, for unity builds (scripts/test.sh): helpers of the same name in
+// other test files then do not meet.
+namespace client_hello_test {
 namespace {
 
 using handler::testing::contains;
@@ -188,4 +191,5 @@ TEST(ClientHello, ItsServerNameMustBeTheConnectHostInCanonicalForm) {
 }
 
 } // namespace
+} // namespace client_hello_test
 } // namespace handler::network

@@ -10,6 +10,9 @@
 #include <gtest/gtest.h>
 
 namespace handler::network {
+// Named as well, for unity builds (scripts/test.sh): helpers of the same name in
+// other test files then do not meet.
+namespace host_rule_test {
 namespace {
 
 using handler::testing::contains;
@@ -136,4 +139,5 @@ TEST(HostRule, RequestNamesMayCarryUnderscoresButRulesMayNot) {
 }
 
 } // namespace
+} // namespace host_rule_test
 } // namespace handler::network

@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 namespace handler::network {
+// Named as well, for unity builds (scripts/test.sh): helpers of the same name in
+// other test files then do not meet.
+namespace policy_test {
 namespace {
 
 using handler::testing::contains;
@@ -164,4 +167,5 @@ TEST(NetworkPolicy, ModesRoundTrip) {
 }
 
 } // namespace
+} // namespace policy_test
 } // namespace handler::network

@@ -14,18 +14,18 @@ std::string whole(std::string_view input) { return TerminalFilter().filter(input
 // Every way of cutting `input` in two, and byte by byte: a terminal gets its output in
 // reads of any size, and a sequence across two of them must be judged the same.
 void expect_every_split(const std::string& input, const std::string& expected) {
-    EXPECT_EQ(whole(input), expected) << "whole: " << testing::PrintToString(input);
+    EXPECT_EQ(whole(input), expected) << "whole: " << ::testing::PrintToString(input);
     for (std::size_t cut = 1; cut < input.size(); ++cut) {
         TerminalFilter filter;
         std::string out;
         filter.feed(std::string_view(input).substr(0, cut), out);
         filter.feed(std::string_view(input).substr(cut), out);
-        EXPECT_EQ(out, expected) << "cut at " << cut << ": " << testing::PrintToString(input);
+        EXPECT_EQ(out, expected) << "cut at " << cut << ": " << ::testing::PrintToString(input);
     }
     TerminalFilter filter;
     std::string out;
     for (char byte : input) filter.feed(std::string_view(&byte, 1), out);
-    EXPECT_EQ(out, expected) << "byte by byte: " << testing::PrintToString(input);
+    EXPECT_EQ(out, expected) << "byte by byte: " << ::testing::PrintToString(input);
 }
 
 struct Case {
@@ -243,9 +243,9 @@ TEST(TerminalFilterTest, ANeverTerminatedSequenceHoldsBoundedMemory) {
         other.feed(start, dropped);
         for (int i = 0; i < 64; ++i) {
             other.feed(std::string(4096, filler), dropped);
-            ASSERT_LE(other.held_bytes(), TerminalFilter::kHeldLimitBytes) << testing::PrintToString(start);
+            ASSERT_LE(other.held_bytes(), TerminalFilter::kHeldLimitBytes) << ::testing::PrintToString(start);
         }
-        EXPECT_EQ(dropped, "") << testing::PrintToString(start);
+        EXPECT_EQ(dropped, "") << ::testing::PrintToString(start);
     }
 }
 
@@ -293,7 +293,7 @@ TEST(TerminalFilterTest, ItsOutputHoldsNothingItWouldDrop) {
         }
         const std::string once = whole(input);
         // The newline ends a UTF-8 lead the output may end in (held until a next byte).
-        ASSERT_EQ(whole(once + "\n"), once + "\n") << testing::PrintToString(input);
+        ASSERT_EQ(whole(once + "\n"), once + "\n") << ::testing::PrintToString(input);
         TerminalFilter filter;
         std::string cut;
         for (std::size_t at = 0; at < input.size();) {
@@ -301,7 +301,7 @@ TEST(TerminalFilterTest, ItsOutputHoldsNothingItWouldDrop) {
             filter.feed(std::string_view(input).substr(at, length), cut);
             at += length;
         }
-        ASSERT_EQ(cut, once) << testing::PrintToString(input);
+        ASSERT_EQ(cut, once) << ::testing::PrintToString(input);
     }
 }
 
