@@ -57,9 +57,15 @@ section "build ($build_dir)"
 # (a backtrace with lines comes from the sanitizer pass's Debug build). -O2 rather than
 # Release's -O3, at which GCC 12 reports false stringop-overflow errors inside libstdc++
 # (install.sh builds without -Werror, so they stay warnings there).
+# A unity build, here and in the sanitizer pass: a few files per compiler run, so the
+# Boost, GoogleTest and standard headers are parsed once for all of them (half the
+# compile time on two cores: docs/development.md, "Compile times"). GCC takes a class
+# of a .cpp's own header with a member of a type private to that file for one of a
+# header once the file is included into another (-Wsubobject-linkage): off here only.
+unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_CXX_FLAGS=-Wno-subobject-linkage)
 cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG" \
-  -DHANDLER_BUILD_TESTS=ON >/dev/null
+  "${unity[@]}" -DHANDLER_BUILD_TESTS=ON >/dev/null
 cmake --build "$build_dir" -j "$(nproc)"
 
 # Every run always happens, so every summary line is printed; the status is the worst.
@@ -73,7 +79,7 @@ fuzz_on() { [ "${HANDLER_FUZZ_PASS:-1}" = 1 ]; }
 later_builds() {
   local code=0
   if sanitizer_on; then
-    { cmake -S "$here" -B "$asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    { cmake -S "$here" -B "$asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug "${unity[@]}" \
         -DHANDLER_BUILD_TESTS=ON -DHANDLER_SANITIZE=ON >/dev/null &&
       cmake --build "$asan_dir" -j "$(nproc)"; } || { echo "test.sh: the sanitizer build failed"; code=1; }
   fi
