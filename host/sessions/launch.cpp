@@ -144,14 +144,38 @@ std::filesystem::path system_trust_bundle(const GetEnv& getenv) {
     return "/etc/ssl/certs/ca-certificates.crt";
 }
 
+namespace {
+
+// The certificates of a PEM bundle, nothing else: the file is the machine owner's to
+// choose (SSL_CERT_FILE), and one that also holds a private key (a key and its
+// certificate in one file is common) must not hand that key to every session.
+std::string certificates_of(std::string_view text) {
+    std::string certificates;
+    for (std::size_t at = 0;;) {
+        const std::size_t begin = text.find("-----BEGIN ", at);
+        if (begin == std::string_view::npos) break;
+        const std::size_t label_end = text.find("-----", begin + 11);
+        if (label_end == std::string_view::npos) break;
+        const std::string_view label = text.substr(begin + 11, label_end - begin - 11);
+        const std::string end_line = "-----END " + std::string(label) + "-----";
+        const std::size_t end = text.find(end_line, label_end);
+        if (end == std::string_view::npos) break;
+        at = end + end_line.size();
+        if (label == "CERTIFICATE" || label == "TRUSTED CERTIFICATE")
+            certificates.append(text.substr(begin, at - begin)).push_back('\n');
+    }
+    return certificates;
+}
+
+} // namespace
+
 Result<void> write_trust_files(const std::filesystem::path& control_dir, const std::string& ca_certificate_pem,
                                const std::filesystem::path& system_bundle) {
     std::string bundle;
     if (std::ifstream system(system_bundle, std::ios::binary); system) {
         std::ostringstream text;
         text << system.rdbuf();
-        bundle = text.str();
-        if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
+        bundle = certificates_of(text.str());
     }
     bundle += ca_certificate_pem;
     using File = std::pair<const char*, const std::string*>;

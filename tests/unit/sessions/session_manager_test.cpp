@@ -38,6 +38,8 @@
 namespace handler::sessions {
 namespace {
 
+constexpr const char* kSystemCertificate = "-----BEGIN CERTIFICATE-----\nSYSTEMCA\n-----END CERTIFICATE-----\n";
+
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using handler::testing::contains;
@@ -234,7 +236,10 @@ protected:
         options.lost_link_check = std::chrono::milliseconds(50);
         options.secret_store = &secrets_;
         options.ca_certificate_pem = kCaPem;
-        options.system_ca_bundle = dir_.write("system/ca-certificates.crt", "SYSTEM CAS\n");
+        // A system bundle that also holds a private key (SSL_CERT_FILE may name any file):
+        // only its certificate may reach a session.
+        options.system_ca_bundle = dir_.write("system/ca-certificates.crt", std::string(kSystemCertificate) +
+                                              "-----BEGIN PRIVATE KEY-----\nSECRETKEY\n-----END PRIVATE KEY-----\n");
         // Two addons: one that needs a name the user pinned to the host's loopback and asks
         // for the loopback itself as well (which an addon's rule never opens), and sets a
         // variable; one that tries to pick the image.
@@ -929,7 +934,8 @@ TEST_F(SessionManagerTest, AHarnessThatNeedsAKeyGetsAStandInAndTrustsHandlersCa)
     EXPECT_EQ(spec.trust_bundle, control / "ca-bundle.crt");
     std::ifstream bundle(control / "ca-bundle.crt");
     std::string text((std::istreambuf_iterator<char>(bundle)), std::istreambuf_iterator<char>());
-    EXPECT_EQ(text, std::string("SYSTEM CAS\n") + kCaPem);
+    EXPECT_EQ(text, std::string(kSystemCertificate) + kCaPem);
+    EXPECT_EQ(text.find("SECRETKEY"), std::string::npos) << "a private key of the system bundle reached the session";
     auto env_of = [&](const std::string& name) {
         for (const auto& entry : spec.env)
             if (entry.name == name) return entry.value;
